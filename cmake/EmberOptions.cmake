@@ -1,0 +1,35 @@
+# Back ends follow what the LLVM we found can generate code for.
+include_guard(GLOBAL)
+
+function(ember_option name doc default)
+  cmake_parse_arguments(ARG "" "" "DEPENDS" ${ARGN})
+  option(${name} "${doc}" ${default})
+  foreach(dep IN LISTS ARG_DEPENDS)
+    if(${name} AND NOT ${dep})
+      message(WARNING "ember: ${name} needs ${dep}; turning it off")
+      set(${name} OFF CACHE BOOL "${doc}" FORCE)
+    endif()
+  endforeach()
+endfunction()
+
+set(EMBER_LLVM_HAS_NVPTX OFF)
+set(EMBER_LLVM_HAS_X86 OFF)
+set(EMBER_LLVM_HAS_AARCH64 OFF)
+if("NVPTX" IN_LIST LLVM_TARGETS_TO_BUILD)
+  set(EMBER_LLVM_HAS_NVPTX ON)
+endif()
+if("X86" IN_LIST LLVM_TARGETS_TO_BUILD)
+  set(EMBER_LLVM_HAS_X86 ON)
+endif()
+if("AArch64" IN_LIST LLVM_TARGETS_TO_BUILD)
+  set(EMBER_LLVM_HAS_AARCH64 ON)
+endif()
+
+ember_option(EMBER_ENABLE_NVPTX "Generate PTX for NVIDIA GPUs" ON DEPENDS EMBER_LLVM_HAS_NVPTX)
+ember_option(EMBER_ENABLE_CUDA_RUNTIME "CUDA Driver API back end (dlopen, no SDK needed)" ON)
+
+# The targets lit tests may use ("nvptx", "cpu").
+set(EMBER_TARGETS cpu)
+if(EMBER_ENABLE_NVPTX)
+  list(APPEND EMBER_TARGETS nvptx)
+endif()

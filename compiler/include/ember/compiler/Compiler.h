@@ -1,0 +1,77 @@
+/// \file
+/// The compiler's public entry point: kernel IR in, any stage for a target out.
+///
+/// [Note] Compilation pipeline
+/// ===========================
+/// ir --(verify)--> llvm (CodeGenLLVM + Target::finish_module) --(O3)--> llvm-opt
+///    --(TargetMachine)--> asm (PTX text, host assembly) / obj (relocatable object)
+/// The binary a runtime loads is the PTX text for NVPTX and the relocatable object for the CPU.
+/// `EMBER_DUMP=ir,llvm,llvm-opt,asm` (any subset) prints those stages of every compiled kernel to
+/// stderr, or writes them to `$EMBER_DUMP_DIR/<kernel>.<target>.<stage>` (':' in the target
+/// becomes '_', e.g. `scalar_add.nvptx_sm_90.asm`).
+#ifndef EMBER_COMPILER_COMPILER_H
+#define EMBER_COMPILER_COMPILER_H
+
+#include "ember/compiler/IR.h"
+#include "ember/compiler/Target.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ember {
+
+enum class Stage { IR, LLVM, LLVMOpt, Asm, Obj };
+std::string_view to_string(Stage s); // "ir", "llvm", "llvm-opt", "asm", "obj"
+std::optional<Stage> parse_stage(std::string_view s);
+
+struct CompileOptions {
+    /// 0..3; 3 is the default O3 pipeline.
+    int opt_level = 3;
+    /// Keep the text of these stages in `CompiledKernel` (the binary is always kept).
+    bool keep_ir = false, keep_llvm = false, keep_llvm_opt = false, keep_asm = false;
+};
+
+/// The result of compiling one kernel for one target: portable bytes, no live handles.
+struct CompiledKernel {
+    std::string kernel_name;
+    /// The symbol to look up in the binary (the kernel's name).
+    std::string entry_symbol;
+    TargetSpec target;
+    /// PTX text (NVPTX) or a relocatable ELF object (CPU).
+    std::string binary;
+    /// Stage texts that were asked for in CompileOptions (empty otherwise).
+    std::string ir, llvm, llvm_opt, assembly;
+    /// Wall time of each step, in seconds.
+    double lower_seconds = 0, optimize_seconds = 0, codegen_seconds = 0;
+};
+
+/// Verifies, lowers, optimises and emits `k` for `target`; honours EMBER_DUMP.
+/// Throws `ember::CompileError` (verifier report or LLVM diagnostics in its log) on failure, and
+/// `ember::LogicError` for a target this build cannot generate code for.
+CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
+                       const CompileOptions &options = {});
+
+/// One stage of `k` for `target` as text (bytes for `Stage::Obj`); for tools and tests.
+std::string emit(const ir::Kernel &k, const TargetSpec &target, Stage stage, int opt_level = 3);
+
+/// Code for the CPU device, loaded into this process through ORC. Move-only; the code stays
+/// valid as long as the object lives.
+class CpuModule {
+public:
+    /// Links `object` (from `compile` for a CPU target) into the process and looks up
+    /// `entry_symbol`. Throws `ember::CompileError` when the object cannot be linked or the
+    /// symbol is missing.
+    static std::unique_ptr<CpuModule> load(const std::string &object, const std::string &entry_symbol);
+    virtual ~CpuModule() = default;
+    /// The kernel's entry point (see [Note] CPU kernel ABI in CpuAbi.h).
+    virtual void *entry() const = 0;
+};
+
+/// The LLVM version ember was built with (e.g. "19.1.7").
+std::string llvm_version();
+
+} // namespace ember
+
+#endif // EMBER_COMPILER_COMPILER_H

@@ -1,0 +1,491 @@
+/// \file
+/// The kernel IR: immutable, reference-counted expression and statement nodes with structured
+/// control flow, identity-based variables, and the semantics every pass and back end relies on.
+///
+/// [Note] IR semantics
+/// ===================
+/// * Evaluation. Statements run in order. An expression is evaluated where the statement that
+///   holds it runs, operands left to right. Expressions are pure except `Load`, which reads
+///   memory at that point; the front end binds every load and every read of a mutable variable to
+///   a `let` where the user wrote it, so a tree never observes a later store or assignment.
+///   `&&` and `||` (Binary And/Or on bool) evaluate both operands: there is no short circuit.
+/// * Integers wrap (two's complement) on overflow for +, -, * and unary minus; there is no
+///   undefined behaviour and no poison. Division truncates toward zero, and `a % b` has the sign
+///   of `a` (C). Division or remainder by zero yields 0. `MIN / -1` wraps to `MIN` and
+///   `MIN % -1` is 0. Shift amounts are taken modulo the bit width; `>>` is arithmetic for signed
+///   and logical for unsigned types.
+/// * Floats are IEEE-754 with round-to-nearest-even and no fast-math: no reassociation, no
+///   contraction of a*b+c into fma, no flush of subnormals, division and sqrt correctly rounded.
+///   `min`/`max` of floats follow IEEE-754 minNum/maxNum (a NaN operand yields the other one).
+///   Comparisons with NaN are false, except `!=` which is true.
+/// * Casts: int to int truncates or extends by the source's signedness; float to int truncates
+///   toward zero and saturates to the destination's range (NaN gives 0); int to float rounds to
+///   nearest; float to float rounds to nearest; bool to number gives 0 or 1; number to bool is
+///   `x != 0`.
+/// * Memory. `Load`/`Store` address `ptr[index]` in elements of the pointee type; the index is any
+///   integer type, sign- or zero-extended by its own signedness. An access outside the memory an
+///   allocation covers is undefined (as in CUDA): on the CPU device it may crash the process.
+///   Stores through a `const` (read-only) pointer are rejected by the verifier.
+/// * Special registers are `i64` values: thread_idx.{x,y,z} in [0, block_dim), block_idx in
+///   [0, grid_dim), block_dim and grid_dim >= 1. They are constant for a thread's lifetime.
+/// * Variables. A `Variable` is an identity: two variables with the same name are different
+///   variables, and passes compare pointers. Params and `let`s are immutable; `var`s (Declare)
+///   are mutable and are read through `VarRef`. A loop index is immutable inside its body.
+///   A variable is in scope from its definition to the end of the enclosing block.
+/// * Loops. `for %i = b to e step s` evaluates b, e and s once, then runs the body while
+///   (s > 0 ? i < e : s < 0 ? i > e : false), adding s (wrapping) after each iteration.
+///   `while c` re-evaluates c before every iteration. `break` and `continue` act on the innermost
+///   loop.
+/// * Barrier waits for every thread of the block (GPU targets). The CPU device rejects kernels
+///   that contain one until it can run them correctly.
+#ifndef EMBER_COMPILER_IR_H
+#define EMBER_COMPILER_IR_H
+
+#include "ember/Error.h"
+#include "ember/compiler/Type.h"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ember::ir {
+
+/// Every node kind, generated from IRNodes.def.
+enum class NodeKind : uint8_t {
+#define EMBER_IR_EXPR(Name) Name,
+#define EMBER_IR_STMT(Name) Name,
+#include "ember/compiler/IRNodes.def"
+};
+
+std::string_view to_string(NodeKind k);
+
+// ---------------------------------------------------------------------------------------------
+// Reference counting.
+
+/// Intrusive, atomic reference count shared by all IR objects.
+class RefCounted {
+public:
+    RefCounted() = default;
+    RefCounted(const RefCounted &) = delete;
+    RefCounted &operator=(const RefCounted &) = delete;
+    virtual ~RefCounted() = default;
+
+    void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+    void release() const noexcept {
+        if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    }
+
+private:
+    mutable std::atomic<uint32_t> refs_{0};
+};
+
+/// Owning pointer over a `RefCounted` object.
+template <class T> class Ref {
+public:
+    Ref() = default;
+    Ref(const T *p) : p_(p) { // NOLINT: implicit from raw node pointers, as Halide's handles
+        if (p_) p_->retain();
+    }
+    Ref(const Ref &o) : p_(o.p_) {
+        if (p_) p_->retain();
+    }
+    Ref(Ref &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    template <class U> Ref(const Ref<U> &o) : Ref(o.get()) {}
+    ~Ref() {
+        if (p_) p_->release();
+    }
+    Ref &operator=(Ref o) noexcept {
+        std::swap(p_, o.p_);
+        return *this;
+    }
+
+    const T *get() const { return p_; }
+    const T *operator->() const { return p_; }
+    const T &operator*() const { return *p_; }
+    explicit operator bool() const { return p_ != nullptr; }
+    bool same_as(const Ref &o) const { return p_ == o.p_; }
+    friend bool operator==(const Ref &a, const Ref &b) { return a.p_ == b.p_; }
+
+private:
+    const T *p_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Variables.
+
+enum class VarKind : uint8_t {
+    Param,     ///< a kernel parameter (immutable)
+    Let,       ///< bound once by a Let statement (immutable)
+    Mutable,   ///< declared by Declare, changed by Assign
+    LoopIndex, ///< the index of a For loop (immutable in the body)
+};
+
+/// A named value. Identity matters, the name does not: the printer makes names unique.
+/// An empty name prints as a number (`%0`, `%1`, ... in order of definition).
+struct Variable final : RefCounted {
+    std::string name;
+    Type type;
+    VarKind kind;
+
+    static Ref<Variable> make(std::string name, Type type, VarKind kind);
+
+private:
+    Variable(std::string n, Type t, VarKind k) : name(std::move(n)), type(t), kind(k) {}
+};
+using VariableRef = Ref<Variable>;
+
+// ---------------------------------------------------------------------------------------------
+// Node bases and handles.
+
+struct IRNode : RefCounted {
+    explicit IRNode(NodeKind k) : kind(k) {}
+    const NodeKind kind;
+};
+
+struct ExprNode : IRNode {
+    ExprNode(NodeKind k, Type t) : IRNode(k), type(t) {}
+    const Type type;
+};
+
+struct StmtNode : IRNode {
+    using IRNode::IRNode;
+};
+
+/// Handle to an immutable expression. Null only when default-constructed.
+class Expr : public Ref<ExprNode> {
+public:
+    using Ref<ExprNode>::Ref;
+    Expr(Ref<ExprNode> r) : Ref<ExprNode>(std::move(r)) {} // NOLINT
+    Type type() const { return get()->type; }
+    NodeKind kind() const { return get()->kind; }
+    /// The node as `T`, or null when it is another kind.
+    template <class T> const T *as() const {
+        return get() && get()->kind == T::static_kind ? static_cast<const T *>(get()) : nullptr;
+    }
+};
+
+/// Handle to an immutable statement.
+class Stmt : public Ref<StmtNode> {
+public:
+    using Ref<StmtNode>::Ref;
+    Stmt(Ref<StmtNode> r) : Ref<StmtNode>(std::move(r)) {} // NOLINT
+    NodeKind kind() const { return get()->kind; }
+    template <class T> const T *as() const {
+        return get() && get()->kind == T::static_kind ? static_cast<const T *>(get()) : nullptr;
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Expressions. Each `make` checks its invariants with EMBER_ASSERT (a violation is a bug in the
+// producer: the parser and the DSL check user input before they call `make`).
+
+/// An integer constant. `value` holds the bits, sign-extended for signed types and zero-extended
+/// for unsigned ones; `make` wraps the value to the type's width.
+struct IntImm final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::IntImm;
+    int64_t value;
+    static Expr make(Type t, int64_t value);
+    /// The value as unsigned bits (for u64 constants above INT64_MAX).
+    uint64_t bits() const { return static_cast<uint64_t>(value); }
+
+private:
+    IntImm(Type t, int64_t v) : ExprNode(static_kind, t), value(v) {}
+};
+
+/// A floating-point constant; `make` rounds `value` to the type (f16, bf16, f32 or f64).
+struct FloatImm final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::FloatImm;
+    double value;
+    static Expr make(Type t, double value);
+
+private:
+    FloatImm(Type t, double v) : ExprNode(static_kind, t), value(v) {}
+};
+
+struct BoolImm final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::BoolImm;
+    bool value;
+    static Expr make(bool value);
+
+private:
+    explicit BoolImm(bool v) : ExprNode(static_kind, Type(ScalarType::Bool)), value(v) {}
+};
+
+/// Reads a variable (a param, a let, a loop index, or the current value of a mutable var).
+struct VarRef final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::VarRef;
+    VariableRef var;
+    static Expr make(VariableRef var);
+
+private:
+    explicit VarRef(VariableRef v) : ExprNode(static_kind, v->type), var(std::move(v)) {}
+};
+
+enum class SpecialRegKind : uint8_t { ThreadIdx, BlockIdx, BlockDim, GridDim };
+std::string_view to_string(SpecialRegKind k); // "thread_idx", ...
+
+/// thread_idx / block_idx / block_dim / grid_dim in dimension 0 (x), 1 (y) or 2 (z); type i64.
+struct SpecialReg final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::SpecialReg;
+    SpecialRegKind reg;
+    uint8_t dim;
+    static Expr make(SpecialRegKind reg, unsigned dim);
+
+private:
+    SpecialReg(SpecialRegKind r, uint8_t d)
+        : ExprNode(static_kind, Type(ScalarType::I64)), reg(r), dim(d) {}
+};
+
+enum class UnaryOp : uint8_t {
+    Neg,    ///< -x, numbers
+    Not,    ///< !x, bool
+    BitNot, ///< ~x, integers
+};
+std::string_view to_string(UnaryOp op); // "-", "!", "~"
+
+struct Unary final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Unary;
+    UnaryOp op;
+    Expr a;
+    static Expr make(UnaryOp op, Expr a);
+
+private:
+    Unary(UnaryOp o, Expr x) : ExprNode(static_kind, x.type()), op(o), a(std::move(x)) {}
+};
+
+enum class BinaryOp : uint8_t {
+    Add, Sub, Mul, Div, Mod, ///< numbers
+    Min, Max,                ///< numbers
+    And, Or, Xor,            ///< integers (bitwise) or bool (logical, no short circuit)
+    Shl, Shr,                ///< integers
+};
+/// "+", "-", "*", "/", "%", "min", "max", "&", "|", "^", "<<", ">>"
+std::string_view to_string(BinaryOp op);
+
+/// `a op b`; both operands have the same type, which is the result type.
+struct Binary final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Binary;
+    BinaryOp op;
+    Expr a, b;
+    static Expr make(BinaryOp op, Expr a, Expr b);
+
+private:
+    Binary(BinaryOp o, Expr x, Expr y)
+        : ExprNode(static_kind, x.type()), op(o), a(std::move(x)), b(std::move(y)) {}
+};
+
+enum class CompareOp : uint8_t { EQ, NE, LT, LE, GT, GE };
+std::string_view to_string(CompareOp op); // "==", "!=", "<", "<=", ">", ">="
+
+/// `a op b` on two operands of one scalar type; the result is bool.
+struct Compare final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Compare;
+    CompareOp op;
+    Expr a, b;
+    static Expr make(CompareOp op, Expr a, Expr b);
+
+private:
+    Compare(CompareOp o, Expr x, Expr y)
+        : ExprNode(static_kind, Type(ScalarType::Bool)), op(o), a(std::move(x)), b(std::move(y)) {}
+};
+
+/// Converts a scalar to another scalar type (see [Note] IR semantics for the rules).
+struct Cast final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Cast;
+    Expr a;
+    static Expr make(Type to, Expr a);
+
+private:
+    Cast(Type t, Expr x) : ExprNode(static_kind, t), a(std::move(x)) {}
+};
+
+/// `cond ? a : b` with a bool condition; both arms are evaluated.
+struct Select final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Select;
+    Expr cond, a, b;
+    static Expr make(Expr cond, Expr a, Expr b);
+
+private:
+    Select(Expr c, Expr x, Expr y)
+        : ExprNode(static_kind, x.type()), cond(std::move(c)), a(std::move(x)), b(std::move(y)) {}
+};
+
+/// Reads `ptr[index]`; the type is the pointee type.
+struct Load final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Load;
+    Expr ptr, index;
+    static Expr make(Expr ptr, Expr index);
+
+private:
+    Load(Expr p, Expr i)
+        : ExprNode(static_kind, p.type().element_type()), ptr(std::move(p)), index(std::move(i)) {}
+};
+
+// ---------------------------------------------------------------------------------------------
+// Statements.
+
+/// A sequence of statements and the scope of the variables they define.
+struct Block final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Block;
+    std::vector<Stmt> stmts;
+    static Stmt make(std::vector<Stmt> stmts);
+
+private:
+    explicit Block(std::vector<Stmt> s) : StmtNode(static_kind), stmts(std::move(s)) {}
+};
+
+/// Binds an immutable variable (kind Let) to a value for the rest of the enclosing block.
+struct Let final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Let;
+    VariableRef var;
+    Expr value;
+    static Stmt make(VariableRef var, Expr value);
+
+private:
+    Let(VariableRef v, Expr e) : StmtNode(static_kind), var(std::move(v)), value(std::move(e)) {}
+};
+
+/// Declares a mutable variable (kind Mutable) with an initial value.
+struct Declare final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Declare;
+    VariableRef var;
+    Expr init;
+    static Stmt make(VariableRef var, Expr init);
+
+private:
+    Declare(VariableRef v, Expr e) : StmtNode(static_kind), var(std::move(v)), init(std::move(e)) {}
+};
+
+/// Assigns a new value to a mutable variable.
+struct Assign final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Assign;
+    VariableRef var;
+    Expr value;
+    static Stmt make(VariableRef var, Expr value);
+
+private:
+    Assign(VariableRef v, Expr e) : StmtNode(static_kind), var(std::move(v)), value(std::move(e)) {}
+};
+
+/// Writes `ptr[index] = value`.
+struct Store final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Store;
+    Expr ptr, index, value;
+    static Stmt make(Expr ptr, Expr index, Expr value);
+
+private:
+    Store(Expr p, Expr i, Expr v)
+        : StmtNode(static_kind), ptr(std::move(p)), index(std::move(i)), value(std::move(v)) {}
+};
+
+/// `if cond { then_body } else { else_body }`; else_body may be null.
+struct If final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::If;
+    Expr cond;
+    Stmt then_body, else_body;
+    static Stmt make(Expr cond, Stmt then_body, Stmt else_body = Stmt());
+
+private:
+    If(Expr c, Stmt t, Stmt e)
+        : StmtNode(static_kind), cond(std::move(c)), then_body(std::move(t)), else_body(std::move(e)) {}
+};
+
+/// `for var = begin to end step step { body }`: var is a LoopIndex of the integer type shared by
+/// begin, end and step.
+struct For final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::For;
+    VariableRef var;
+    Expr begin, end, step;
+    Stmt body;
+    static Stmt make(VariableRef var, Expr begin, Expr end, Expr step, Stmt body);
+
+private:
+    For(VariableRef v, Expr b, Expr e, Expr s, Stmt body_)
+        : StmtNode(static_kind), var(std::move(v)), begin(std::move(b)), end(std::move(e)),
+          step(std::move(s)), body(std::move(body_)) {}
+};
+
+/// `while cond { body }`, cond re-evaluated before every iteration.
+struct While final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::While;
+    Expr cond;
+    Stmt body;
+    static Stmt make(Expr cond, Stmt body);
+
+private:
+    While(Expr c, Stmt b) : StmtNode(static_kind), cond(std::move(c)), body(std::move(b)) {}
+};
+
+struct Break final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Break;
+    static Stmt make();
+
+private:
+    Break() : StmtNode(static_kind) {}
+};
+
+struct Continue final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Continue;
+    static Stmt make();
+
+private:
+    Continue() : StmtNode(static_kind) {}
+};
+
+/// Waits for all threads of the block.
+struct Barrier final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Barrier;
+    static Stmt make();
+
+private:
+    Barrier() : StmtNode(static_kind) {}
+};
+
+// ---------------------------------------------------------------------------------------------
+// Kernels and modules.
+
+/// A kernel: an entry point with typed parameters (VarKind::Param) and a body (a Block).
+struct Kernel {
+    std::string name;
+    std::vector<VariableRef> params;
+    Stmt body;
+};
+
+/// What the parser returns and `ember-compile` consumes: one or more kernels.
+struct Module {
+    std::vector<Kernel> kernels;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Traversal.
+
+/// Read-only visitor; the default for each node visits its children in evaluation order.
+class IRVisitor {
+public:
+    virtual ~IRVisitor() = default;
+    void visit(const Expr &e);
+    void visit(const Stmt &s);
+#define EMBER_IR_EXPR(Name) virtual void visit(const Name *op);
+#define EMBER_IR_STMT(Name) virtual void visit(const Name *op);
+#include "ember/compiler/IRNodes.def"
+};
+
+/// Rebuilding visitor: returns the original node when no child changed (so untouched subtrees are
+/// shared), and a new node otherwise.
+class IRMutator {
+public:
+    virtual ~IRMutator() = default;
+    Expr mutate(const Expr &e);
+    Stmt mutate(const Stmt &s);
+
+protected:
+#define EMBER_IR_EXPR(Name) virtual Expr visit(const Name *op);
+#define EMBER_IR_STMT(Name) virtual Stmt visit(const Name *op);
+#include "ember/compiler/IRNodes.def"
+};
+
+} // namespace ember::ir
+
+#endif // EMBER_COMPILER_IR_H

@@ -1,0 +1,95 @@
+/// \file
+/// Value types of the kernel IR: scalars and typed pointers into an address space.
+#ifndef EMBER_COMPILER_TYPE_H
+#define EMBER_COMPILER_TYPE_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ember::ir {
+
+/// Scalar element types. The textual names are those of `to_string(ScalarType)`:
+/// void bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64.
+enum class ScalarType : uint8_t { Void, Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64 };
+
+/// Where a pointer points. Only `Global` is produced by the front end today; the others are
+/// reserved for shared, local and constant memory.
+enum class AddressSpace : uint8_t { Global, Shared, Local, Constant };
+
+std::string_view to_string(ScalarType t);
+std::string_view to_string(AddressSpace s);
+std::optional<ScalarType> parse_scalar_type(std::string_view s);
+std::optional<AddressSpace> parse_address_space(std::string_view s);
+
+/// A value type: a scalar, or a pointer to scalars in one address space.
+///
+/// Textual form: `i64`, `f32`, `ptr<global f32>`, `ptr<global const f32>` (read-only).
+class Type {
+public:
+    constexpr Type() = default; // void
+    constexpr Type(ScalarType s) : scalar_(s) {} // NOLINT: scalars convert implicitly
+
+    static constexpr Type pointer(ScalarType element, AddressSpace space = AddressSpace::Global,
+                                  bool readonly = false) {
+        Type t(element);
+        t.is_pointer_ = true;
+        t.space_ = space;
+        t.readonly_ = readonly;
+        return t;
+    }
+
+    constexpr bool is_pointer() const { return is_pointer_; }
+    constexpr bool is_scalar() const { return !is_pointer_; }
+    /// The scalar type itself, or for a pointer the type it points to.
+    constexpr ScalarType scalar() const { return scalar_; }
+    constexpr ScalarType element() const { return scalar_; }
+    constexpr AddressSpace space() const { return space_; }
+    constexpr bool readonly() const { return readonly_; }
+
+    constexpr bool is_void() const { return !is_pointer_ && scalar_ == ScalarType::Void; }
+    constexpr bool is_bool() const { return !is_pointer_ && scalar_ == ScalarType::Bool; }
+    constexpr bool is_int() const {
+        return !is_pointer_ && scalar_ >= ScalarType::I8 && scalar_ <= ScalarType::U64;
+    }
+    constexpr bool is_signed_int() const {
+        return !is_pointer_ && scalar_ >= ScalarType::I8 && scalar_ <= ScalarType::I64;
+    }
+    constexpr bool is_unsigned_int() const {
+        return !is_pointer_ && scalar_ >= ScalarType::U8 && scalar_ <= ScalarType::U64;
+    }
+    constexpr bool is_float() const {
+        return !is_pointer_ && scalar_ >= ScalarType::F16 && scalar_ <= ScalarType::F64;
+    }
+    /// Integers and floats (not bool, not pointers).
+    constexpr bool is_arithmetic() const { return is_int() || is_float(); }
+
+    /// Width in bits of a scalar (bool is 1), 64 for pointers.
+    unsigned bits() const;
+    /// Size in bytes in memory (bool is 1), 8 for pointers.
+    unsigned bytes() const;
+
+    /// The pointee type as a scalar `Type`.
+    constexpr Type element_type() const { return Type(scalar_); }
+
+    std::string to_string() const;
+    /// Parses the textual form; nullopt when `s` is not a type.
+    static std::optional<Type> parse(std::string_view s);
+
+    friend constexpr bool operator==(const Type &a, const Type &b) {
+        return a.scalar_ == b.scalar_ && a.is_pointer_ == b.is_pointer_ &&
+               (!a.is_pointer_ || (a.space_ == b.space_ && a.readonly_ == b.readonly_));
+    }
+    friend constexpr bool operator!=(const Type &a, const Type &b) { return !(a == b); }
+
+private:
+    ScalarType scalar_ = ScalarType::Void;
+    bool is_pointer_ = false;
+    AddressSpace space_ = AddressSpace::Global;
+    bool readonly_ = false;
+};
+
+} // namespace ember::ir
+
+#endif // EMBER_COMPILER_TYPE_H

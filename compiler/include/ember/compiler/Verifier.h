@@ -1,0 +1,28 @@
+/// \file
+/// Checks a kernel against the rules of [Note] IR semantics and reports every problem at once.
+#ifndef EMBER_COMPILER_VERIFIER_H
+#define EMBER_COMPILER_VERIFIER_H
+
+#include "ember/compiler/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace ember::ir {
+
+/// Every problem found in `k`, each a one-line message naming the kernel and, where it helps, the
+/// offending statement in textual form. Empty when the kernel is well formed.
+///
+/// Checked: a variable used outside its scope or before its definition; a variable defined twice;
+/// assignment to an immutable variable (param, let, loop index); type mismatches (store value vs
+/// pointee, condition not bool, loop bounds of different or non-integer types, index not an
+/// integer); stores through read-only pointers; break/continue outside a loop; params of void
+/// type; an empty kernel name or a name that is not a C identifier.
+std::vector<std::string> verify(const Kernel &k);
+
+/// Throws `ember::CompileError` with all problems in its log when `verify` finds any.
+void verify_or_throw(const Kernel &k);
+
+} // namespace ember::ir
+
+#endif // EMBER_COMPILER_VERIFIER_H
