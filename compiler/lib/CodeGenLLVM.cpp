@@ -1,0 +1,562 @@
+/// \file
+/// The target-independent lowering of kernel IR to LLVM IR (Halide's CodeGen_LLVM, without the
+/// per-target subclasses: targets answer through hooks).
+#include "CodeGenLLVM.h"
+
+#include "LLVMError.h"
+#include "ember/compiler/IRPrinter.h"
+
+#include <llvm/IR/BasicBlock.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <unordered_map>
+#include <vector>
+
+namespace ember::detail {
+namespace {
+
+using ir::ScalarType;
+
+class CodeGenLLVM {
+public:
+    CodeGenLLVM(const ir::Kernel &k, const Target &target, llvm::LLVMContext &ctx)
+        : kernel_(k), target_(target), ctx_(ctx), b_(ctx) {}
+
+    llvm::Expected<std::unique_ptr<llvm::Module>> run(const llvm::DataLayout &dl);
+
+private:
+    // --- types -------------------------------------------------------------------------------
+    llvm::Type *scalar_type(ScalarType s) const;
+    /// The type of a value in registers: bool is i1.
+    llvm::Type *value_type(const ir::Type &t) const;
+    /// The type of a value in memory and as a kernel parameter: bool is i8.
+    llvm::Type *memory_type(const ir::Type &t) const;
+
+    // --- expressions -------------------------------------------------------------------------
+    llvm::Value *emit(const ir::Expr &e);
+#define EMBER_IR_EXPR(Name) llvm::Value *visit(const ir::Name *op);
+#include "ember/compiler/IRNodes.def"
+    llvm::Value *emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a, llvm::Value *b);
+    llvm::Value *emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to);
+    llvm::Value *element_address(const ir::Expr &ptr, const ir::Expr &index);
+
+    // --- statements --------------------------------------------------------------------------
+    llvm::Error emit(const ir::Stmt &s);
+#define EMBER_IR_STMT(Name) llvm::Error visit(const ir::Name *op);
+#include "ember/compiler/IRNodes.def"
+
+    /// An alloca in the entry block, so that mem2reg/SROA promote it.
+    llvm::AllocaInst *create_entry_alloca(llvm::Type *ty, const std::string &name);
+    /// Continues in a new block with no predecessors (after break/continue).
+    void start_unreachable_block(const char *name);
+    /// Branches to `to` unless the current block already ended.
+    void branch_if_open(llvm::BasicBlock *to);
+    void bind(const ir::VariableRef &var, llvm::Value *v);
+    llvm::BasicBlock *new_block(const llvm::Twine &name) {
+        return llvm::BasicBlock::Create(ctx_, name, function_);
+    }
+
+    const ir::Kernel &kernel_;
+    const Target &target_;
+    llvm::LLVMContext &ctx_;
+    llvm::IRBuilder<> b_;
+    llvm::Function *function_ = nullptr;
+    llvm::Instruction *alloca_point_ = nullptr;
+
+    /// Params, lets and loop indices map to their SSA value; mutable vars to their alloca.
+    /// Looked up only, never iterated, so pointer keys cannot make the output nondeterministic.
+    std::unordered_map<const ir::Variable *, llvm::Value *> values_;
+
+    struct Loop {
+        llvm::BasicBlock *continue_to, *break_to;
+    };
+    std::vector<Loop> loops_;
+};
+
+/// The LLVM name of values bound to `var`. Variables the printer numbers (no name, or a name the
+/// parser took from `%0`) get none: LLVM numbers them itself, and `%"0"` would only confuse.
+std::string llvm_name(const ir::Variable &var) {
+    if (var.name.empty() || (var.name[0] >= '0' && var.name[0] <= '9')) return {};
+    return var.name;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Types.
+
+llvm::Type *CodeGenLLVM::scalar_type(ScalarType s) const {
+    switch (s) {
+    case ScalarType::Void: return llvm::Type::getVoidTy(ctx_);
+    case ScalarType::Bool: return llvm::Type::getInt1Ty(ctx_);
+    case ScalarType::I8:
+    case ScalarType::U8: return llvm::Type::getInt8Ty(ctx_);
+    case ScalarType::I16:
+    case ScalarType::U16: return llvm::Type::getInt16Ty(ctx_);
+    case ScalarType::I32:
+    case ScalarType::U32: return llvm::Type::getInt32Ty(ctx_);
+    case ScalarType::I64:
+    case ScalarType::U64: return llvm::Type::getInt64Ty(ctx_);
+    case ScalarType::F16: return llvm::Type::getHalfTy(ctx_);
+    case ScalarType::BF16: return llvm::Type::getBFloatTy(ctx_);
+    case ScalarType::F32: return llvm::Type::getFloatTy(ctx_);
+    case ScalarType::F64: return llvm::Type::getDoubleTy(ctx_);
+    }
+    EMBER_UNREACHABLE("unknown ScalarType");
+}
+
+llvm::Type *CodeGenLLVM::value_type(const ir::Type &t) const {
+    if (t.is_pointer()) {
+        // Non-global pointers are rejected in run() before any code is generated.
+        EMBER_ASSERT(t.space() == ir::AddressSpace::Global, "only global pointers are lowered");
+        return llvm::PointerType::get(ctx_, target_.global_address_space());
+    }
+    return scalar_type(t.scalar());
+}
+
+llvm::Type *CodeGenLLVM::memory_type(const ir::Type &t) const {
+    if (t.is_bool()) return llvm::Type::getInt8Ty(ctx_);
+    return value_type(t);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expressions.
+
+llvm::Value *CodeGenLLVM::emit(const ir::Expr &e) {
+    EMBER_ASSERT(e, "null expression in a verified kernel");
+    switch (e.kind()) {
+#define EMBER_IR_EXPR(Name)                                                                        \
+    case ir::NodeKind::Name: return visit(static_cast<const ir::Name *>(e.get()));
+#include "ember/compiler/IRNodes.def"
+    default: break;
+    }
+    EMBER_UNREACHABLE("statement kind in an expression position");
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::IntImm *op) {
+    return llvm::ConstantInt::get(llvm::cast<llvm::IntegerType>(value_type(op->type)),
+                                  op->bits(), /*isSigned=*/op->type.is_signed_int());
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::FloatImm *op) {
+    return llvm::ConstantFP::get(value_type(op->type), op->value);
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::BoolImm *op) { return b_.getInt1(op->value); }
+
+llvm::Value *CodeGenLLVM::visit(const ir::VarRef *op) {
+    auto it = values_.find(op->var.get());
+    EMBER_ASSERT(it != values_.end(), "variable '" + op->var->name + "' used before definition");
+    if (op->var->kind != ir::VarKind::Mutable) return it->second;
+    auto *slot = llvm::cast<llvm::AllocaInst>(it->second);
+    return b_.CreateLoad(slot->getAllocatedType(), slot, llvm_name(*op->var));
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::SpecialReg *op) {
+    return target_.emit_special_reg(b_, op->reg, op->dim);
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::Unary *op) {
+    llvm::Value *a = emit(op->a);
+    switch (op->op) {
+    case ir::UnaryOp::Neg:
+        if (op->type.is_float()) return b_.CreateFNeg(a);
+        return b_.CreateSub(llvm::Constant::getNullValue(a->getType()), a); // wraps: no nsw
+    case ir::UnaryOp::Not:
+    case ir::UnaryOp::BitNot: return b_.CreateNot(a);
+    }
+    EMBER_UNREACHABLE("unknown UnaryOp");
+}
+
+llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a,
+                                       llvm::Value *b) {
+    // [Note] IR semantics: x / 0 == x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0. The divisor is
+    // replaced by 1 where the hardware instruction would be undefined (x / 1 == x gives MIN for
+    // MIN / -1 and x % 1 == 0), then a select puts 0 where the divisor was 0. No UB, no poison.
+    llvm::Type *ty = a->getType();
+    llvm::Constant *zero = llvm::Constant::getNullValue(ty);
+    llvm::Constant *one = llvm::ConstantInt::get(ty, 1);
+    llvm::Value *by_zero = b_.CreateICmpEQ(b, zero, "div.by_zero");
+    llvm::Value *unsafe = by_zero;
+    if (t.is_signed_int()) {
+        llvm::Value *overflow = b_.CreateAnd(
+            b_.CreateICmpEQ(a, llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(
+                                                               ty->getIntegerBitWidth()))),
+            b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(ty)), "div.overflow");
+        unsafe = b_.CreateOr(by_zero, overflow);
+    }
+    llvm::Value *divisor = b_.CreateSelect(unsafe, one, b, "div.safe");
+    llvm::Value *result;
+    if (t.is_signed_int())
+        result = is_div ? b_.CreateSDiv(a, divisor) : b_.CreateSRem(a, divisor);
+    else
+        result = is_div ? b_.CreateUDiv(a, divisor) : b_.CreateURem(a, divisor);
+    return b_.CreateSelect(by_zero, zero, result);
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
+    llvm::Value *a = emit(op->a);
+    llvm::Value *b = emit(op->b);
+    const ir::Type &t = op->type;
+    const bool fp = t.is_float();
+    const bool is_signed = t.is_signed_int();
+    switch (op->op) {
+    case ir::BinaryOp::Add: return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+    case ir::BinaryOp::Sub: return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+    case ir::BinaryOp::Mul: return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+    case ir::BinaryOp::Div: return fp ? b_.CreateFDiv(a, b) : emit_div_mod(true, t, a, b);
+    case ir::BinaryOp::Mod: return fp ? b_.CreateFRem(a, b) : emit_div_mod(false, t, a, b);
+    case ir::BinaryOp::Min:
+        if (fp) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b);
+        return b_.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin,
+                                        a, b);
+    case ir::BinaryOp::Max:
+        if (fp) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b);
+        return b_.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax,
+                                        a, b);
+    case ir::BinaryOp::And: return b_.CreateAnd(a, b);
+    case ir::BinaryOp::Or: return b_.CreateOr(a, b);
+    case ir::BinaryOp::Xor: return b_.CreateXor(a, b);
+    case ir::BinaryOp::Shl:
+    case ir::BinaryOp::Shr: {
+        // Shift amounts are taken modulo the width (a power of two), so the shift is never
+        // poison; for a signed amount the two's complement bits give the mathematical modulo.
+        const unsigned bits = a->getType()->getIntegerBitWidth();
+        llvm::Value *amount = b_.CreateAnd(b, llvm::ConstantInt::get(b->getType(), bits - 1));
+        if (op->op == ir::BinaryOp::Shl) return b_.CreateShl(a, amount);
+        return is_signed ? b_.CreateAShr(a, amount) : b_.CreateLShr(a, amount);
+    }
+    }
+    EMBER_UNREACHABLE("unknown BinaryOp");
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::Compare *op) {
+    llvm::Value *a = emit(op->a);
+    llvm::Value *b = emit(op->b);
+    using P = llvm::CmpInst::Predicate;
+    const ir::Type &t = op->a.type();
+    if (t.is_float()) {
+        // Ordered predicates are false on NaN; `!=` is unordered, so true on NaN.
+        static constexpr P fp[] = {P::FCMP_OEQ, P::FCMP_UNE, P::FCMP_OLT,
+                                   P::FCMP_OLE, P::FCMP_OGT, P::FCMP_OGE};
+        return b_.CreateFCmp(fp[static_cast<int>(op->op)], a, b);
+    }
+    // Bools and pointers order as unsigned values.
+    static constexpr P sint[] = {P::ICMP_EQ, P::ICMP_NE, P::ICMP_SLT,
+                                 P::ICMP_SLE, P::ICMP_SGT, P::ICMP_SGE};
+    static constexpr P uint[] = {P::ICMP_EQ, P::ICMP_NE, P::ICMP_ULT,
+                                 P::ICMP_ULE, P::ICMP_UGT, P::ICMP_UGE};
+    return b_.CreateICmp((t.is_signed_int() ? sint : uint)[static_cast<int>(op->op)], a, b);
+}
+
+llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to) {
+    llvm::Type *dst = value_type(to);
+    if (from == to || (from.is_int() && to.is_int() && from.bits() == to.bits())) return v;
+    if (to.is_bool()) { // x != 0; NaN != 0 is true
+        if (from.is_float()) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+        return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    }
+    if (from.is_bool()) return to.is_float() ? b_.CreateUIToFP(v, dst) : b_.CreateZExt(v, dst);
+    if (from.is_int() && to.is_int())
+        return from.is_signed_int() ? b_.CreateSExtOrTrunc(v, dst) : b_.CreateZExtOrTrunc(v, dst);
+    if (from.is_int() && to.is_float())
+        return from.is_signed_int() ? b_.CreateSIToFP(v, dst) : b_.CreateUIToFP(v, dst);
+    if (from.is_float() && to.is_int()) {
+        // Truncates toward zero, saturates to the destination's range, NaN gives 0.
+        auto id = to.is_signed_int() ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+        return b_.CreateIntrinsic(id, {dst, v->getType()}, {v});
+    }
+    if (from.is_float() && to.is_float()) {
+        const unsigned from_bits = v->getType()->getPrimitiveSizeInBits();
+        const unsigned to_bits = dst->getPrimitiveSizeInBits();
+        if (from_bits < to_bits) return b_.CreateFPExt(v, dst);
+        if (from_bits > to_bits) return b_.CreateFPTrunc(v, dst);
+        // f16 <-> bf16: through f32, which holds both exactly, so there is one rounding.
+        return b_.CreateFPTrunc(b_.CreateFPExt(v, b_.getFloatTy()), dst);
+    }
+    EMBER_UNREACHABLE("cast from " + from.to_string() + " to " + to.to_string());
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::Cast *op) {
+    return emit_cast(emit(op->a), op->a.type(), op->type);
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::Select *op) {
+    llvm::Value *c = emit(op->cond);
+    llvm::Value *a = emit(op->a);
+    llvm::Value *b = emit(op->b);
+    return b_.CreateSelect(c, a, b);
+}
+
+llvm::Value *CodeGenLLVM::element_address(const ir::Expr &ptr, const ir::Expr &index) {
+    llvm::Value *p = emit(ptr);
+    llvm::Value *i = emit(index);
+    // The index is extended by its own signedness ([Note] IR semantics, Memory).
+    i = index.type().is_signed_int() ? b_.CreateSExt(i, b_.getInt64Ty())
+                                     : b_.CreateZExt(i, b_.getInt64Ty());
+    return b_.CreateInBoundsGEP(memory_type(ptr.type().element_type()), p, i);
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::Load *op) {
+    llvm::Value *addr = element_address(op->ptr, op->index);
+    llvm::Type *ty = memory_type(op->type);
+    llvm::Value *v = b_.CreateAlignedLoad(ty, addr, llvm::Align(op->type.bytes()));
+    if (op->type.is_bool()) return b_.CreateICmpNE(v, b_.getInt8(0));
+    return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements.
+
+llvm::Error CodeGenLLVM::emit(const ir::Stmt &s) {
+    EMBER_ASSERT(s, "null statement in a verified kernel");
+    switch (s.kind()) {
+#define EMBER_IR_STMT(Name)                                                                        \
+    case ir::NodeKind::Name: return visit(static_cast<const ir::Name *>(s.get()));
+#include "ember/compiler/IRNodes.def"
+    default: break;
+    }
+    EMBER_UNREACHABLE("expression kind in a statement position");
+}
+
+llvm::AllocaInst *CodeGenLLVM::create_entry_alloca(llvm::Type *ty, const std::string &name) {
+    llvm::IRBuilder<> entry(alloca_point_);
+    return entry.CreateAlloca(ty, nullptr, name.empty() ? "" : name + ".addr");
+}
+
+void CodeGenLLVM::start_unreachable_block(const char *name) {
+    b_.SetInsertPoint(new_block(name));
+}
+
+void CodeGenLLVM::branch_if_open(llvm::BasicBlock *to) {
+    if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(to);
+}
+
+void CodeGenLLVM::bind(const ir::VariableRef &var, llvm::Value *v) {
+    // Name fresh instructions after the variable; never rename an argument or a value that
+    // another variable already named.
+    if (auto *inst = llvm::dyn_cast<llvm::Instruction>(v); inst && !inst->hasName())
+        inst->setName(llvm_name(*var));
+    values_[var.get()] = v;
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Block *op) {
+    for (const ir::Stmt &s : op->stmts)
+        if (llvm::Error err = emit(s)) return err;
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Let *op) {
+    // A let is immutable and every use is dominated by its definition (structured control flow;
+    // uses in blocks after a break have no predecessors, which LLVM treats as dominated), so it
+    // is bound to its SSA value directly instead of going through an alloca.
+    bind(op->var, emit(op->value));
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Declare *op) {
+    llvm::Value *init = emit(op->init);
+    llvm::AllocaInst *slot = create_entry_alloca(value_type(op->var->type), llvm_name(*op->var));
+    b_.CreateStore(init, slot);
+    values_[op->var.get()] = slot;
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Assign *op) {
+    llvm::Value *v = emit(op->value);
+    auto it = values_.find(op->var.get());
+    EMBER_ASSERT(it != values_.end() && op->var->kind == ir::VarKind::Mutable,
+                 "assignment to an undeclared or immutable variable");
+    b_.CreateStore(v, it->second);
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Store *op) {
+    llvm::Value *addr = element_address(op->ptr, op->index);
+    llvm::Value *v = emit(op->value);
+    const ir::Type elem = op->ptr.type().element_type();
+    if (elem.is_bool()) v = b_.CreateZExt(v, b_.getInt8Ty());
+    b_.CreateAlignedStore(v, addr, llvm::Align(elem.bytes()));
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::If *op) {
+    llvm::Value *cond = emit(op->cond);
+    llvm::BasicBlock *then_bb = new_block("if.then");
+    llvm::BasicBlock *else_bb = op->else_body ? new_block("if.else") : nullptr;
+    llvm::BasicBlock *end_bb = new_block("if.end");
+    b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : end_bb);
+    b_.SetInsertPoint(then_bb);
+    if (llvm::Error err = emit(op->then_body)) return err;
+    branch_if_open(end_bb);
+    if (else_bb) {
+        b_.SetInsertPoint(else_bb);
+        if (llvm::Error err = emit(op->else_body)) return err;
+        branch_if_open(end_bb);
+    }
+    b_.SetInsertPoint(end_bb);
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::For *op) {
+    // b, e and s are evaluated once; the loop runs while
+    // (s > 0 ? i < e : s < 0 ? i > e : false) and adds s (wrapping) after each iteration.
+    llvm::Value *begin = emit(op->begin);
+    llvm::Value *end = emit(op->end);
+    llvm::Value *step = emit(op->step);
+    const bool is_signed = op->var->type.is_signed_int();
+    llvm::Type *ty = begin->getType();
+    llvm::Constant *zero = llvm::Constant::getNullValue(ty);
+    const std::string name = llvm_name(*op->var);
+
+    llvm::AllocaInst *slot = create_entry_alloca(ty, name.empty() ? "for.index" : name);
+    b_.CreateStore(begin, slot);
+    llvm::Value *up = is_signed ? b_.CreateICmpSGT(step, zero, "for.up")
+                                : b_.CreateICmpNE(step, zero, "for.up");
+    llvm::Value *down = is_signed ? b_.CreateICmpSLT(step, zero, "for.down") : b_.getFalse();
+
+    llvm::BasicBlock *cond_bb = new_block("for.cond");
+    llvm::BasicBlock *body_bb = new_block("for.body");
+    llvm::BasicBlock *latch_bb = new_block("for.latch");
+    llvm::BasicBlock *end_bb = new_block("for.end");
+    b_.CreateBr(cond_bb);
+
+    b_.SetInsertPoint(cond_bb);
+    llvm::Value *i = b_.CreateLoad(ty, slot, name);
+    llvm::Value *below = is_signed ? b_.CreateICmpSLT(i, end) : b_.CreateICmpULT(i, end);
+    llvm::Value *above = is_signed ? b_.CreateICmpSGT(i, end) : b_.CreateICmpUGT(i, end);
+    llvm::Value *go =
+        b_.CreateSelect(up, below, b_.CreateSelect(down, above, b_.getFalse()), "for.go");
+    b_.CreateCondBr(go, body_bb, end_bb);
+
+    b_.SetInsertPoint(body_bb);
+    values_[op->var.get()] = i;
+    loops_.push_back({latch_bb, end_bb});
+    llvm::Error err = emit(op->body);
+    loops_.pop_back();
+    if (err) return err;
+    branch_if_open(latch_bb);
+
+    b_.SetInsertPoint(latch_bb);
+    llvm::Value *current = b_.CreateLoad(ty, slot);
+    b_.CreateStore(b_.CreateAdd(current, step, "for.next"), slot); // wraps: no nsw/nuw
+    b_.CreateBr(cond_bb);
+
+    b_.SetInsertPoint(end_bb);
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::While *op) {
+    llvm::BasicBlock *cond_bb = new_block("while.cond");
+    llvm::BasicBlock *body_bb = new_block("while.body");
+    llvm::BasicBlock *end_bb = new_block("while.end");
+    b_.CreateBr(cond_bb);
+
+    b_.SetInsertPoint(cond_bb);
+    b_.CreateCondBr(emit(op->cond), body_bb, end_bb);
+
+    b_.SetInsertPoint(body_bb);
+    loops_.push_back({cond_bb, end_bb});
+    llvm::Error err = emit(op->body);
+    loops_.pop_back();
+    if (err) return err;
+    branch_if_open(cond_bb);
+
+    b_.SetInsertPoint(end_bb);
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Break *) {
+    EMBER_ASSERT(!loops_.empty(), "break outside a loop in a verified kernel");
+    b_.CreateBr(loops_.back().break_to);
+    start_unreachable_block("after.break");
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Continue *) {
+    EMBER_ASSERT(!loops_.empty(), "continue outside a loop in a verified kernel");
+    b_.CreateBr(loops_.back().continue_to);
+    start_unreachable_block("after.continue");
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Barrier *) {
+    return target_.emit_barrier(b_, kernel_.name);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel.
+
+llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataLayout &dl) {
+    const std::string where = "kernel '" + kernel_.name + "' for target '" +
+                              target_.spec().to_string() + "'";
+    for (const ir::VariableRef &p : kernel_.params)
+        if (p->type.is_pointer() && p->type.space() != ir::AddressSpace::Global)
+            return make_compile_failure(where + ": parameter '%" + p->name + "' points to " +
+                                        std::string(ir::to_string(p->type.space())) +
+                                        " memory; only global pointers are supported yet");
+
+    auto module = std::make_unique<llvm::Module>(kernel_.name, ctx_);
+    module->setSourceFileName(kernel_.name);
+    module->setTargetTriple(target_.triple());
+    module->setDataLayout(dl);
+
+    std::vector<llvm::Type *> params;
+    for (const ir::VariableRef &p : kernel_.params) params.push_back(memory_type(p->type));
+    const size_t num_kernel_params = params.size();
+    for (llvm::Type *t : target_.implicit_params(ctx_)) params.push_back(t);
+    auto *fn_ty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), params, /*isVarArg=*/false);
+    const std::string fn_name = target_.body_function_name(kernel_.name);
+    function_ = llvm::Function::Create(fn_ty, llvm::GlobalValue::ExternalLinkage, fn_name, *module);
+    function_->addFnAttr(llvm::Attribute::NoUnwind);
+    for (unsigned i = 0; i < function_->arg_size(); ++i)
+        function_->addParamAttr(i, llvm::Attribute::NoUndef);
+
+    llvm::BasicBlock *entry = new_block("entry");
+    b_.SetInsertPoint(entry);
+    // Clang's trick: allocas go before a placeholder that is erased at the end, so they stay in
+    // the entry block in creation order.
+    alloca_point_ = new llvm::BitCastInst(llvm::PoisonValue::get(b_.getInt32Ty()), b_.getInt32Ty(),
+                                          "allocapt", entry);
+    for (size_t i = 0; i < num_kernel_params; ++i) {
+        const ir::VariableRef &p = kernel_.params[i];
+        llvm::Argument *arg = function_->getArg(i);
+        const std::string name = llvm_name(*p);
+        arg->setName(name);
+        llvm::Value *v = arg;
+        if (p->type.is_bool())
+            v = b_.CreateICmpNE(arg, b_.getInt8(0), name.empty() ? "" : name + ".bool");
+        values_[p.get()] = v;
+    }
+    for (size_t i = num_kernel_params; i < function_->arg_size(); ++i)
+        function_->getArg(i)->setName("ctx");
+
+    if (llvm::Error err = emit(kernel_.body)) return err;
+    if (!b_.GetInsertBlock()->getTerminator()) b_.CreateRetVoid();
+    alloca_point_->eraseFromParent();
+    alloca_point_ = nullptr;
+
+    if (llvm::Error err = target_.finish_module(*module, *function_)) return err;
+
+    std::string problems;
+    llvm::raw_string_ostream os(problems);
+    if (llvm::verifyModule(*module, &os))
+        return make_compile_failure(
+            where + ": ember generated invalid LLVM IR; this is a bug in ember, please report it",
+            problems + "\n" + ir::print(kernel_));
+    return module;
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<llvm::Module>> lower_to_llvm(const ir::Kernel &k,
+                                                            const Target &target,
+                                                            const llvm::DataLayout &dl,
+                                                            llvm::LLVMContext &ctx) {
+    return CodeGenLLVM(k, target, ctx).run(dl);
+}
+
+} // namespace ember::detail

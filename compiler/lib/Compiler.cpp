@@ -1,0 +1,346 @@
+/// \file
+/// The compilation pipeline of [Note] Compilation pipeline: verify, lower, optimise, emit; stage
+/// dumps (EMBER_DUMP) and the conversion of internal errors into ember::CompileError.
+#include "ember/compiler/Compiler.h"
+
+#include "CodeGenLLVM.h"
+#include "LLVMError.h"
+#include "ember/compiler/IRPrinter.h"
+#include "ember/compiler/Verifier.h"
+#include "targets/TargetImpl.h"
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Passes/OptimizationLevel.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+
+namespace ember {
+
+std::string_view to_string(Stage s) {
+    switch (s) {
+    case Stage::IR: return "ir";
+    case Stage::LLVM: return "llvm";
+    case Stage::LLVMOpt: return "llvm-opt";
+    case Stage::Asm: return "asm";
+    case Stage::Obj: return "obj";
+    }
+    EMBER_UNREACHABLE("unknown Stage");
+}
+
+std::optional<Stage> parse_stage(std::string_view s) {
+    for (Stage st : {Stage::IR, Stage::LLVM, Stage::LLVMOpt, Stage::Asm, Stage::Obj})
+        if (s == to_string(st)) return st;
+    return std::nullopt;
+}
+
+std::string llvm_version() { return LLVM_VERSION_STRING; }
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// EMBER_DUMP / EMBER_DUMP_DIR, read once per process.
+
+struct DumpConfig {
+    bool ir = false, llvm = false, llvm_opt = false, assembly = false;
+    std::string dir; // empty: stderr
+    bool any() const { return ir || llvm || llvm_opt || assembly; }
+};
+
+DumpConfig read_dump_config() {
+    DumpConfig c;
+    const char *env = std::getenv("EMBER_DUMP");
+    if (!env || !*env) return c;
+    std::string_view rest(env);
+    while (!rest.empty()) {
+        const size_t comma = rest.find(',');
+        std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        if (item.empty()) continue;
+        std::optional<Stage> st = parse_stage(item);
+        if (!st || *st == Stage::Obj) {
+            std::cerr << "ember: warning: EMBER_DUMP: unknown stage '" << item
+                      << "' ignored; valid stages are ir, llvm, llvm-opt, asm\n";
+            continue;
+        }
+        switch (*st) {
+        case Stage::IR: c.ir = true; break;
+        case Stage::LLVM: c.llvm = true; break;
+        case Stage::LLVMOpt: c.llvm_opt = true; break;
+        case Stage::Asm: c.assembly = true; break;
+        case Stage::Obj: break;
+        }
+    }
+    if (const char *dir = std::getenv("EMBER_DUMP_DIR"); dir && *dir && c.any()) {
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        if (ec)
+            std::cerr << "ember: warning: EMBER_DUMP_DIR: cannot create '" << dir
+                      << "': " << ec.message() << "; dumping to stderr instead\n";
+        else
+            c.dir = dir;
+    }
+    return c;
+}
+
+const DumpConfig &dump_config() {
+    static const DumpConfig config = read_dump_config();
+    return config;
+}
+
+std::string stage_header(const std::string &kernel, const TargetSpec &t, Stage s) {
+    return "// ----- kernel: " + kernel + "  target: " + t.to_string() +
+           "  stage: " + std::string(to_string(s)) + " -----";
+}
+
+void dump(const std::string &kernel, const TargetSpec &target, Stage stage,
+          const std::string &text) {
+    static std::mutex mutex; // one dump at a time: concurrent compiles must not interleave
+    std::lock_guard<std::mutex> lock(mutex);
+    const DumpConfig &c = dump_config();
+    if (c.dir.empty()) {
+        std::cerr << stage_header(kernel, target, stage) << "\n" << text;
+        if (!text.empty() && text.back() != '\n') std::cerr << "\n";
+        std::cerr.flush();
+        return;
+    }
+    // The file name leaves out the feature list, which for the host can be longer than a file
+    // name may be: <kernel>.<arch>_<cpu>.<stage>.
+    TargetSpec short_target = target;
+    short_target.features.clear();
+    std::string name = short_target.to_string();
+    for (char &ch : name)
+        if (ch == ':') ch = '_';
+    const std::filesystem::path path =
+        std::filesystem::path(c.dir) / (kernel + "." + name + "." + std::string(to_string(stage)));
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out)
+        std::cerr << "ember: warning: EMBER_DUMP: cannot write '" << path.string() << "'\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pipeline.
+
+/// Which outputs one run of the pipeline produces; it stops after the last one asked for.
+struct Want {
+    bool llvm = false, llvm_opt = false, assembly = false, binary = false;
+};
+
+struct Timer {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    double seconds() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+};
+
+std::string print_module(const llvm::Module &m) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    m.print(os, /*AAW=*/nullptr);
+    return text;
+}
+
+llvm::CodeGenOptLevel codegen_level(int opt_level) {
+    switch (opt_level) {
+    case 0: return llvm::CodeGenOptLevel::None;
+    case 1: return llvm::CodeGenOptLevel::Less;
+    case 2: return llvm::CodeGenOptLevel::Default;
+    default: return llvm::CodeGenOptLevel::Aggressive;
+    }
+}
+
+/// Collects LLVM's error diagnostics instead of letting the default handler print them and exit.
+struct Diagnostics {
+    std::string errors;
+    static void handle(const llvm::DiagnosticInfo *info, void *context) {
+        if (info->getSeverity() != llvm::DS_Error) return;
+        auto *self = static_cast<Diagnostics *>(context);
+        llvm::raw_string_ostream os(self->errors);
+        llvm::DiagnosticPrinterRawOStream printer(os);
+        info->print(printer);
+        os << "\n";
+    }
+    llvm::Error check(const std::string &where, const char *step) {
+        if (errors.empty()) return llvm::Error::success();
+        return detail::make_compile_failure("LLVM failed to " + std::string(step) + " " + where,
+                                            std::move(errors));
+    }
+};
+
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, int opt_level) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(&tm);
+    tm.registerPassBuilderCallbacks(pb);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    static const llvm::OptimizationLevel levels[] = {
+        llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
+        llvm::OptimizationLevel::O3};
+    llvm::ModulePassManager mpm = opt_level == 0
+                                      ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
+                                      : pb.buildPerModuleDefaultPipeline(levels[opt_level]);
+    mpm.run(m, mam);
+}
+
+/// Lowers, optimises and emits `k` (already verified) as far as `want` needs, filling the texts
+/// and timings of `out`.
+llvm::Error run_pipeline(const ir::Kernel &k, const detail::Target &target, int opt_level,
+                         const Want &want, CompiledKernel &out) {
+    const std::string where =
+        "kernel '" + k.name + "' for target '" + target.spec().to_string() + "'";
+    Timer lower_timer;
+    auto tm = target.create_target_machine(codegen_level(opt_level));
+    if (!tm) return tm.takeError();
+    llvm::LLVMContext ctx;
+    Diagnostics diags;
+    ctx.setDiagnosticHandlerCallBack(&Diagnostics::handle, &diags);
+    auto module = detail::lower_to_llvm(k, target, (*tm)->createDataLayout(), ctx);
+    if (!module) return module.takeError();
+    if (llvm::Error err = diags.check(where, "lower")) return err;
+    if (want.llvm) out.llvm = print_module(**module);
+    out.lower_seconds = lower_timer.seconds();
+    if (!want.llvm_opt && !want.assembly && !want.binary) return llvm::Error::success();
+
+    Timer optimize_timer;
+    optimize(**module, **tm, opt_level);
+    if (llvm::Error err = diags.check(where, "optimise")) return err;
+    if (want.llvm_opt) out.llvm_opt = print_module(**module);
+    out.optimize_seconds = optimize_timer.seconds();
+    if (!want.assembly && !want.binary) return llvm::Error::success();
+
+    Timer codegen_timer;
+    const bool binary_is_asm =
+        target.binary_file_type() == llvm::CodeGenFileType::AssemblyFile;
+    if (want.assembly && !(want.binary && binary_is_asm)) {
+        // The code generator changes the module it runs on: give it a copy when the binary is
+        // still to come from the same module.
+        std::unique_ptr<llvm::Module> copy = want.binary ? llvm::CloneModule(**module) : nullptr;
+        auto text = detail::emit_with_target_machine(copy ? *copy : **module, **tm,
+                                                     llvm::CodeGenFileType::AssemblyFile);
+        if (!text) return text.takeError();
+        out.assembly = std::move(*text);
+        if (llvm::Error err = diags.check(where, "generate code for")) return err;
+        if (want.binary) {
+            // A fresh target machine, too: some back ends keep per-module state in it.
+            auto tm2 = target.create_target_machine(codegen_level(opt_level));
+            if (!tm2) return tm2.takeError();
+            tm = std::move(tm2);
+        }
+    }
+    if (want.binary) {
+        auto binary = target.emit_binary(**module, **tm);
+        if (!binary) return binary.takeError();
+        if (llvm::Error err = diags.check(where, "generate code for")) return err;
+        out.binary = std::move(*binary);
+        if (want.assembly && binary_is_asm) out.assembly = out.binary;
+    }
+    out.codegen_seconds = codegen_timer.seconds();
+    return llvm::Error::success();
+}
+
+std::string context_of(const ir::Kernel &k, const TargetSpec &t) {
+    return "kernel '" + k.name + "' for target '" + t.to_string() + "'";
+}
+
+void check_opt_level(int opt_level) {
+    if (opt_level < 0 || opt_level > 3)
+        throw LogicError("optimisation level " + std::to_string(opt_level) +
+                         " is out of range; use 0, 1, 2 or 3");
+}
+
+} // namespace
+
+CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
+                       const CompileOptions &options) {
+    check_opt_level(options.opt_level);
+    const std::string context = context_of(k, target);
+    const DumpConfig &dumps = dump_config();
+    CompiledKernel out;
+    out.kernel_name = k.name;
+    out.entry_symbol = k.name;
+    out.target = target;
+
+    Timer verify_timer;
+    ir::verify_or_throw(k);
+    const double verify_seconds = verify_timer.seconds();
+    if (options.keep_ir || dumps.ir) {
+        std::string text = ir::print(k);
+        if (dumps.ir) dump(k.name, target, Stage::IR, text);
+        if (options.keep_ir) out.ir = std::move(text);
+    }
+    std::unique_ptr<detail::Target> t = detail::throw_if_error(detail::create_target(target), context);
+    Want want;
+    want.llvm = options.keep_llvm || dumps.llvm;
+    want.llvm_opt = options.keep_llvm_opt || dumps.llvm_opt;
+    want.assembly = options.keep_asm || dumps.assembly;
+    want.binary = true;
+    detail::throw_if_error(run_pipeline(k, *t, options.opt_level, want, out), context);
+    out.lower_seconds += verify_seconds;
+
+    if (dumps.llvm) dump(k.name, target, Stage::LLVM, out.llvm);
+    if (dumps.llvm_opt) dump(k.name, target, Stage::LLVMOpt, out.llvm_opt);
+    if (dumps.assembly) dump(k.name, target, Stage::Asm, out.assembly);
+    if (!options.keep_llvm) out.llvm.clear();
+    if (!options.keep_llvm_opt) out.llvm_opt.clear();
+    if (!options.keep_asm) out.assembly.clear();
+    return out;
+}
+
+std::string emit(const ir::Kernel &k, const TargetSpec &target, Stage stage, int opt_level) {
+    check_opt_level(opt_level);
+    if (dump_config().any()) {
+        // EMBER_DUMP asks for stages this call would not compute: take the full path, which dumps.
+        CompileOptions o;
+        o.opt_level = opt_level;
+        o.keep_ir = o.keep_llvm = o.keep_llvm_opt = o.keep_asm = true;
+        CompiledKernel ck = compile(k, target, o);
+        switch (stage) {
+        case Stage::IR: return ck.ir;
+        case Stage::LLVM: return ck.llvm;
+        case Stage::LLVMOpt: return ck.llvm_opt;
+        case Stage::Asm: return ck.assembly;
+        case Stage::Obj: return ck.binary;
+        }
+    }
+    ir::verify_or_throw(k);
+    if (stage == Stage::IR) return ir::print(k);
+    const std::string context = context_of(k, target);
+    std::unique_ptr<detail::Target> t = detail::throw_if_error(detail::create_target(target), context);
+    Want want;
+    want.llvm = stage == Stage::LLVM;
+    want.llvm_opt = stage == Stage::LLVMOpt;
+    want.assembly = stage == Stage::Asm;
+    want.binary = stage == Stage::Obj;
+    CompiledKernel out;
+    detail::throw_if_error(run_pipeline(k, *t, opt_level, want, out), context);
+    switch (stage) {
+    case Stage::LLVM: return out.llvm;
+    case Stage::LLVMOpt: return out.llvm_opt;
+    case Stage::Asm: return out.assembly;
+    case Stage::Obj: return out.binary;
+    case Stage::IR: break;
+    }
+    EMBER_UNREACHABLE("unhandled Stage");
+}
+
+} // namespace ember

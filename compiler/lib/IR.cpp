@@ -1,0 +1,510 @@
+/// \file
+/// Construction and validation of IR nodes, names of kinds and operators, and the default
+/// IRVisitor / IRMutator traversals.
+#include "ember/compiler/IR.h"
+
+#include <cmath>
+#include <limits>
+
+namespace ember::ir {
+
+namespace {
+
+/// Rounds `v` to a binary format with `mantissa_bits` explicit fraction bits and exponent range
+/// [min_exp, max_exp] (IEEE-754 round-to-nearest-even, overflow to infinity, gradual underflow).
+/// Used for f16 and bf16, which have no native C++ type; the result is exact in a double.
+double round_to_small_float(double v, int mantissa_bits, int min_exp, int max_exp) {
+    if (!std::isfinite(v) || v == 0) return v;
+    int e = std::ilogb(v);
+    if (e < min_exp) e = min_exp; // subnormal: fixed quantum
+    double quantum = std::ldexp(1.0, e - mantissa_bits);
+    double r = std::nearbyint(v / quantum) * quantum; // default rounding mode: to nearest even
+    double max_finite = std::ldexp(2.0 - std::ldexp(1.0, -mantissa_bits), max_exp);
+    if (std::fabs(r) > max_finite) return std::copysign(std::numeric_limits<double>::infinity(), v);
+    return r;
+}
+
+bool is_number(Type t) { return t.is_arithmetic(); }
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Names.
+
+std::string_view to_string(NodeKind k) {
+    switch (k) {
+#define EMBER_IR_EXPR(Name) case NodeKind::Name: return #Name;
+#define EMBER_IR_STMT(Name) case NodeKind::Name: return #Name;
+#include "ember/compiler/IRNodes.def"
+    }
+    EMBER_UNREACHABLE("invalid NodeKind");
+}
+
+std::string_view to_string(SpecialRegKind k) {
+    switch (k) {
+    case SpecialRegKind::ThreadIdx: return "thread_idx";
+    case SpecialRegKind::BlockIdx: return "block_idx";
+    case SpecialRegKind::BlockDim: return "block_dim";
+    case SpecialRegKind::GridDim: return "grid_dim";
+    }
+    EMBER_UNREACHABLE("invalid SpecialRegKind");
+}
+
+std::string_view to_string(UnaryOp op) {
+    switch (op) {
+    case UnaryOp::Neg: return "-";
+    case UnaryOp::Not: return "!";
+    case UnaryOp::BitNot: return "~";
+    }
+    EMBER_UNREACHABLE("invalid UnaryOp");
+}
+
+std::string_view to_string(BinaryOp op) {
+    switch (op) {
+    case BinaryOp::Add: return "+";
+    case BinaryOp::Sub: return "-";
+    case BinaryOp::Mul: return "*";
+    case BinaryOp::Div: return "/";
+    case BinaryOp::Mod: return "%";
+    case BinaryOp::Min: return "min";
+    case BinaryOp::Max: return "max";
+    case BinaryOp::And: return "&";
+    case BinaryOp::Or: return "|";
+    case BinaryOp::Xor: return "^";
+    case BinaryOp::Shl: return "<<";
+    case BinaryOp::Shr: return ">>";
+    }
+    EMBER_UNREACHABLE("invalid BinaryOp");
+}
+
+std::string_view to_string(CompareOp op) {
+    switch (op) {
+    case CompareOp::EQ: return "==";
+    case CompareOp::NE: return "!=";
+    case CompareOp::LT: return "<";
+    case CompareOp::LE: return "<=";
+    case CompareOp::GT: return ">";
+    case CompareOp::GE: return ">=";
+    }
+    EMBER_UNREACHABLE("invalid CompareOp");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Variables and expressions.
+
+VariableRef Variable::make(std::string name, Type type, VarKind kind) {
+    EMBER_ASSERT(kind <= VarKind::LoopIndex, "invalid VarKind");
+    return VariableRef(new Variable(std::move(name), type, kind));
+}
+
+Expr IntImm::make(Type t, int64_t value) {
+    EMBER_ASSERT(t.is_int(), "IntImm of non-integer type " + t.to_string());
+    unsigned bits = t.bits();
+    if (bits < 64) {
+        uint64_t mask = (uint64_t(1) << bits) - 1;
+        uint64_t u = static_cast<uint64_t>(value) & mask;
+        if (t.is_signed_int() && (u >> (bits - 1)) != 0) u |= ~mask; // sign-extend
+        value = static_cast<int64_t>(u);
+    }
+    return Expr(new IntImm(t, value));
+}
+
+// f16 and bf16 are rounded exactly (round-to-nearest-even straight from the double, no double
+// rounding through f32); the stored double holds the rounded value.
+Expr FloatImm::make(Type t, double value) {
+    EMBER_ASSERT(t.is_float(), "FloatImm of non-float type " + t.to_string());
+    switch (t.scalar()) {
+    case ScalarType::F16: value = round_to_small_float(value, 10, -14, 15); break;
+    case ScalarType::BF16: value = round_to_small_float(value, 7, -126, 127); break;
+    case ScalarType::F32: value = static_cast<double>(static_cast<float>(value)); break;
+    default: break;
+    }
+    return Expr(new FloatImm(t, value));
+}
+
+Expr BoolImm::make(bool value) { return Expr(new BoolImm(value)); }
+
+Expr VarRef::make(VariableRef var) {
+    EMBER_ASSERT(var, "VarRef of a null variable");
+    EMBER_ASSERT(!var->type.is_void(), "VarRef of void variable");
+    return Expr(new VarRef(std::move(var)));
+}
+
+Expr SpecialReg::make(SpecialRegKind reg, unsigned dim) {
+    EMBER_ASSERT(reg <= SpecialRegKind::GridDim, "invalid SpecialRegKind");
+    EMBER_ASSERT(dim < 3, "SpecialReg dimension must be 0, 1 or 2");
+    return Expr(new SpecialReg(reg, static_cast<uint8_t>(dim)));
+}
+
+Expr Unary::make(UnaryOp op, Expr a) {
+    EMBER_ASSERT(a, "Unary of a null operand");
+    Type t = a.type();
+    switch (op) {
+    case UnaryOp::Neg: EMBER_ASSERT(is_number(t), "Neg of non-number " + t.to_string()); break;
+    case UnaryOp::Not: EMBER_ASSERT(t.is_bool(), "Not of non-bool " + t.to_string()); break;
+    case UnaryOp::BitNot: EMBER_ASSERT(t.is_int(), "BitNot of non-integer " + t.to_string()); break;
+    default: EMBER_UNREACHABLE("invalid UnaryOp");
+    }
+    return Expr(new Unary(op, std::move(a)));
+}
+
+Expr Binary::make(BinaryOp op, Expr a, Expr b) {
+    EMBER_ASSERT(a && b, "Binary with a null operand");
+    Type t = a.type();
+    EMBER_ASSERT(t == b.type(), "Binary '" + std::string(to_string(op)) + "' of mismatched types " +
+                                    t.to_string() + " and " + b.type().to_string());
+    switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
+    case BinaryOp::Mod:
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+        EMBER_ASSERT(is_number(t),
+                     "Binary '" + std::string(to_string(op)) + "' of non-number " + t.to_string());
+        break;
+    case BinaryOp::And:
+    case BinaryOp::Or:
+    case BinaryOp::Xor:
+        EMBER_ASSERT(t.is_int() || t.is_bool(), "Binary '" + std::string(to_string(op)) +
+                                                    "' of non-integer, non-bool " + t.to_string());
+        break;
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
+        EMBER_ASSERT(t.is_int(),
+                     "Binary '" + std::string(to_string(op)) + "' of non-integer " + t.to_string());
+        break;
+    default: EMBER_UNREACHABLE("invalid BinaryOp");
+    }
+    return Expr(new Binary(op, std::move(a), std::move(b)));
+}
+
+Expr Compare::make(CompareOp op, Expr a, Expr b) {
+    EMBER_ASSERT(a && b, "Compare with a null operand");
+    Type t = a.type();
+    EMBER_ASSERT(t == b.type(),
+                 "Compare of mismatched types " + t.to_string() + " and " + b.type().to_string());
+    EMBER_ASSERT(t.is_scalar() && !t.is_void(), "Compare of non-scalar " + t.to_string());
+    EMBER_ASSERT(op <= CompareOp::GE, "invalid CompareOp");
+    EMBER_ASSERT(!t.is_bool() || op == CompareOp::EQ || op == CompareOp::NE,
+                 "ordered Compare of bool");
+    return Expr(new Compare(op, std::move(a), std::move(b)));
+}
+
+Expr Cast::make(Type to, Expr a) {
+    EMBER_ASSERT(a, "Cast of a null operand");
+    EMBER_ASSERT(to.is_scalar() && !to.is_void(), "Cast to non-scalar " + to.to_string());
+    EMBER_ASSERT(a.type().is_scalar() && !a.type().is_void(),
+                 "Cast of non-scalar " + a.type().to_string());
+    return Expr(new Cast(to, std::move(a)));
+}
+
+Expr Select::make(Expr cond, Expr a, Expr b) {
+    EMBER_ASSERT(cond && a && b, "Select with a null operand");
+    EMBER_ASSERT(cond.type().is_bool(), "Select condition of type " + cond.type().to_string());
+    EMBER_ASSERT(a.type() == b.type(), "Select arms of mismatched types " + a.type().to_string() +
+                                           " and " + b.type().to_string());
+    return Expr(new Select(std::move(cond), std::move(a), std::move(b)));
+}
+
+Expr Load::make(Expr ptr, Expr index) {
+    EMBER_ASSERT(ptr && index, "Load with a null operand");
+    EMBER_ASSERT(ptr.type().is_pointer(), "Load from non-pointer " + ptr.type().to_string());
+    EMBER_ASSERT(index.type().is_int(), "Load index of type " + index.type().to_string());
+    return Expr(new Load(std::move(ptr), std::move(index)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements.
+
+Stmt Block::make(std::vector<Stmt> stmts) {
+    for (const Stmt &s : stmts) EMBER_ASSERT(s, "Block with a null statement");
+    return Stmt(new Block(std::move(stmts)));
+}
+
+Stmt Let::make(VariableRef var, Expr value) {
+    EMBER_ASSERT(var && value, "Let with a null operand");
+    EMBER_ASSERT(var->kind == VarKind::Let, "Let of a variable that is not of kind Let");
+    EMBER_ASSERT(var->type == value.type(), "Let of " + var->type.to_string() + " variable to " +
+                                                value.type().to_string() + " value");
+    return Stmt(new Let(std::move(var), std::move(value)));
+}
+
+Stmt Declare::make(VariableRef var, Expr init) {
+    EMBER_ASSERT(var && init, "Declare with a null operand");
+    EMBER_ASSERT(var->kind == VarKind::Mutable, "Declare of a variable that is not Mutable");
+    EMBER_ASSERT(var->type == init.type(), "Declare of " + var->type.to_string() +
+                                               " variable with " + init.type().to_string() +
+                                               " value");
+    return Stmt(new Declare(std::move(var), std::move(init)));
+}
+
+Stmt Assign::make(VariableRef var, Expr value) {
+    EMBER_ASSERT(var && value, "Assign with a null operand");
+    EMBER_ASSERT(var->kind == VarKind::Mutable, "Assign to a variable that is not Mutable");
+    EMBER_ASSERT(var->type == value.type(), "Assign of " + value.type().to_string() + " to " +
+                                                var->type.to_string() + " variable");
+    return Stmt(new Assign(std::move(var), std::move(value)));
+}
+
+Stmt Store::make(Expr ptr, Expr index, Expr value) {
+    EMBER_ASSERT(ptr && index && value, "Store with a null operand");
+    EMBER_ASSERT(ptr.type().is_pointer(), "Store to non-pointer " + ptr.type().to_string());
+    EMBER_ASSERT(index.type().is_int(), "Store index of type " + index.type().to_string());
+    EMBER_ASSERT(value.type() == ptr.type().element_type(),
+                 "Store of " + value.type().to_string() + " through " + ptr.type().to_string());
+    return Stmt(new Store(std::move(ptr), std::move(index), std::move(value)));
+}
+
+Stmt If::make(Expr cond, Stmt then_body, Stmt else_body) {
+    EMBER_ASSERT(cond && then_body, "If with a null condition or then body");
+    EMBER_ASSERT(cond.type().is_bool(), "If condition of type " + cond.type().to_string());
+    return Stmt(new If(std::move(cond), std::move(then_body), std::move(else_body)));
+}
+
+Stmt For::make(VariableRef var, Expr begin, Expr end, Expr step, Stmt body) {
+    EMBER_ASSERT(var && begin && end && step && body, "For with a null operand");
+    EMBER_ASSERT(var->kind == VarKind::LoopIndex, "For of a variable that is not a LoopIndex");
+    Type t = var->type;
+    EMBER_ASSERT(t.is_int(), "For index of non-integer type " + t.to_string());
+    EMBER_ASSERT(begin.type() == t && end.type() == t && step.type() == t,
+                 "For bounds of types " + begin.type().to_string() + ", " + end.type().to_string() +
+                     ", " + step.type().to_string() + " for " + t.to_string() + " index");
+    return Stmt(new For(std::move(var), std::move(begin), std::move(end), std::move(step),
+                        std::move(body)));
+}
+
+Stmt While::make(Expr cond, Stmt body) {
+    EMBER_ASSERT(cond && body, "While with a null operand");
+    EMBER_ASSERT(cond.type().is_bool(), "While condition of type " + cond.type().to_string());
+    return Stmt(new While(std::move(cond), std::move(body)));
+}
+
+Stmt Break::make() { return Stmt(new Break); }
+Stmt Continue::make() { return Stmt(new Continue); }
+Stmt Barrier::make() { return Stmt(new Barrier); }
+
+// ---------------------------------------------------------------------------------------------
+// IRVisitor.
+
+void IRVisitor::visit(const Expr &e) {
+    if (!e) return;
+    switch (e.kind()) {
+#define EMBER_IR_EXPR(Name)                                                                        \
+    case NodeKind::Name:                                                                           \
+        return visit(static_cast<const Name *>(e.get()));
+#include "ember/compiler/IRNodes.def"
+    default: EMBER_UNREACHABLE("statement kind in an Expr");
+    }
+}
+
+void IRVisitor::visit(const Stmt &s) {
+    if (!s) return;
+    switch (s.kind()) {
+#define EMBER_IR_STMT(Name)                                                                        \
+    case NodeKind::Name:                                                                           \
+        return visit(static_cast<const Name *>(s.get()));
+#include "ember/compiler/IRNodes.def"
+    default: EMBER_UNREACHABLE("expression kind in a Stmt");
+    }
+}
+
+void IRVisitor::visit(const IntImm *) {}
+void IRVisitor::visit(const FloatImm *) {}
+void IRVisitor::visit(const BoolImm *) {}
+void IRVisitor::visit(const VarRef *) {}
+void IRVisitor::visit(const SpecialReg *) {}
+void IRVisitor::visit(const Unary *op) { visit(op->a); }
+void IRVisitor::visit(const Binary *op) {
+    visit(op->a);
+    visit(op->b);
+}
+void IRVisitor::visit(const Compare *op) {
+    visit(op->a);
+    visit(op->b);
+}
+void IRVisitor::visit(const Cast *op) { visit(op->a); }
+void IRVisitor::visit(const Select *op) {
+    visit(op->cond);
+    visit(op->a);
+    visit(op->b);
+}
+void IRVisitor::visit(const Load *op) {
+    visit(op->ptr);
+    visit(op->index);
+}
+
+void IRVisitor::visit(const Block *op) {
+    for (const Stmt &s : op->stmts) visit(s);
+}
+void IRVisitor::visit(const Let *op) { visit(op->value); }
+void IRVisitor::visit(const Declare *op) { visit(op->init); }
+void IRVisitor::visit(const Assign *op) { visit(op->value); }
+void IRVisitor::visit(const Store *op) {
+    visit(op->ptr);
+    visit(op->index);
+    visit(op->value);
+}
+void IRVisitor::visit(const If *op) {
+    visit(op->cond);
+    visit(op->then_body);
+    visit(op->else_body);
+}
+void IRVisitor::visit(const For *op) {
+    visit(op->begin);
+    visit(op->end);
+    visit(op->step);
+    visit(op->body);
+}
+void IRVisitor::visit(const While *op) {
+    visit(op->cond);
+    visit(op->body);
+}
+void IRVisitor::visit(const Break *) {}
+void IRVisitor::visit(const Continue *) {}
+void IRVisitor::visit(const Barrier *) {}
+
+// ---------------------------------------------------------------------------------------------
+// IRMutator.
+
+Expr IRMutator::mutate(const Expr &e) {
+    if (!e) return e;
+    switch (e.kind()) {
+#define EMBER_IR_EXPR(Name)                                                                        \
+    case NodeKind::Name:                                                                           \
+        return visit(static_cast<const Name *>(e.get()));
+#include "ember/compiler/IRNodes.def"
+    default: EMBER_UNREACHABLE("statement kind in an Expr");
+    }
+}
+
+Stmt IRMutator::mutate(const Stmt &s) {
+    if (!s) return s;
+    switch (s.kind()) {
+#define EMBER_IR_STMT(Name)                                                                        \
+    case NodeKind::Name:                                                                           \
+        return visit(static_cast<const Name *>(s.get()));
+#include "ember/compiler/IRNodes.def"
+    default: EMBER_UNREACHABLE("expression kind in a Stmt");
+    }
+}
+
+Expr IRMutator::visit(const IntImm *op) { return op; }
+Expr IRMutator::visit(const FloatImm *op) { return op; }
+Expr IRMutator::visit(const BoolImm *op) { return op; }
+Expr IRMutator::visit(const VarRef *op) { return op; }
+Expr IRMutator::visit(const SpecialReg *op) { return op; }
+
+Expr IRMutator::visit(const Unary *op) {
+    Expr a = mutate(op->a);
+    if (a.same_as(op->a)) return op;
+    return Unary::make(op->op, std::move(a));
+}
+
+Expr IRMutator::visit(const Binary *op) {
+    Expr a = mutate(op->a);
+    Expr b = mutate(op->b);
+    if (a.same_as(op->a) && b.same_as(op->b)) return op;
+    return Binary::make(op->op, std::move(a), std::move(b));
+}
+
+Expr IRMutator::visit(const Compare *op) {
+    Expr a = mutate(op->a);
+    Expr b = mutate(op->b);
+    if (a.same_as(op->a) && b.same_as(op->b)) return op;
+    return Compare::make(op->op, std::move(a), std::move(b));
+}
+
+Expr IRMutator::visit(const Cast *op) {
+    Expr a = mutate(op->a);
+    if (a.same_as(op->a)) return op;
+    return Cast::make(op->type, std::move(a));
+}
+
+Expr IRMutator::visit(const Select *op) {
+    Expr cond = mutate(op->cond);
+    Expr a = mutate(op->a);
+    Expr b = mutate(op->b);
+    if (cond.same_as(op->cond) && a.same_as(op->a) && b.same_as(op->b)) return op;
+    return Select::make(std::move(cond), std::move(a), std::move(b));
+}
+
+Expr IRMutator::visit(const Load *op) {
+    Expr ptr = mutate(op->ptr);
+    Expr index = mutate(op->index);
+    if (ptr.same_as(op->ptr) && index.same_as(op->index)) return op;
+    return Load::make(std::move(ptr), std::move(index));
+}
+
+Stmt IRMutator::visit(const Block *op) {
+    std::vector<Stmt> stmts;
+    stmts.reserve(op->stmts.size());
+    bool changed = false;
+    for (const Stmt &s : op->stmts) {
+        stmts.push_back(mutate(s));
+        changed |= !stmts.back().same_as(s);
+    }
+    if (!changed) return op;
+    return Block::make(std::move(stmts));
+}
+
+Stmt IRMutator::visit(const Let *op) {
+    Expr value = mutate(op->value);
+    if (value.same_as(op->value)) return op;
+    return Let::make(op->var, std::move(value));
+}
+
+Stmt IRMutator::visit(const Declare *op) {
+    Expr init = mutate(op->init);
+    if (init.same_as(op->init)) return op;
+    return Declare::make(op->var, std::move(init));
+}
+
+Stmt IRMutator::visit(const Assign *op) {
+    Expr value = mutate(op->value);
+    if (value.same_as(op->value)) return op;
+    return Assign::make(op->var, std::move(value));
+}
+
+Stmt IRMutator::visit(const Store *op) {
+    Expr ptr = mutate(op->ptr);
+    Expr index = mutate(op->index);
+    Expr value = mutate(op->value);
+    if (ptr.same_as(op->ptr) && index.same_as(op->index) && value.same_as(op->value)) return op;
+    return Store::make(std::move(ptr), std::move(index), std::move(value));
+}
+
+Stmt IRMutator::visit(const If *op) {
+    Expr cond = mutate(op->cond);
+    Stmt then_body = mutate(op->then_body);
+    Stmt else_body = mutate(op->else_body);
+    if (cond.same_as(op->cond) && then_body.same_as(op->then_body) &&
+        else_body.same_as(op->else_body))
+        return op;
+    return If::make(std::move(cond), std::move(then_body), std::move(else_body));
+}
+
+Stmt IRMutator::visit(const For *op) {
+    Expr begin = mutate(op->begin);
+    Expr end = mutate(op->end);
+    Expr step = mutate(op->step);
+    Stmt body = mutate(op->body);
+    if (begin.same_as(op->begin) && end.same_as(op->end) && step.same_as(op->step) &&
+        body.same_as(op->body))
+        return op;
+    return For::make(op->var, std::move(begin), std::move(end), std::move(step), std::move(body));
+}
+
+Stmt IRMutator::visit(const While *op) {
+    Expr cond = mutate(op->cond);
+    Stmt body = mutate(op->body);
+    if (cond.same_as(op->cond) && body.same_as(op->body)) return op;
+    return While::make(std::move(cond), std::move(body));
+}
+
+Stmt IRMutator::visit(const Break *op) { return op; }
+Stmt IRMutator::visit(const Continue *op) { return op; }
+Stmt IRMutator::visit(const Barrier *op) { return op; }
+
+} // namespace ember::ir

@@ -1,0 +1,726 @@
+/// \file
+/// The parser of the textual IR (see [Note] Textual IR in IRPrinter.h): type-checks as it goes,
+/// reports the first problem with its line and column, and verifies every kernel it builds.
+#include "ember/compiler/IRPrinter.h"
+
+#include "ember/compiler/Verifier.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ember::ir {
+
+namespace {
+
+enum class Tok : uint8_t {
+    Eof,
+    Ident,    ///< keywords, type names, special registers, inf, nan
+    VarName,  ///< %name (text holds the name without '%')
+    KernName, ///< @name (text holds the name without '@')
+    Number,   ///< digits with optional fraction and exponent, no sign
+    Punct,    ///< operators and punctuation
+};
+
+struct Token {
+    Tok kind = Tok::Eof;
+    std::string_view text;
+    size_t offset = 0;
+    unsigned line = 1, col = 1;
+};
+
+bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
+bool is_name_char(char c) { return is_ident_char(c) || c == '.'; }
+
+class Parser {
+public:
+    Parser(std::string_view text, std::string_view filename) : text_(text), filename_(filename) {
+        lex();
+    }
+
+    Module parse_module() {
+        Module m;
+        std::unordered_set<std::string> names;
+        if (at_eof()) error(peek(), "expected 'kernel'");
+        while (!at_eof()) {
+            const Token &start = peek();
+            Kernel k = parse_kernel();
+            if (!names.insert(k.name).second) error(start, "redefinition of kernel @" + k.name);
+            try {
+                verify_or_throw(k);
+            } catch (const CompileError &e) {
+                throw CompileError(location(start) + e.summary(), e.log());
+            }
+            m.kernels.push_back(std::move(k));
+        }
+        return m;
+    }
+
+private:
+    // -----------------------------------------------------------------------------------------
+    // Diagnostics.
+
+    std::string location(const Token &t) const {
+        return std::string(filename_) + ":" + std::to_string(t.line) + ":" + std::to_string(t.col) +
+               ": error: ";
+    }
+
+    [[noreturn]] void error(const Token &t, const std::string &msg) const {
+        throw CompileError(location(t) + msg);
+    }
+
+    static std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+    static std::string describe(const Token &t) {
+        switch (t.kind) {
+        case Tok::Eof: return "end of input";
+        case Tok::VarName: return "%" + std::string(t.text);
+        case Tok::KernName: return "@" + std::string(t.text);
+        default: return quote(t.text);
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Lexer.
+
+    void lex() {
+        size_t i = 0;
+        unsigned line = 1;
+        size_t line_start = 0;
+        const size_t n = text_.size();
+        auto make = [&](Tok kind, size_t begin, size_t end, size_t skip = 0) {
+            Token t;
+            t.kind = kind;
+            t.text = text_.substr(begin + skip, end - begin - skip);
+            t.offset = begin;
+            t.line = line;
+            t.col = static_cast<unsigned>(begin - line_start + 1);
+            tokens_.push_back(t);
+        };
+        while (i < n) {
+            char c = text_[i];
+            if (c == '\n') {
+                ++i;
+                ++line;
+                line_start = i;
+                continue;
+            }
+            if (c == ' ' || c == '\t' || c == '\r') {
+                ++i;
+                continue;
+            }
+            if (c == '/' && i + 1 < n && text_[i + 1] == '/') {
+                while (i < n && text_[i] != '\n') ++i;
+                continue;
+            }
+            size_t begin = i;
+            if (is_ident_start(c)) {
+                while (i < n && is_ident_char(text_[i])) ++i;
+                make(Tok::Ident, begin, i);
+                continue;
+            }
+            if (is_digit(c)) {
+                while (i < n && is_digit(text_[i])) ++i;
+                if (i < n && text_[i] == '.') {
+                    ++i;
+                    while (i < n && is_digit(text_[i])) ++i;
+                }
+                if (i < n && (text_[i] == 'e' || text_[i] == 'E')) {
+                    size_t j = i + 1;
+                    if (j < n && (text_[j] == '+' || text_[j] == '-')) ++j;
+                    if (j < n && is_digit(text_[j])) {
+                        i = j;
+                        while (i < n && is_digit(text_[i])) ++i;
+                    }
+                }
+                make(Tok::Number, begin, i);
+                continue;
+            }
+            if ((c == '%' || c == '@') && i + 1 < n && is_name_char(text_[i + 1])) {
+                ++i;
+                while (i < n && is_name_char(text_[i])) ++i;
+                make(c == '%' ? Tok::VarName : Tok::KernName, begin, i, /*skip=*/1);
+                continue;
+            }
+            static constexpr std::string_view two_char[] = {"&&", "||", "<<", ">>",
+                                                            "<=", ">=", "==", "!="};
+            bool matched = false;
+            for (std::string_view op : two_char) {
+                if (text_.substr(i, 2) == op) {
+                    i += 2;
+                    make(Tok::Punct, begin, i);
+                    matched = true;
+                    break;
+                }
+            }
+            if (matched) continue;
+            if (std::string_view("(){}[]<>=+-*/%&|^!~,:.").find(c) != std::string_view::npos) {
+                ++i;
+                make(Tok::Punct, begin, i);
+                continue;
+            }
+            Token bad;
+            bad.line = line;
+            bad.col = static_cast<unsigned>(begin - line_start + 1);
+            error(bad, "unexpected character " + quote(text_.substr(i, 1)));
+        }
+        Token eof;
+        eof.offset = n;
+        eof.line = line;
+        eof.col = static_cast<unsigned>(n - line_start + 1);
+        tokens_.push_back(eof);
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Token helpers.
+
+    const Token &peek(size_t ahead = 0) const {
+        return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
+    }
+    bool at_eof() const { return peek().kind == Tok::Eof; }
+    const Token &take() {
+        const Token &t = tokens_[pos_];
+        if (pos_ + 1 < tokens_.size()) ++pos_;
+        return t;
+    }
+    bool is(std::string_view punct_or_keyword, size_t ahead = 0) const {
+        const Token &t = peek(ahead);
+        return (t.kind == Tok::Punct || t.kind == Tok::Ident) && t.text == punct_or_keyword;
+    }
+    bool accept(std::string_view s) {
+        if (!is(s)) return false;
+        take();
+        return true;
+    }
+    const Token &expect(std::string_view s) {
+        if (!is(s)) error(peek(), "expected " + quote(s) + ", found " + describe(peek()));
+        return take();
+    }
+    const Token &expect_kind(Tok kind, std::string_view what) {
+        if (peek().kind != kind)
+            error(peek(), "expected " + std::string(what) + ", found " + describe(peek()));
+        return take();
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Scopes.
+
+    VariableRef lookup(std::string_view name) const {
+        for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+            auto found = it->find(std::string(name));
+            if (found != it->end()) return found->second;
+        }
+        return VariableRef();
+    }
+
+    void check_fresh(const Token &t) const {
+        if (lookup(t.text)) error(t, "redefinition of %" + std::string(t.text));
+    }
+
+    void bind(const VariableRef &v) { scopes_.back().emplace(v->name, v); }
+
+    // -----------------------------------------------------------------------------------------
+    // Types.
+
+    Type parse_type() {
+        const Token &t = peek();
+        if (t.kind != Tok::Ident) error(t, "expected type, found " + describe(t));
+        take();
+        if (t.text != "ptr") {
+            auto s = parse_scalar_type(t.text);
+            if (!s) error(t, "unknown type " + quote(t.text));
+            return Type(*s);
+        }
+        expect("<");
+        const Token &space_tok = expect_kind(Tok::Ident, "address space");
+        auto space = parse_address_space(space_tok.text);
+        if (!space) error(space_tok, "unknown address space " + quote(space_tok.text));
+        bool readonly = accept("const");
+        const Token &elem_tok = expect_kind(Tok::Ident, "element type");
+        auto elem = parse_scalar_type(elem_tok.text);
+        if (!elem) error(elem_tok, "unknown type " + quote(elem_tok.text));
+        if (*elem == ScalarType::Void) error(elem_tok, "pointer to void");
+        expect(">");
+        return Type::pointer(*elem, *space, readonly);
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Expressions.
+
+    Expr parse_expr() { return parse_unary(); }
+
+    Expr parse_unary() {
+        const Token &t = peek();
+        if (is("-")) {
+            const Token &next = peek(1);
+            bool adjacent = next.offset == t.offset + 1;
+            if (adjacent &&
+                (next.kind == Tok::Number ||
+                 (next.kind == Tok::Ident && (next.text == "inf" || next.text == "nan")))) {
+                take();
+                return parse_literal(t, /*negative=*/true);
+            }
+            take();
+            Expr a = parse_unary();
+            if (!a.type().is_arithmetic())
+                error(t, "operand of unary '-' must be a number, found " + a.type().to_string());
+            return Unary::make(UnaryOp::Neg, a);
+        }
+        if (is("!")) {
+            take();
+            Expr a = parse_unary();
+            if (!a.type().is_bool())
+                error(t, "operand of '!' must be bool, found " + a.type().to_string());
+            return Unary::make(UnaryOp::Not, a);
+        }
+        if (is("~")) {
+            take();
+            Expr a = parse_unary();
+            if (!a.type().is_int())
+                error(t, "operand of '~' must be an integer, found " + a.type().to_string());
+            return Unary::make(UnaryOp::BitNot, a);
+        }
+        return parse_postfix();
+    }
+
+    Expr parse_postfix() {
+        Expr e = parse_primary();
+        while (is("[")) {
+            const Token &bracket = take();
+            if (!e.type().is_pointer())
+                error(bracket, "cannot index a value of type " + e.type().to_string());
+            const Token &index_tok = peek();
+            Expr index = parse_expr();
+            if (!index.type().is_int())
+                error(index_tok, "index must be an integer, found " + index.type().to_string());
+            expect("]");
+            e = Load::make(e, index);
+        }
+        return e;
+    }
+
+    /// A number, `inf` or `nan` (already past the '-' when `negative`), then `:T`.
+    Expr parse_literal(const Token &start, bool negative) {
+        const Token &lit = take();
+        bool float_form =
+            lit.kind == Tok::Ident || lit.text.find_first_of(".eE") != std::string_view::npos;
+        if (!is(":"))
+            error(peek(), "expected ':' and a type after literal " +
+                              std::string(negative ? "-" : "") + std::string(lit.text));
+        take();
+        const Token &type_tok = peek();
+        Type t = parse_type();
+        if (t.is_float()) return make_float(lit, t, negative);
+        if (!t.is_int()) error(type_tok, "a numeric literal cannot have type " + t.to_string());
+        if (float_form)
+            error(type_tok, "floating-point literal cannot have integer type " + t.to_string());
+        uint64_t magnitude = 0;
+        auto [ptr, ec] =
+            std::from_chars(lit.text.data(), lit.text.data() + lit.text.size(), magnitude);
+        bool overflow = ec != std::errc() || ptr != lit.text.data() + lit.text.size();
+        // The range of t: [-2^(bits-1), 2^(bits-1) - 1] or [0, 2^bits - 1].
+        unsigned bits = t.bits();
+        uint64_t max_positive = t.is_signed_int() ? (uint64_t(1) << (bits - 1)) - 1
+                                : bits == 64      ? std::numeric_limits<uint64_t>::max()
+                                                  : (uint64_t(1) << bits) - 1;
+        // The printer shows Neg(1:u8) as `-1:u8` and Neg(0:i32) as `-0:i32`; no constant prints
+        // that way, so these read back as negations.
+        uint64_t max_negative = t.is_signed_int() ? uint64_t(1) << (bits - 1) : max_positive;
+        if (overflow || magnitude > (negative ? max_negative : max_positive))
+            error(start, "integer literal " + std::string(negative ? "-" : "") +
+                             std::string(lit.text) + " is out of range for " + t.to_string());
+        if (negative && (t.is_unsigned_int() || magnitude == 0))
+            return Unary::make(UnaryOp::Neg, IntImm::make(t, static_cast<int64_t>(magnitude)));
+        uint64_t bits_value = negative ? uint64_t(0) - magnitude : magnitude;
+        return IntImm::make(t, static_cast<int64_t>(bits_value));
+    }
+
+    Expr make_float(const Token &lit, Type t, bool negative) {
+        double value;
+        if (lit.text == "inf") {
+            value = std::numeric_limits<double>::infinity();
+        } else if (lit.text == "nan") {
+            value = std::numeric_limits<double>::quiet_NaN();
+        } else if (t.scalar() == ScalarType::F64) {
+            auto [ptr, ec] =
+                std::from_chars(lit.text.data(), lit.text.data() + lit.text.size(), value);
+            if (ec == std::errc::invalid_argument || ptr != lit.text.data() + lit.text.size())
+                error(lit, "invalid floating-point literal " + quote(lit.text));
+            if (ec == std::errc::result_out_of_range)
+                error(lit,
+                      "floating-point literal " + quote(lit.text) + " is out of range for f64");
+        } else {
+            // Read as float directly: a double read then rounded to float could round twice.
+            // f16/bf16 are then rounded from that float (exact for printed values).
+            float f;
+            auto [ptr, ec] = std::from_chars(lit.text.data(), lit.text.data() + lit.text.size(), f);
+            if (ec == std::errc::invalid_argument || ptr != lit.text.data() + lit.text.size())
+                error(lit, "invalid floating-point literal " + quote(lit.text));
+            if (ec == std::errc::result_out_of_range)
+                error(lit,
+                      "floating-point literal " + quote(lit.text) + " is out of range for f32");
+            value = f;
+        }
+        if (negative) value = -value;
+        return FloatImm::make(t, value);
+    }
+
+    Expr parse_primary() {
+        const Token &t = peek();
+        switch (t.kind) {
+        case Tok::Number: return parse_literal(t, /*negative=*/false);
+        case Tok::VarName: {
+            take();
+            VariableRef v = lookup(t.text);
+            if (!v) error(t, "use of undefined variable %" + std::string(t.text));
+            return VarRef::make(v);
+        }
+        case Tok::Ident: break;
+        case Tok::Punct:
+            if (t.text == "(") return parse_parenthesised();
+            error(t, "expected expression, found " + describe(t));
+        default: error(t, "expected expression, found " + describe(t));
+        }
+        if (t.text == "inf" || t.text == "nan") return parse_literal(t, /*negative=*/false);
+        if (t.text == "true" || t.text == "false") {
+            take();
+            return BoolImm::make(t.text == "true");
+        }
+        if (t.text == "min" || t.text == "max") return parse_min_max();
+        if (t.text == "cast") return parse_cast();
+        if (t.text == "select") return parse_select();
+        static constexpr std::pair<std::string_view, SpecialRegKind> regs[] = {
+            {"thread_idx", SpecialRegKind::ThreadIdx},
+            {"block_idx", SpecialRegKind::BlockIdx},
+            {"block_dim", SpecialRegKind::BlockDim},
+            {"grid_dim", SpecialRegKind::GridDim}};
+        for (auto [name, reg] : regs) {
+            if (t.text != name) continue;
+            take();
+            expect(".");
+            const Token &dim_tok = peek();
+            static constexpr std::string_view dims[] = {"x", "y", "z"};
+            for (unsigned d = 0; d < 3; ++d) {
+                if (dim_tok.kind == Tok::Ident && dim_tok.text == dims[d]) {
+                    take();
+                    return SpecialReg::make(reg, d);
+                }
+            }
+            error(dim_tok, "expected 'x', 'y' or 'z', found " + describe(dim_tok));
+        }
+        error(t, "expected expression, found " + describe(t));
+    }
+
+    struct OpInfo {
+        std::string_view text;
+        bool is_compare;
+        BinaryOp bin;
+        CompareOp cmp;
+    };
+
+    static const OpInfo *find_op(const Token &t) {
+        static constexpr OpInfo ops[] = {
+            {"+", false, BinaryOp::Add, {}},  {"-", false, BinaryOp::Sub, {}},
+            {"*", false, BinaryOp::Mul, {}},  {"/", false, BinaryOp::Div, {}},
+            {"%", false, BinaryOp::Mod, {}},  {"&", false, BinaryOp::And, {}},
+            {"|", false, BinaryOp::Or, {}},   {"^", false, BinaryOp::Xor, {}},
+            {"&&", false, BinaryOp::And, {}}, {"||", false, BinaryOp::Or, {}},
+            {"<<", false, BinaryOp::Shl, {}}, {">>", false, BinaryOp::Shr, {}},
+            {"==", true, {}, CompareOp::EQ},  {"!=", true, {}, CompareOp::NE},
+            {"<", true, {}, CompareOp::LT},   {"<=", true, {}, CompareOp::LE},
+            {">", true, {}, CompareOp::GT},   {">=", true, {}, CompareOp::GE},
+        };
+        if (t.kind != Tok::Punct) return nullptr;
+        for (const OpInfo &op : ops)
+            if (op.text == t.text) return &op;
+        return nullptr;
+    }
+
+    /// Checks the operand types of binary operator `op` (spelled `text`) and builds the node.
+    Expr make_binary(const Token &at, std::string_view text, BinaryOp op, Expr a, Expr b) {
+        Type t = a.type();
+        if (t != b.type())
+            error(at, "operands of " + quote(text) + " have different types " + t.to_string() +
+                          " and " + b.type().to_string());
+        std::string_view need;
+        switch (op) {
+        case BinaryOp::Add:
+        case BinaryOp::Sub:
+        case BinaryOp::Mul:
+        case BinaryOp::Div:
+        case BinaryOp::Mod:
+        case BinaryOp::Min:
+        case BinaryOp::Max:
+            if (!t.is_arithmetic()) need = "numbers";
+            break;
+        case BinaryOp::And:
+        case BinaryOp::Or:
+            if (text.size() == 2 && !t.is_bool()) need = "bool";
+            if (text.size() == 1 && !t.is_int()) need = "integers";
+            break;
+        case BinaryOp::Xor:
+            if (!t.is_int() && !t.is_bool()) need = "integers or bool";
+            break;
+        case BinaryOp::Shl:
+        case BinaryOp::Shr:
+            if (!t.is_int()) need = "integers";
+            break;
+        }
+        if (!need.empty())
+            error(at, "operands of " + quote(text) + " must be " + std::string(need) + ", found " +
+                          t.to_string());
+        return Binary::make(op, a, b);
+    }
+
+    Expr parse_parenthesised() {
+        expect("(");
+        Expr a = parse_expr();
+        if (accept(")")) return a; // plain grouping
+        const Token &op_tok = peek();
+        const OpInfo *op = find_op(op_tok);
+        if (!op) error(op_tok, "expected operator or ')', found " + describe(op_tok));
+        take();
+        Expr b = parse_expr();
+        expect(")");
+        if (!op->is_compare) return make_binary(op_tok, op->text, op->bin, a, b);
+        Type t = a.type();
+        if (t != b.type())
+            error(op_tok, "operands of " + quote(op->text) + " have different types " +
+                              t.to_string() + " and " + b.type().to_string());
+        if (t.is_pointer()) error(op_tok, "cannot compare pointers with " + quote(op->text));
+        if (t.is_bool() && op->cmp != CompareOp::EQ && op->cmp != CompareOp::NE)
+            error(op_tok, "operands of " + quote(op->text) + " must be numbers, found bool");
+        return Compare::make(op->cmp, a, b);
+    }
+
+    Expr parse_min_max() {
+        const Token &t = take();
+        expect("(");
+        Expr a = parse_expr();
+        expect(",");
+        Expr b = parse_expr();
+        expect(")");
+        return make_binary(t, t.text, t.text == "min" ? BinaryOp::Min : BinaryOp::Max, a, b);
+    }
+
+    Expr parse_cast() {
+        take();
+        expect("<");
+        const Token &type_tok = peek();
+        Type to = parse_type();
+        if (!to.is_scalar() || to.is_void()) error(type_tok, "cannot cast to " + to.to_string());
+        expect(">");
+        expect("(");
+        const Token &operand_tok = peek();
+        Expr a = parse_expr();
+        if (!a.type().is_scalar())
+            error(operand_tok, "cannot cast a value of type " + a.type().to_string());
+        expect(")");
+        return Cast::make(to, a);
+    }
+
+    Expr parse_select() {
+        take();
+        expect("(");
+        const Token &cond_tok = peek();
+        Expr cond = parse_expr();
+        if (!cond.type().is_bool())
+            error(cond_tok, "condition of 'select' must be bool, found " + cond.type().to_string());
+        expect(",");
+        Expr a = parse_expr();
+        const Token &comma = expect(",");
+        Expr b = parse_expr();
+        expect(")");
+        if (a.type() != b.type())
+            error(comma, "arms of 'select' have different types " + a.type().to_string() + " and " +
+                             b.type().to_string());
+        return Select::make(cond, a, b);
+    }
+
+    Expr parse_condition(std::string_view what) {
+        const Token &t = peek();
+        Expr cond = parse_expr();
+        if (!cond.type().is_bool())
+            error(t, "condition of " + quote(what) + " must be bool, found " +
+                         cond.type().to_string());
+        return cond;
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Statements.
+
+    /// `{ stmts }` in a new scope.
+    Stmt parse_body() {
+        expect("{");
+        scopes_.emplace_back();
+        std::vector<Stmt> stmts;
+        while (!is("}")) {
+            if (at_eof()) error(peek(), "expected '}', found end of input");
+            stmts.push_back(parse_stmt());
+        }
+        take();
+        scopes_.pop_back();
+        return Block::make(std::move(stmts));
+    }
+
+    Stmt parse_stmt() {
+        const Token &t = peek();
+        if (t.kind == Tok::Ident) {
+            if (t.text == "let" || t.text == "var") return parse_definition();
+            if (t.text == "if") return parse_if();
+            if (t.text == "for") return parse_for();
+            if (t.text == "while") {
+                take();
+                Expr cond = parse_condition("while");
+                ++loop_depth_;
+                Stmt body = parse_body();
+                --loop_depth_;
+                return While::make(cond, body);
+            }
+            if (t.text == "break" || t.text == "continue") {
+                take();
+                if (loop_depth_ == 0) error(t, quote(t.text) + " outside a loop");
+                return t.text == "break" ? Break::make() : Continue::make();
+            }
+            if (t.text == "barrier") {
+                take();
+                return Barrier::make();
+            }
+        }
+        if (t.kind != Tok::VarName && !is("select") && !is("("))
+            error(t, "expected statement, found " + describe(t));
+        Expr target = parse_expr();
+        const Token &eq = expect("=");
+        const Token &value_tok = peek();
+        Expr value = parse_expr();
+        if (const auto *ref = target.as<VarRef>()) {
+            const VariableRef &var = ref->var;
+            if (var->kind != VarKind::Mutable)
+                error(t, "cannot assign to immutable variable %" + var->name);
+            if (value.type() != var->type)
+                error(value_tok, "cannot assign a value of type " + value.type().to_string() +
+                                     " to %" + var->name + " of type " + var->type.to_string());
+            return Assign::make(var, value);
+        }
+        if (const auto *load = target.as<Load>()) {
+            Type ptr = load->ptr.type();
+            if (ptr.readonly())
+                error(eq, "cannot store through read-only pointer of type " + ptr.to_string());
+            if (value.type() != ptr.element_type())
+                error(value_tok, "cannot store a value of type " + value.type().to_string() +
+                                     " through " + ptr.to_string());
+            return Store::make(load->ptr, load->index, value);
+        }
+        error(eq, "left side of '=' must be a variable or a memory location");
+    }
+
+    Stmt parse_definition() {
+        bool is_let = take().text == "let";
+        const Token &name = expect_kind(Tok::VarName, "variable name");
+        check_fresh(name);
+        expect(":");
+        Type type = parse_type();
+        expect("=");
+        const Token &value_tok = peek();
+        Expr value = parse_expr();
+        if (value.type() != type)
+            error(value_tok, "cannot initialize %" + std::string(name.text) + " of type " +
+                                 type.to_string() + " with a value of type " +
+                                 value.type().to_string());
+        VariableRef var =
+            Variable::make(std::string(name.text), type, is_let ? VarKind::Let : VarKind::Mutable);
+        bind(var);
+        return is_let ? Let::make(var, value) : Declare::make(var, value);
+    }
+
+    Stmt parse_if() {
+        take();
+        Expr cond = parse_condition("if");
+        Stmt then_body = parse_body();
+        Stmt else_body;
+        if (accept("else")) else_body = parse_body();
+        return If::make(cond, then_body, else_body);
+    }
+
+    Stmt parse_for() {
+        take();
+        const Token &name = expect_kind(Tok::VarName, "loop index name");
+        check_fresh(name);
+        expect(":");
+        const Token &type_tok = peek();
+        Type type = parse_type();
+        if (!type.is_int())
+            error(type_tok, "loop index %" + std::string(name.text) +
+                                " must have an integer type, found " + type.to_string());
+        expect("=");
+        Expr begin = parse_bound(type, "begin");
+        expect("to");
+        Expr end = parse_bound(type, "end");
+        expect("step");
+        Expr step = parse_bound(type, "step");
+        VariableRef var = Variable::make(std::string(name.text), type, VarKind::LoopIndex);
+        scopes_.emplace_back();
+        bind(var);
+        ++loop_depth_;
+        Stmt body = parse_body();
+        --loop_depth_;
+        scopes_.pop_back();
+        return For::make(var, begin, end, step, body);
+    }
+
+    Expr parse_bound(Type index_type, std::string_view what) {
+        const Token &t = peek();
+        Expr e = parse_expr();
+        if (e.type() != index_type)
+            error(t, "loop " + std::string(what) + " has type " + e.type().to_string() +
+                         ", expected " + index_type.to_string());
+        return e;
+    }
+
+    Kernel parse_kernel() {
+        expect("kernel");
+        Kernel k;
+        k.name = std::string(expect_kind(Tok::KernName, "kernel name").text);
+        scopes_.assign(1, {});
+        loop_depth_ = 0;
+        expect("(");
+        if (!is(")")) {
+            do {
+                const Token &name = expect_kind(Tok::VarName, "parameter name");
+                check_fresh(name);
+                expect(":");
+                const Token &type_tok = peek();
+                Type type = parse_type();
+                if (type.is_void())
+                    error(type_tok, "parameter %" + std::string(name.text) + " cannot be void");
+                VariableRef var = Variable::make(std::string(name.text), type, VarKind::Param);
+                bind(var);
+                k.params.push_back(var);
+            } while (accept(","));
+        }
+        expect(")");
+        k.body = parse_body();
+        scopes_.clear();
+        return k;
+    }
+
+    std::string_view text_;
+    std::string_view filename_;
+    std::vector<Token> tokens_;
+    size_t pos_ = 0;
+    std::vector<std::unordered_map<std::string, VariableRef>> scopes_;
+    int loop_depth_ = 0;
+};
+
+} // namespace
+
+Module parse_module(std::string_view text, std::string_view filename) {
+    return Parser(text, filename).parse_module();
+}
+
+} // namespace ember::ir

@@ -1,0 +1,329 @@
+/// \file
+/// The textual form of kernels, statements and expressions (see [Note] Textual IR).
+#include "ember/compiler/IRPrinter.h"
+
+#include "IRPrinterInternal.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace ember::ir {
+
+namespace {
+
+/// Names may only hold characters the parser reads back after '%'.
+std::string sanitize(const std::string &name) {
+    std::string s = name;
+    for (char &c : s) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.';
+        if (!ok) c = '_';
+    }
+    return s;
+}
+
+void print_float(std::string &out, const FloatImm *op) {
+    char buf[64];
+    std::to_chars_result r;
+    if (op->type.scalar() == ScalarType::F64)
+        r = std::to_chars(buf, buf + sizeof buf, op->value);
+    else // f16 and bf16 values are exact in a float, so float's shortest form round-trips them
+        r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(op->value));
+    std::string_view text(buf, r.ptr - buf);
+    out += text;
+    // "20" would read back as an integer: keep floats recognisable.
+    if (text.find_first_of(".en") == std::string_view::npos) out += ".0";
+    out += ':';
+    out += to_string(op->type.scalar());
+}
+
+void indent_to(std::string &out, int indent) { out.append(static_cast<size_t>(indent) * 2, ' '); }
+
+} // namespace
+
+namespace detail {
+
+void IRTextPrinter::define(const Variable *v) {
+    if (!v || names_.count(v)) return;
+    std::string base = v->name.empty() ? std::to_string(anonymous_++) : sanitize(v->name);
+    std::string candidate = base;
+    for (unsigned n = 1; used_.count(candidate); ++n) candidate = base + "." + std::to_string(n);
+    used_.insert(candidate);
+    names_.emplace(v, "%" + candidate);
+}
+
+const std::string &IRTextPrinter::name(const Variable *v) {
+    define(v);
+    return names_.at(v);
+}
+
+void IRTextPrinter::name_kernel(const Kernel &k) {
+    for (const VariableRef &p : k.params) define(p.get());
+    name_definitions(k.body);
+}
+
+void IRTextPrinter::name_definitions(const Stmt &s) {
+    if (!s) return;
+    switch (s.kind()) {
+    case NodeKind::Block:
+        for (const Stmt &c : s.as<Block>()->stmts) name_definitions(c);
+        return;
+    case NodeKind::Let: define(s.as<Let>()->var.get()); return;
+    case NodeKind::Declare: define(s.as<Declare>()->var.get()); return;
+    case NodeKind::If:
+        name_definitions(s.as<If>()->then_body);
+        name_definitions(s.as<If>()->else_body);
+        return;
+    case NodeKind::For:
+        define(s.as<For>()->var.get());
+        name_definitions(s.as<For>()->body);
+        return;
+    case NodeKind::While: name_definitions(s.as<While>()->body); return;
+    default: return;
+    }
+}
+
+void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
+    if (!e) {
+        out += "<null>";
+        return;
+    }
+    switch (e.kind()) {
+    case NodeKind::IntImm: {
+        const auto *op = e.as<IntImm>();
+        out += op->type.is_unsigned_int() ? std::to_string(op->bits()) : std::to_string(op->value);
+        out += ':';
+        out += to_string(op->type.scalar());
+        return;
+    }
+    case NodeKind::FloatImm: print_float(out, e.as<FloatImm>()); return;
+    case NodeKind::BoolImm: out += e.as<BoolImm>()->value ? "true" : "false"; return;
+    case NodeKind::VarRef: out += name(e.as<VarRef>()->var.get()); return;
+    case NodeKind::SpecialReg: {
+        const auto *op = e.as<SpecialReg>();
+        out += to_string(op->reg);
+        out += '.';
+        out += "xyz"[op->dim];
+        return;
+    }
+    case NodeKind::Unary: {
+        const auto *op = e.as<Unary>();
+        out += to_string(op->op);
+        print_expr(out, op->a);
+        return;
+    }
+    case NodeKind::Binary: {
+        const auto *op = e.as<Binary>();
+        if (op->op == BinaryOp::Min || op->op == BinaryOp::Max) {
+            out += to_string(op->op);
+            out += '(';
+            print_expr(out, op->a);
+            out += ", ";
+            print_expr(out, op->b);
+            out += ')';
+            return;
+        }
+        std::string_view sym = to_string(op->op);
+        if (op->type.is_bool() && op->op == BinaryOp::And) sym = "&&";
+        if (op->type.is_bool() && op->op == BinaryOp::Or) sym = "||";
+        out += '(';
+        print_expr(out, op->a);
+        out += ' ';
+        out += sym;
+        out += ' ';
+        print_expr(out, op->b);
+        out += ')';
+        return;
+    }
+    case NodeKind::Compare: {
+        const auto *op = e.as<Compare>();
+        out += '(';
+        print_expr(out, op->a);
+        out += ' ';
+        out += to_string(op->op);
+        out += ' ';
+        print_expr(out, op->b);
+        out += ')';
+        return;
+    }
+    case NodeKind::Cast: {
+        const auto *op = e.as<Cast>();
+        out += "cast<";
+        out += op->type.to_string();
+        out += ">(";
+        print_expr(out, op->a);
+        out += ')';
+        return;
+    }
+    case NodeKind::Select: {
+        const auto *op = e.as<Select>();
+        out += "select(";
+        print_expr(out, op->cond);
+        out += ", ";
+        print_expr(out, op->a);
+        out += ", ";
+        print_expr(out, op->b);
+        out += ')';
+        return;
+    }
+    case NodeKind::Load: {
+        const auto *op = e.as<Load>();
+        print_expr(out, op->ptr);
+        out += '[';
+        print_expr(out, op->index);
+        out += ']';
+        return;
+    }
+    default: EMBER_UNREACHABLE("statement kind in an Expr");
+    }
+}
+
+void IRTextPrinter::print_body(std::string &out, const Stmt &body, int indent) {
+    print_stmt(out, body, indent + 1);
+}
+
+void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
+    if (!s) return;
+    if (const auto *op = s.as<Block>()) {
+        for (const Stmt &c : op->stmts) print_stmt(out, c, indent);
+        return;
+    }
+    indent_to(out, indent);
+    switch (s.kind()) {
+    case NodeKind::Let:
+    case NodeKind::Declare: {
+        bool is_let = s.kind() == NodeKind::Let;
+        const Variable *var = is_let ? s.as<Let>()->var.get() : s.as<Declare>()->var.get();
+        out += is_let ? "let " : "var ";
+        out += name(var);
+        out += ": ";
+        out += var->type.to_string();
+        out += " = ";
+        print_expr(out, is_let ? s.as<Let>()->value : s.as<Declare>()->init);
+        break;
+    }
+    case NodeKind::Assign: {
+        const auto *op = s.as<Assign>();
+        out += name(op->var.get());
+        out += " = ";
+        print_expr(out, op->value);
+        break;
+    }
+    case NodeKind::Store: {
+        const auto *op = s.as<Store>();
+        print_expr(out, op->ptr);
+        out += '[';
+        print_expr(out, op->index);
+        out += "] = ";
+        print_expr(out, op->value);
+        break;
+    }
+    case NodeKind::If: {
+        const auto *op = s.as<If>();
+        out += "if ";
+        print_expr(out, op->cond);
+        out += " {\n";
+        print_body(out, op->then_body, indent);
+        if (op->else_body) {
+            indent_to(out, indent);
+            out += "} else {\n";
+            print_body(out, op->else_body, indent);
+        }
+        indent_to(out, indent);
+        out += '}';
+        break;
+    }
+    case NodeKind::For: {
+        const auto *op = s.as<For>();
+        out += "for ";
+        out += name(op->var.get());
+        out += ": ";
+        out += op->var->type.to_string();
+        out += " = ";
+        print_expr(out, op->begin);
+        out += " to ";
+        print_expr(out, op->end);
+        out += " step ";
+        print_expr(out, op->step);
+        out += " {\n";
+        print_body(out, op->body, indent);
+        indent_to(out, indent);
+        out += '}';
+        break;
+    }
+    case NodeKind::While: {
+        const auto *op = s.as<While>();
+        out += "while ";
+        print_expr(out, op->cond);
+        out += " {\n";
+        print_body(out, op->body, indent);
+        indent_to(out, indent);
+        out += '}';
+        break;
+    }
+    case NodeKind::Break: out += "break"; break;
+    case NodeKind::Continue: out += "continue"; break;
+    case NodeKind::Barrier: out += "barrier"; break;
+    default: EMBER_UNREACHABLE("expression kind in a Stmt");
+    }
+    out += '\n';
+}
+
+void IRTextPrinter::print_kernel(std::string &out, const Kernel &k) {
+    name_kernel(k);
+    out += "kernel @";
+    out += k.name;
+    out += '(';
+    for (size_t i = 0; i < k.params.size(); ++i) {
+        if (i) out += ", ";
+        if (!k.params[i]) {
+            out += "<null>";
+            continue;
+        }
+        out += name(k.params[i].get());
+        out += ": ";
+        out += k.params[i]->type.to_string();
+    }
+    out += ") {\n";
+    print_stmt(out, k.body, 1);
+    out += "}\n";
+}
+
+std::string IRTextPrinter::stmt_line(const Stmt &s) {
+    if (const auto *block = s.as<Block>()) {
+        if (block->stmts.empty()) return "";
+        return stmt_line(block->stmts.front());
+    }
+    std::string text;
+    print_stmt(text, s, 0);
+    return text.substr(0, text.find('\n'));
+}
+
+} // namespace detail
+
+std::string print(const Kernel &k) {
+    std::string out;
+    detail::IRTextPrinter().print_kernel(out, k);
+    return out;
+}
+
+std::string print(const Module &m) {
+    std::string out;
+    for (size_t i = 0; i < m.kernels.size(); ++i) {
+        if (i) out += '\n';
+        detail::IRTextPrinter().print_kernel(out, m.kernels[i]);
+    }
+    return out;
+}
+
+std::string print(const Expr &e) { return detail::IRTextPrinter().expr(e); }
+
+std::string print(const Stmt &s) {
+    detail::IRTextPrinter p;
+    p.name_definitions(s);
+    std::string out;
+    p.print_stmt(out, s, 0);
+    return out;
+}
+
+} // namespace ember::ir

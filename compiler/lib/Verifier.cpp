@@ -1,0 +1,309 @@
+/// \file
+/// The IR verifier: scoping, mutability, types, loop context and kernel signature checks.
+#include "ember/compiler/Verifier.h"
+
+#include "IRPrinterInternal.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ember::ir {
+
+namespace {
+
+std::string_view kind_name(VarKind k) {
+    switch (k) {
+    case VarKind::Param: return "param";
+    case VarKind::Let: return "let";
+    case VarKind::Mutable: return "var";
+    case VarKind::LoopIndex: return "loop index";
+    }
+    return "invalid kind";
+}
+
+bool is_c_identifier(const std::string &s) {
+    if (s.empty()) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        char c = s[i];
+        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!alpha && (i == 0 || c < '0' || c > '9')) return false;
+    }
+    return true;
+}
+
+/// Walks one kernel with a stack of scopes and collects every problem.
+class Verifier {
+public:
+    explicit Verifier(const Kernel &k) : k_(k) { printer_.name_kernel(k); }
+
+    std::vector<std::string> run() {
+        if (k_.name.empty())
+            report("empty kernel name");
+        else if (!is_c_identifier(k_.name))
+            report("name is not a C identifier");
+        collect_definitions(k_.body);
+        scopes_.emplace_back();
+        for (size_t i = 0; i < k_.params.size(); ++i) {
+            const VariableRef &p = k_.params[i];
+            if (!p) {
+                report("parameter " + std::to_string(i) + " is null");
+                continue;
+            }
+            if (p->type.is_void()) report("parameter " + name(p) + " has void type");
+            if (p->kind != VarKind::Param)
+                report("parameter " + name(p) + " is a " + std::string(kind_name(p->kind)) +
+                       " variable, not a param");
+            define(p);
+        }
+        if (!k_.body)
+            report("kernel has no body");
+        else if (!k_.body.as<Block>())
+            report("kernel body is a " + std::string(to_string(k_.body.kind())) + ", not a Block");
+        stmt(k_.body);
+        return std::move(problems_);
+    }
+
+private:
+    void report(const std::string &msg) { problems_.push_back("kernel '" + k_.name + "': " + msg); }
+    void report(const std::string &msg, const Stmt &s) {
+        report(msg + " in '" + printer_.stmt_line(s) + "'");
+    }
+
+    std::string name(const VariableRef &v) { return printer_.name(v.get()); }
+
+    void collect_definitions(const Stmt &s) {
+        if (!s) return;
+        if (const auto *op = s.as<Block>())
+            for (const Stmt &c : op->stmts) collect_definitions(c);
+        else if (const auto *op = s.as<Let>())
+            all_defs_.insert(op->var.get());
+        else if (const auto *op = s.as<Declare>())
+            all_defs_.insert(op->var.get());
+        else if (const auto *op = s.as<If>()) {
+            collect_definitions(op->then_body);
+            collect_definitions(op->else_body);
+        } else if (const auto *op = s.as<For>()) {
+            all_defs_.insert(op->var.get());
+            collect_definitions(op->body);
+        } else if (const auto *op = s.as<While>())
+            collect_definitions(op->body);
+    }
+
+    void define(const VariableRef &v) {
+        if (!defined_.insert(v.get()).second) report("variable " + name(v) + " defined twice");
+        scopes_.back().insert(v.get());
+    }
+
+    bool in_scope(const Variable *v) const {
+        for (const auto &scope : scopes_)
+            if (scope.count(v)) return true;
+        return false;
+    }
+
+    void check_use(const VariableRef &v) {
+        if (in_scope(v.get())) return;
+        if (defined_.count(v.get()))
+            report(name(v) + " used outside its scope");
+        else if (all_defs_.count(v.get()))
+            report(name(v) + " used before its definition");
+        else
+            report("use of undefined variable " + name(v));
+    }
+
+    void check_kind(const VariableRef &v, VarKind want, const Stmt &s) {
+        if (v->kind != want)
+            report("variable " + name(v) + " is a " + std::string(kind_name(v->kind)) +
+                       " variable, expected a " + std::string(kind_name(want)),
+                   s);
+    }
+
+    void check_type(Type got, Type want, const std::string &what, const Stmt &s) {
+        if (got != want)
+            report(what + " has type " + got.to_string() + ", expected " + want.to_string(), s);
+    }
+
+    void check_index(const Expr &index, const Stmt &s) {
+        if (index && !index.type().is_int())
+            report("index of type " + index.type().to_string() + " is not an integer", s);
+    }
+
+    void check_cond(const Expr &cond, std::string_view what, const Stmt &s) {
+        if (cond && !cond.type().is_bool())
+            report("condition of '" + std::string(what) + "' has type " + cond.type().to_string() +
+                       ", expected bool",
+                   s);
+    }
+
+    /// Checks `e` in the context of statement `s`.
+    void expr(const Expr &e, const Stmt &s) {
+        if (!e) {
+            report("null expression", s);
+            return;
+        }
+        switch (e.kind()) {
+        case NodeKind::VarRef: {
+            const auto *op = e.as<VarRef>();
+            check_use(op->var);
+            if (op->type != op->var->type)
+                report("reference to " + name(op->var) + " has type " + op->type.to_string() +
+                           " but the variable is " + op->var->type.to_string(),
+                       s);
+            return;
+        }
+        case NodeKind::Unary: expr(e.as<Unary>()->a, s); return;
+        case NodeKind::Binary:
+            expr(e.as<Binary>()->a, s);
+            expr(e.as<Binary>()->b, s);
+            return;
+        case NodeKind::Compare:
+            expr(e.as<Compare>()->a, s);
+            expr(e.as<Compare>()->b, s);
+            return;
+        case NodeKind::Cast: expr(e.as<Cast>()->a, s); return;
+        case NodeKind::Select:
+            expr(e.as<Select>()->cond, s);
+            expr(e.as<Select>()->a, s);
+            expr(e.as<Select>()->b, s);
+            return;
+        case NodeKind::Load:
+            expr(e.as<Load>()->ptr, s);
+            expr(e.as<Load>()->index, s);
+            check_index(e.as<Load>()->index, s);
+            return;
+        default: return;
+        }
+    }
+
+    /// Checks a loop or branch body in a scope of its own.
+    void body(const Stmt &s, bool loop) {
+        scopes_.emplace_back();
+        loop_depth_ += loop;
+        stmt(s);
+        loop_depth_ -= loop;
+        scopes_.pop_back();
+    }
+
+    void stmt(const Stmt &s) {
+        if (!s) return;
+        switch (s.kind()) {
+        case NodeKind::Block:
+            scopes_.emplace_back();
+            for (const Stmt &c : s.as<Block>()->stmts) {
+                if (!c)
+                    report("null statement in a block");
+                else
+                    stmt(c);
+            }
+            scopes_.pop_back();
+            return;
+        case NodeKind::Let: {
+            const auto *op = s.as<Let>();
+            expr(op->value, s);
+            check_kind(op->var, VarKind::Let, s);
+            check_type(op->value.type(), op->var->type, "value of " + name(op->var), s);
+            define(op->var);
+            return;
+        }
+        case NodeKind::Declare: {
+            const auto *op = s.as<Declare>();
+            expr(op->init, s);
+            check_kind(op->var, VarKind::Mutable, s);
+            check_type(op->init.type(), op->var->type, "initial value of " + name(op->var), s);
+            define(op->var);
+            return;
+        }
+        case NodeKind::Assign: {
+            const auto *op = s.as<Assign>();
+            expr(op->value, s);
+            check_use(op->var);
+            if (op->var->kind != VarKind::Mutable)
+                report("assignment to immutable variable " + name(op->var) + " (" +
+                       std::string(kind_name(op->var->kind)) + ")");
+            check_type(op->value.type(), op->var->type, "value assigned to " + name(op->var), s);
+            return;
+        }
+        case NodeKind::Store: {
+            const auto *op = s.as<Store>();
+            expr(op->ptr, s);
+            expr(op->index, s);
+            expr(op->value, s);
+            check_index(op->index, s);
+            if (!op->ptr.type().is_pointer()) {
+                report("store through non-pointer of type " + op->ptr.type().to_string(), s);
+                return;
+            }
+            if (op->ptr.type().readonly()) report("store through read-only pointer", s);
+            check_type(op->value.type(), op->ptr.type().element_type(), "stored value", s);
+            return;
+        }
+        case NodeKind::If: {
+            const auto *op = s.as<If>();
+            expr(op->cond, s);
+            check_cond(op->cond, "if", s);
+            body(op->then_body, /*loop=*/false);
+            body(op->else_body, /*loop=*/false);
+            return;
+        }
+        case NodeKind::For: {
+            const auto *op = s.as<For>();
+            expr(op->begin, s);
+            expr(op->end, s);
+            expr(op->step, s);
+            check_kind(op->var, VarKind::LoopIndex, s);
+            Type t = op->var->type;
+            if (!t.is_int()) report("loop index " + name(op->var) + " is not an integer", s);
+            check_type(op->begin.type(), t, "loop begin", s);
+            check_type(op->end.type(), t, "loop end", s);
+            check_type(op->step.type(), t, "loop step", s);
+            scopes_.emplace_back();
+            define(op->var);
+            body(op->body, /*loop=*/true);
+            scopes_.pop_back();
+            return;
+        }
+        case NodeKind::While: {
+            const auto *op = s.as<While>();
+            expr(op->cond, s);
+            check_cond(op->cond, "while", s);
+            body(op->body, /*loop=*/true);
+            return;
+        }
+        case NodeKind::Break:
+            if (loop_depth_ == 0) report("break outside a loop");
+            return;
+        case NodeKind::Continue:
+            if (loop_depth_ == 0) report("continue outside a loop");
+            return;
+        case NodeKind::Barrier: return;
+        default: EMBER_UNREACHABLE("expression kind in a Stmt");
+        }
+    }
+
+    const Kernel &k_;
+    detail::IRTextPrinter printer_;
+    std::vector<std::string> problems_;
+    std::vector<std::unordered_set<const Variable *>> scopes_;
+    std::unordered_set<const Variable *> defined_;  // defined so far in the walk
+    std::unordered_set<const Variable *> all_defs_; // defined anywhere in the body
+    int loop_depth_ = 0;
+};
+
+} // namespace
+
+std::vector<std::string> verify(const Kernel &k) { return Verifier(k).run(); }
+
+void verify_or_throw(const Kernel &k) {
+    std::vector<std::string> problems = verify(k);
+    if (problems.empty()) return;
+    std::string log;
+    for (const std::string &p : problems) {
+        if (!log.empty()) log += '\n';
+        log += p;
+    }
+    throw CompileError("kernel '" + k.name + "' failed verification (" +
+                           std::to_string(problems.size()) +
+                           (problems.size() == 1 ? " problem)" : " problems)"),
+                       log);
+}
+
+} // namespace ember::ir

@@ -1,0 +1,235 @@
+/// \file
+/// The CPU back end: a kernel becomes a relocatable object for the host, whose exported entry
+/// runs a range of blocks, thread by thread (see [Note] CPU kernel ABI in CpuAbi.h).
+#include "TargetImpl.h"
+
+#include "../LLVMError.h"
+#include "ember/compiler/CpuAbi.h"
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/IR/Attributes.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <algorithm>
+#include <cstddef>
+
+namespace ember::detail {
+
+std::string host_cpu_features() {
+    std::vector<std::string> items;
+    for (const auto &kv : llvm::sys::getHostCPUFeatures())
+        items.push_back((kv.getValue() ? "+" : "-") + kv.getKey().str());
+    std::sort(items.begin(), items.end()); // StringMap order is not stable across LLVM builds
+    std::string out;
+    for (const std::string &s : items) out += (out.empty() ? "" : ",") + s;
+    return out;
+}
+
+namespace {
+
+// [Note] CPU launch context
+// =========================
+// The body function `<kernel>.body` takes the kernel's parameters and then one `ptr %ctx` to
+//     struct { i64 thread_idx[3]; i64 block_idx[3]; i64 block_dim[3]; i64 grid_dim[3]; }
+// (12 x i64, in SpecialRegKind order), written by the entry wrapper before each call. The body
+// is internal and alwaysinline: after inlining, SROA turns the context into plain SSA values and
+// the per-thread calls into loops. The layout is private to this file; only CpuAbi.h is an ABI.
+constexpr unsigned ctx_slot(ir::SpecialRegKind reg, unsigned dim) {
+    return static_cast<unsigned>(reg) * 3 + dim;
+}
+constexpr unsigned ctx_slots = 12;
+
+static_assert(offsetof(CpuLaunch, grid_dim) == 0 && offsetof(CpuLaunch, block_dim) == 24 &&
+                  offsetof(CpuLaunch, block_begin) == 48 && offsetof(CpuLaunch, block_end) == 56,
+              "finish_module reads CpuLaunch as 8 consecutive i64 fields");
+
+class CPUTarget final : public Target {
+public:
+    explicit CPUTarget(const TargetSpec &spec)
+        : Target(spec), triple_(llvm::sys::getProcessTriple()),
+          cpu_(spec.cpu.empty() ? llvm::sys::getHostCPUName().str() : spec.cpu),
+          features_(spec.cpu.empty() && spec.features.empty() ? host_cpu_features()
+                                                              : spec.features) {}
+
+    std::string triple() const override { return triple_; }
+    std::string llvm_cpu() const override { return cpu_; }
+    std::string llvm_features() const override { return features_; }
+
+    std::string body_function_name(std::string_view kernel) const override {
+        return std::string(kernel) + ".body";
+    }
+
+    std::vector<llvm::Type *> implicit_params(llvm::LLVMContext &ctx) const override {
+        return {llvm::PointerType::get(ctx, 0)};
+    }
+
+    llvm::Value *emit_special_reg(llvm::IRBuilderBase &b, ir::SpecialRegKind reg,
+                                  unsigned dim) const override {
+        EMBER_ASSERT(dim < 3, "special register dimension out of range");
+        llvm::Function *f = b.GetInsertBlock()->getParent();
+        llvm::Value *ctx = f->getArg(f->arg_size() - 1);
+        llvm::Value *slot = b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), ctx, ctx_slot(reg, dim));
+        llvm::LoadInst *value = b.CreateAlignedLoad(b.getInt64Ty(), slot, llvm::Align(8));
+        // Indices are >= 0 and dimensions >= 1 ([Note] IR semantics).
+        const bool is_dim = reg == ir::SpecialRegKind::BlockDim || reg == ir::SpecialRegKind::GridDim;
+        llvm::MDBuilder md(b.getContext());
+        value->setMetadata(llvm::LLVMContext::MD_range,
+                           md.createRange(llvm::APInt(64, is_dim ? 1 : 0),
+                                          llvm::APInt::getSignedMinValue(64)));
+        return value;
+    }
+
+    llvm::Error emit_barrier(llvm::IRBuilderBase &, std::string_view kernel) const override {
+        return make_compile_failure("kernel '" + std::string(kernel) +
+                                    "' uses barrier(), which the CPU device does not support yet "
+                                    "(planned); run it on a GPU");
+    }
+
+    llvm::Error finish_module(llvm::Module &m, llvm::Function &body) const override;
+
+    llvm::CodeGenFileType binary_file_type() const override {
+        return llvm::CodeGenFileType::ObjectFile;
+    }
+
+private:
+    std::string triple_, cpu_, features_;
+};
+
+llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body) const {
+    using namespace llvm;
+    LLVMContext &c = m.getContext();
+    const DataLayout &dl = m.getDataLayout();
+    Type *i64 = Type::getInt64Ty(c);
+    PointerType *ptr = PointerType::get(c, 0);
+
+    StringRef body_name = body.getName();
+    EMBER_ASSERT(body_name.ends_with(".body"), "CPU body function is not named <kernel>.body");
+    const std::string kernel = body_name.drop_back(5).str();
+
+    body.setLinkage(GlobalValue::InternalLinkage);
+    body.removeFnAttr(Attribute::NoInline);
+    body.addFnAttr(Attribute::AlwaysInline);
+    const unsigned ctx_arg = body.arg_size() - 1;
+    body.addParamAttr(ctx_arg, Attribute::NoAlias);
+    body.addParamAttr(ctx_arg, Attribute::NoCapture);
+    body.addParamAttr(ctx_arg, Attribute::ReadOnly);
+
+    // void <kernel>(ptr %args, ptr %launch); see [Note] CPU kernel ABI.
+    FunctionType *entry_ty = FunctionType::get(Type::getVoidTy(c), {ptr, ptr}, false);
+    Function *entry = Function::Create(entry_ty, GlobalValue::ExternalLinkage, kernel, m);
+    if (entry->getName() != kernel)
+        return make_compile_failure("kernel '" + kernel +
+                                    "': its entry symbol clashes with another function");
+    entry->addFnAttr(Attribute::NoUnwind);
+    Argument *args = entry->getArg(0);
+    Argument *launch = entry->getArg(1);
+    args->setName("args");
+    launch->setName("launch");
+    for (Argument *a : {args, launch}) {
+        entry->addParamAttr(a->getArgNo(), Attribute::NoUndef);
+        entry->addParamAttr(a->getArgNo(), Attribute::NoCapture);
+        entry->addParamAttr(a->getArgNo(), Attribute::ReadOnly);
+    }
+
+    BasicBlock *bb_entry = BasicBlock::Create(c, "entry", entry);
+    BasicBlock *bb_block = BasicBlock::Create(c, "block", entry);
+    BasicBlock *bb_tz = BasicBlock::Create(c, "thread.z", entry);
+    BasicBlock *bb_ty = BasicBlock::Create(c, "thread.y", entry);
+    BasicBlock *bb_tx = BasicBlock::Create(c, "thread.x", entry);
+    BasicBlock *bb_ty_latch = BasicBlock::Create(c, "thread.y.latch", entry);
+    BasicBlock *bb_tz_latch = BasicBlock::Create(c, "thread.z.latch", entry);
+    BasicBlock *bb_block_latch = BasicBlock::Create(c, "block.latch", entry);
+    BasicBlock *bb_exit = BasicBlock::Create(c, "exit", entry);
+    IRBuilder<> b(bb_entry);
+
+    // Parameters: args[i] points to parameter i in the type the body takes it in.
+    std::vector<Value *> call_args;
+    for (unsigned i = 0; i < ctx_arg; ++i) {
+        Type *ty = body.getArg(i)->getType();
+        Value *slot = b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, args, i),
+                                          Align(8), "arg" + Twine(i) + ".addr");
+        call_args.push_back(b.CreateAlignedLoad(ty, slot, dl.getABITypeAlign(ty),
+                                                body.getArg(i)->getName()));
+    }
+
+    auto launch_field = [&](unsigned index, const Twine &name) {
+        return b.CreateAlignedLoad(i64, b.CreateConstInBoundsGEP1_64(i64, launch, index), Align(8),
+                                   name);
+    };
+    Value *grid[3], *block[3];
+    for (unsigned d = 0; d < 3; ++d) grid[d] = launch_field(d, "grid_dim." + Twine("xyz"[d]));
+    for (unsigned d = 0; d < 3; ++d) block[d] = launch_field(3 + d, "block_dim." + Twine("xyz"[d]));
+    Value *begin = launch_field(6, "block_begin");
+    Value *end = launch_field(7, "block_end");
+
+    Value *ctx = b.CreateAlloca(ArrayType::get(i64, ctx_slots), nullptr, "ctx");
+    auto store_ctx = [&](ir::SpecialRegKind reg, unsigned dim, Value *v) {
+        b.CreateAlignedStore(v, b.CreateConstInBoundsGEP1_64(i64, ctx, ctx_slot(reg, dim)),
+                             Align(8));
+    };
+    for (unsigned d = 0; d < 3; ++d) {
+        store_ctx(ir::SpecialRegKind::BlockDim, d, block[d]);
+        store_ctx(ir::SpecialRegKind::GridDim, d, grid[d]);
+    }
+    call_args.push_back(ctx);
+    b.CreateCondBr(b.CreateICmpSLT(begin, end), bb_block, bb_exit);
+
+    // Blocks: linear index -> (x, y, z), x fastest. Dimensions are >= 1 (the runtime checks).
+    b.SetInsertPoint(bb_block);
+    PHINode *linear = b.CreatePHI(i64, 2, "block.linear");
+    linear->addIncoming(begin, bb_entry);
+    Value *rest = b.CreateUDiv(linear, grid[0]);
+    store_ctx(ir::SpecialRegKind::BlockIdx, 0, b.CreateURem(linear, grid[0], "block_idx.x"));
+    store_ctx(ir::SpecialRegKind::BlockIdx, 1, b.CreateURem(rest, grid[1], "block_idx.y"));
+    store_ctx(ir::SpecialRegKind::BlockIdx, 2, b.CreateUDiv(rest, grid[1], "block_idx.z"));
+    b.CreateBr(bb_tz);
+
+    // Threads: do-while loops over z, y, x (x innermost); block_dim >= 1.
+    auto open_loop = [&](BasicBlock *bb, BasicBlock *from, unsigned dim) {
+        b.SetInsertPoint(bb);
+        PHINode *idx = b.CreatePHI(i64, 2, "thread_idx." + Twine("xyz"[dim]));
+        idx->addIncoming(b.getInt64(0), from);
+        store_ctx(ir::SpecialRegKind::ThreadIdx, dim, idx);
+        return idx;
+    };
+    auto close_loop = [&](PHINode *idx, unsigned dim, BasicBlock *header, BasicBlock *after) {
+        Value *next = b.CreateAdd(idx, b.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+        idx->addIncoming(next, b.GetInsertBlock());
+        b.CreateCondBr(b.CreateICmpSLT(next, block[dim]), header, after);
+    };
+    PHINode *tz = open_loop(bb_tz, bb_block, 2);
+    b.CreateBr(bb_ty);
+    PHINode *ty = open_loop(bb_ty, bb_tz, 1);
+    b.CreateBr(bb_tx);
+    PHINode *tx = open_loop(bb_tx, bb_ty, 0);
+    b.CreateCall(&body, call_args);
+    close_loop(tx, 0, bb_tx, bb_ty_latch);
+    b.SetInsertPoint(bb_ty_latch);
+    close_loop(ty, 1, bb_ty, bb_tz_latch);
+    b.SetInsertPoint(bb_tz_latch);
+    close_loop(tz, 2, bb_tz, bb_block_latch);
+
+    b.SetInsertPoint(bb_block_latch);
+    Value *next_block = b.CreateAdd(linear, b.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
+    linear->addIncoming(next_block, bb_block_latch);
+    b.CreateCondBr(b.CreateICmpSLT(next_block, end), bb_block, bb_exit);
+
+    b.SetInsertPoint(bb_exit);
+    b.CreateRetVoid();
+    return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec) {
+    auto target = std::make_unique<CPUTarget>(spec);
+    if (llvm::Error err = check_cpu_and_features(spec, target->triple(), target->llvm_cpu(),
+                                                 target->llvm_features()))
+        return err;
+    return target;
+}
+
+} // namespace ember::detail

@@ -1,0 +1,119 @@
+/// \file
+/// The internal target interface: what the one, target-independent CodeGenLLVM asks of a device
+/// kind (GPUCompiler's `AbstractCompilerTarget`). Each back end lives in its own .cpp behind a
+/// factory; `create_target` in TargetRegistry.cpp is the single switch over `Arch`.
+#ifndef EMBER_COMPILER_LIB_TARGETS_TARGETIMPL_H
+#define EMBER_COMPILER_LIB_TARGETS_TARGETIMPL_H
+
+#include "ember/compiler/IR.h"
+#include "ember/compiler/Target.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/Support/CodeGen.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember {
+// Internal to libember_compiler.so: hidden, never exported (see ember_compiler.map).
+namespace detail __attribute__((visibility("hidden"))) {
+
+/// Makes every LLVM target this build links available to the TargetRegistry; idempotent and
+/// thread-safe (std::call_once).
+void initialize_llvm_targets();
+
+/// One device kind. Hooks with a default are overridden only where a back end differs.
+class Target {
+public:
+    explicit Target(TargetSpec spec) : spec_(std::move(spec)) {}
+    virtual ~Target() = default;
+    Target(const Target &) = delete;
+    Target &operator=(const Target &) = delete;
+
+    /// The spec as the user gave it (e.g. `cpu` with an empty cpu name).
+    const TargetSpec &spec() const { return spec_; }
+
+    /// The LLVM target triple (`nvptx64-nvidia-cuda`, the host's triple for the CPU).
+    virtual std::string triple() const = 0;
+    /// The processor and feature string passed to LLVM, after defaults are resolved (the host's
+    /// processor for `cpu`). These are what the generated code depends on.
+    virtual std::string llvm_cpu() const = 0;
+    virtual std::string llvm_features() const = 0;
+
+    /// A TargetMachine for `triple()`, `llvm_cpu()` and `llvm_features()`. Its data layout is the
+    /// module's. The default asks LLVM's registry with PIC relocations.
+    virtual llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+    create_target_machine(llvm::CodeGenOptLevel level) const;
+
+    /// The LLVM address space of `ptr<global T>` kernel parameters.
+    virtual unsigned global_address_space() const { return 0; }
+
+    /// Name of the function that holds the kernel's body (the kernel itself on GPUs).
+    virtual std::string body_function_name(std::string_view kernel) const {
+        return std::string(kernel);
+    }
+    /// Parameters appended after the kernel's own ones (the CPU's launch context pointer).
+    virtual std::vector<llvm::Type *> implicit_params(llvm::LLVMContext &) const { return {}; }
+
+    /// The value of `reg` in dimension `dim` as an i64, emitted at `b`'s insertion point in the
+    /// body function.
+    virtual llvm::Value *emit_special_reg(llvm::IRBuilderBase &b, ir::SpecialRegKind reg,
+                                          unsigned dim) const = 0;
+    /// A block-wide barrier; fails for targets that cannot run one. `kernel` is for messages.
+    virtual llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view kernel) const = 0;
+
+    /// Turns the body function into what the device loads: kernel annotations on NVPTX, the
+    /// exported entry wrapper of [Note] CPU kernel ABI on the CPU.
+    virtual llvm::Error finish_module(llvm::Module &, llvm::Function &body) const {
+        (void)body;
+        return llvm::Error::success();
+    }
+
+    /// What the portable binary is: assembly (PTX text on NVPTX) or an object file (a
+    /// relocatable ELF object on the CPU).
+    virtual llvm::CodeGenFileType binary_file_type() const = 0;
+
+    /// The portable binary the runtime loads. The default runs LLVM's code generator for
+    /// `binary_file_type()`.
+    virtual llvm::Expected<std::string> emit_binary(llvm::Module &m, llvm::TargetMachine &tm) const;
+
+    /// Everything about the target that can change emit_binary()'s bytes. STYLE 8.8: the compile
+    /// cache hashes it next to the IR, the options and the LLVM version.
+    virtual std::string cache_key() const;
+
+private:
+    TargetSpec spec_;
+};
+
+/// The processor names LLVM's back end for `triple` knows, in its order (empty when the back end
+/// is not linked).
+std::vector<std::string> known_llvm_cpus(const std::string &triple);
+
+/// TargetUnavailable naming `spec` and the accepted names when `cpu` is not a processor of
+/// `triple` or `features` holds an unknown `+feature`/`-feature`. LLVM itself would only print
+/// a warning and carry on with defaults.
+llvm::Error check_cpu_and_features(const TargetSpec &spec, const std::string &triple,
+                                   const std::string &cpu, const std::string &features);
+
+/// Runs LLVM's code generator on `m` (legacy pass manager) and returns the text or object bytes.
+llvm::Expected<std::string> emit_with_target_machine(llvm::Module &m, llvm::TargetMachine &tm,
+                                                     llvm::CodeGenFileType type);
+
+/// The host processor's features as an LLVM feature string (`+avx2,+fma,-avx512f,...`), sorted.
+std::string host_cpu_features();
+
+/// Factories, one per back end. A back end that was not built returns TargetUnavailable.
+llvm::Expected<std::unique_ptr<Target>> new_nvptx_target(const TargetSpec &spec);
+llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec);
+
+/// The single switch over `spec.arch`.
+llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec);
+
+} // namespace detail
+} // namespace ember
+
+#endif // EMBER_COMPILER_LIB_TARGETS_TARGETIMPL_H

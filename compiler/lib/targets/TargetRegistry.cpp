@@ -1,0 +1,142 @@
+/// \file
+/// `create_target`, the one switch over target kinds, and the hooks' shared defaults.
+#include "TargetImpl.h"
+
+#include "../LLVMError.h"
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <mutex>
+
+namespace ember::detail {
+
+void initialize_llvm_targets() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+#ifdef EMBER_WITH_NVPTX
+        LLVMInitializeNVPTXTargetInfo();
+        LLVMInitializeNVPTXTarget();
+        LLVMInitializeNVPTXTargetMC();
+        LLVMInitializeNVPTXAsmPrinter();
+#endif
+        // The CPU device generates code for the host only, whose back end CMake links.
+        llvm::InitializeNativeTarget();
+        llvm::InitializeNativeTargetAsmPrinter();
+        llvm::InitializeNativeTargetAsmParser();
+    });
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+Target::create_target_machine(llvm::CodeGenOptLevel level) const {
+    initialize_llvm_targets();
+    std::string error;
+    const std::string tt = triple();
+    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(tt, error);
+    if (!target)
+        return make_target_unavailable("target '" + spec().to_string() + "' (" + tt +
+                                       ") is not available in this LLVM: " + error);
+    llvm::TargetOptions options;
+    // [Note] IR semantics: no contraction of a*b+c. The default (Standard) would let back ends
+    // fuse llvm.fmuladd only, which we never emit; Strict says it outright.
+    options.AllowFPOpFusion = llvm::FPOpFusion::Strict;
+    std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+        tt, llvm_cpu(), llvm_features(), options, llvm::Reloc::PIC_, std::nullopt, level));
+    if (!tm)
+        return make_compile_failure("LLVM could not create a target machine for '" +
+                                    spec().to_string() + "' (" + tt + ")");
+    return tm;
+}
+
+llvm::Expected<std::string> Target::emit_binary(llvm::Module &m, llvm::TargetMachine &tm) const {
+    return emit_with_target_machine(m, tm, binary_file_type());
+}
+
+std::string Target::cache_key() const {
+    return triple() + ";" + llvm_cpu() + ";" + llvm_features();
+}
+
+namespace {
+
+std::unique_ptr<llvm::MCSubtargetInfo> subtarget_info(const std::string &triple) {
+    initialize_llvm_targets();
+    std::string error;
+    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!target) return nullptr;
+    return std::unique_ptr<llvm::MCSubtargetInfo>(
+        target->createMCSubtargetInfo(triple, /*CPU=*/"", /*Features=*/""));
+}
+
+std::string join(const std::vector<std::string> &items) {
+    std::string out;
+    for (const std::string &s : items) out += (out.empty() ? "" : " ") + s;
+    return out;
+}
+
+} // namespace
+
+std::vector<std::string> known_llvm_cpus(const std::string &triple) {
+    std::vector<std::string> cpus;
+    if (auto sti = subtarget_info(triple))
+        for (const llvm::SubtargetSubTypeKV &kv : sti->getAllProcessorDescriptions())
+            cpus.emplace_back(kv.Key);
+    return cpus;
+}
+
+llvm::Error check_cpu_and_features(const TargetSpec &spec, const std::string &triple,
+                                   const std::string &cpu, const std::string &features) {
+    auto sti = subtarget_info(triple);
+    if (!sti)
+        return make_target_unavailable("target '" + spec.to_string() + "': LLVM has no back end for " +
+                                       triple);
+    if (!cpu.empty() && !sti->isCPUStringValid(cpu))
+        return make_target_unavailable("target '" + spec.to_string() + "': LLVM " +
+                                       LLVM_VERSION_STRING + " does not know the processor '" + cpu +
+                                       "'; known processors: " + join(known_llvm_cpus(triple)));
+    llvm::StringRef rest(features);
+    while (!rest.empty()) {
+        auto [item, tail] = rest.split(',');
+        rest = tail;
+        if (item.empty()) continue;
+        llvm::StringRef name = item.drop_front();
+        bool known = false;
+        for (const llvm::SubtargetFeatureKV &kv : sti->getAllProcessorFeatures())
+            known = known || name == kv.Key;
+        if ((item.front() != '+' && item.front() != '-') || !known)
+            return make_target_unavailable("target '" + spec.to_string() + "': '" + item.str() +
+                                           "' is not a feature LLVM knows for " + triple +
+                                           " (features are written +name or -name)");
+    }
+    return llvm::Error::success();
+}
+
+llvm::Expected<std::string> emit_with_target_machine(llvm::Module &m, llvm::TargetMachine &tm,
+                                                     llvm::CodeGenFileType type) {
+    llvm::SmallString<0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm.addPassesToEmitFile(pm, os, /*DwoOut=*/nullptr, type))
+        return make_compile_failure("LLVM's " + tm.getTargetTriple().str() +
+                                    " back end cannot emit this file type");
+    pm.run(m);
+    return std::string(buffer.str());
+}
+
+llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec) {
+    switch (spec.arch) {
+    case Arch::NVPTX:
+        return new_nvptx_target(spec);
+    case Arch::CPU:
+        return new_cpu_target(spec);
+    case Arch::AMDGPU:
+        return make_target_unavailable("target '" + spec.to_string() +
+                                       "': the AMDGPU back end is not implemented yet");
+    }
+    EMBER_UNREACHABLE("unknown Arch");
+}
+
+} // namespace ember::detail

@@ -1,0 +1,192 @@
+/// \file
+/// Device-side control flow: `if_`/`elif_`/`else_`, `for_`, `while_`, `break_`, `continue_`,
+/// and `barrier()`. Bodies are C++ lambdas, traced once into the structured IR. A plain C++ `for`
+/// or `if` inside a kernel runs at trace time: it unrolls or selects code, it does not branch on
+/// the device.
+#ifndef EMBER_DSL_CONTROL_H
+#define EMBER_DSL_CONTROL_H
+
+#include "ember/dsl/Value.h"
+
+#include <functional>
+#include <source_location>
+#include <utility>
+#include <vector>
+
+namespace ember {
+
+namespace detail {
+/// Traces `body` into a fresh block and returns it; the block is discarded on exceptions.
+template <class F> ir::Stmt trace_block(Builder &b, F &&body) {
+    b.push_block();
+    try {
+        std::invoke(std::forward<F>(body));
+    } catch (...) {
+        b.pop_block();
+        throw;
+    }
+    return b.pop_block();
+}
+
+template <class F> void check_body() {
+    static_assert(std::is_invocable_v<F>, "the body of if_/else_/while_ is a lambda taking no "
+                                          "arguments: [&] { ... }");
+}
+} // namespace detail
+
+/// The result of `if_`: `.elif_(cond, body)` and `.else_(body)` extend the same `if`.
+class IfChain {
+public:
+    IfChain(detail::Builder &b, ir::Expr cond, ir::Stmt then_body, ir::Stmt emitted)
+        : builder_(&b), emitted_(std::move(emitted)) {
+        arms_.push_back({std::move(cond), std::move(then_body)});
+    }
+
+    template <Operand C, class F>
+    IfChain &elif_(const C &cond, F &&body, std::source_location loc = std::source_location::current()) {
+        detail::check_body<F>();
+        Bool c = detail::to_value<bool>(cond, loc);
+        check_open("elif_", loc);
+        ir::Stmt block = detail::trace_block(*builder_, std::forward<F>(body));
+        arms_.push_back({c.expr(), std::move(block)});
+        rebuild(loc);
+        return *this;
+    }
+
+    template <class F> void else_(F &&body, std::source_location loc = std::source_location::current()) {
+        detail::check_body<F>();
+        check_open("else_", loc);
+        else_body_ = detail::trace_block(*builder_, std::forward<F>(body));
+        rebuild(loc);
+        closed_ = true;
+    }
+
+private:
+    struct Arm {
+        ir::Expr cond;
+        ir::Stmt body;
+    };
+    void check_open(const char *what, const std::source_location &loc);
+    void rebuild(const std::source_location &loc);
+
+    detail::Builder *builder_;
+    ir::Stmt emitted_;
+    std::vector<Arm> arms_;
+    ir::Stmt else_body_;
+    bool closed_ = false;
+};
+
+/// Runs `body` on the device for the threads where `cond` (a Bool) holds.
+template <Operand C, class F>
+IfChain if_(const C &cond, F &&body, std::source_location loc = std::source_location::current()) {
+    static_assert(!HostScalar<C> || std::is_same_v<std::remove_cvref_t<C>, bool>,
+                  "if_ needs a Bool condition");
+    detail::check_body<F>();
+    Bool c = detail::to_value<bool>(cond, loc);
+    detail::Builder &b = detail::require_builder("if_", loc);
+    ir::Stmt then_body = detail::trace_block(b, std::forward<F>(body));
+    ir::Stmt s = ir::If::make(c.expr(), then_body);
+    b.emit(s, loc);
+    return IfChain(b, c.expr(), then_body, s);
+}
+
+namespace detail {
+/// The loop index type: the first traced bound's type, else Int.
+template <class B, class E> struct loop_index {
+    using type = int64_t;
+};
+template <class B, class E>
+    requires Traced<B>
+struct loop_index<B, E> {
+    using type = traced_t<B>;
+};
+template <class B, class E>
+    requires(!Traced<B> && Traced<E>)
+struct loop_index<B, E> {
+    using type = traced_t<E>;
+};
+template <class B, class E> using loop_index_t = typename loop_index<B, E>::type;
+
+template <class T, class F>
+void trace_for(const Value<T> &begin, const Value<T> &end, const Value<T> &step, F &&body,
+               const std::source_location &loc) {
+    static_assert(is_integer<T>, "for_ bounds must be integers");
+    static_assert(std::is_invocable_v<F, Value<T>>,
+                  "the body of for_ is a lambda taking the index: [&](Int i) { ... }");
+    Builder &b = require_builder("for_", loc);
+    ir::VariableRef var = ir::Variable::make("", ir_type_of<T>(), ir::VarKind::LoopIndex);
+    Value<T> index(ir::VarRef::make(var), b.id());
+    ++b.loop_depth;
+    ir::Stmt block;
+    try {
+        block = trace_block(b, [&] { std::invoke(body, index); });
+    } catch (...) {
+        --b.loop_depth;
+        throw;
+    }
+    --b.loop_depth;
+    b.emit(ir::For::make(var, begin.expr(), end.expr(), step.expr(), block), loc);
+}
+} // namespace detail
+
+/// `for (i = begin; i < end; i += 1)` on the device; the body receives the index.
+template <Operand B, Operand E, class F>
+    requires(!Operand<F>)
+void for_(const B &begin, const E &end, F &&body,
+          std::source_location loc = std::source_location::current()) {
+    using T = detail::loop_index_t<B, E>;
+    detail::trace_for<T>(detail::to_value<T>(begin, loc), detail::to_value<T>(end, loc),
+                         detail::to_value<T>(1, loc), std::forward<F>(body), loc);
+}
+
+/// `for (i = begin; step > 0 ? i < end : i > end; i += step)` on the device.
+template <Operand B, Operand E, Operand S, class F>
+void for_(const B &begin, const E &end, const S &step, F &&body,
+          std::source_location loc = std::source_location::current()) {
+    using T = detail::loop_index_t<B, E>;
+    detail::trace_for<T>(detail::to_value<T>(begin, loc), detail::to_value<T>(end, loc),
+                         detail::to_value<T>(step, loc), std::forward<F>(body), loc);
+}
+
+/// `while (cond()) body()` on the device. The condition is a lambda returning a Bool; it is
+/// re-evaluated before every iteration and may not store, assign or declare.
+template <class C, class F>
+void while_(C &&cond, F &&body, std::source_location loc = std::source_location::current()) {
+    static_assert(std::is_invocable_v<C>,
+                  "while_ takes its condition as a lambda, so that it is re-evaluated each "
+                  "iteration: while_([&] { return i < n; }, [&] { ... })");
+    detail::check_body<F>();
+    detail::Builder &b = detail::require_builder("while_", loc);
+    ++b.expression_only;
+    Bool c = [&] {
+        try {
+            auto r = std::invoke(cond);
+            --b.expression_only;
+            return detail::to_value<bool>(r, loc);
+        } catch (...) {
+            --b.expression_only;
+            throw;
+        }
+    }();
+    ++b.loop_depth;
+    ir::Stmt block;
+    try {
+        block = detail::trace_block(b, std::forward<F>(body));
+    } catch (...) {
+        --b.loop_depth;
+        throw;
+    }
+    --b.loop_depth;
+    b.emit(ir::While::make(c.expr(), block), loc);
+}
+
+/// Leaves the innermost for_/while_.
+void break_(std::source_location loc = std::source_location::current());
+/// Starts the next iteration of the innermost for_/while_.
+void continue_(std::source_location loc = std::source_location::current());
+/// Waits until every thread of the block has reached this point (GPU targets).
+void barrier(std::source_location loc = std::source_location::current());
+
+} // namespace ember
+
+#endif // EMBER_DSL_CONTROL_H

@@ -1,0 +1,10 @@
+/// \file
+/// Everything a kernel author needs: values, pointers, special registers, control flow, kernel().
+#ifndef EMBER_DSL_DSL_H
+#define EMBER_DSL_DSL_H
+
+#include "ember/dsl/Control.h"
+#include "ember/dsl/Kernel.h"
+#include "ember/dsl/Value.h"
+
+#endif // EMBER_DSL_DSL_H

@@ -1,0 +1,616 @@
+/// \file
+/// Traced values of the DSL: `Value<T>` (immutable, with the Mojo-style aliases `Int`, `Float32`,
+/// ...), `Var<T>` (mutable), `Ptr<T>` (global memory), special registers (`thread_idx.x`, ...)
+/// and the operators on them.
+///
+/// [Note] DSL typing rules
+/// =======================
+/// * Two traced operands must have the same type: `Int32 + Int` does not compile; write
+///   `cast<Int>(x)`. Traced values never convert to C++ `bool`, so `if (i < n)` does not compile;
+///   use `if_(i < n, [&] { ... })`.
+/// * A C++ number meets a traced operand as a constant of the traced operand's type: integers
+///   become any integer or float type (their value is checked to fit at trace time), floating
+///   values become float types only, `bool` becomes `Bool` only.
+/// * `Value<T>` cannot be assigned (it is one traced value); `Var<T>` can.
+#ifndef EMBER_DSL_VALUE_H
+#define EMBER_DSL_VALUE_H
+
+#include "ember/dsl/Tracer.h"
+
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <source_location>
+#include <string>
+#include <type_traits>
+
+namespace ember {
+
+// ---------------------------------------------------------------------------------------------
+// Scalar types.
+
+namespace detail {
+template <class T> struct scalar_info {
+    static constexpr bool supported = false;
+};
+#define EMBER_SCALAR(CT, IRT, NAME)                                                                \
+    template <> struct scalar_info<CT> {                                                           \
+        static constexpr bool supported = true;                                                    \
+        static constexpr ir::ScalarType ir_type = ir::ScalarType::IRT;                             \
+        static constexpr const char *name = NAME;                                                  \
+    };
+EMBER_SCALAR(bool, Bool, "Bool")
+EMBER_SCALAR(int8_t, I8, "Int8")
+EMBER_SCALAR(int16_t, I16, "Int16")
+EMBER_SCALAR(int32_t, I32, "Int32")
+EMBER_SCALAR(int64_t, I64, "Int")
+EMBER_SCALAR(uint8_t, U8, "UInt8")
+EMBER_SCALAR(uint16_t, U16, "UInt16")
+EMBER_SCALAR(uint32_t, U32, "UInt32")
+EMBER_SCALAR(uint64_t, U64, "UInt64")
+EMBER_SCALAR(float, F32, "Float32")
+EMBER_SCALAR(double, F64, "Float64")
+#undef EMBER_SCALAR
+// `long long` is a distinct type from int64_t (`long`) on LP64 Linux, with the same values.
+template <> struct scalar_info<long long> : scalar_info<int64_t> {};
+template <> struct scalar_info<unsigned long long> : scalar_info<uint64_t> {};
+
+template <class T> constexpr bool always_false = false;
+} // namespace detail
+
+/// The C++ types a traced scalar can have.
+template <class T>
+concept Scalar = detail::scalar_info<T>::supported;
+
+/// The IR type of a C++ scalar type.
+template <Scalar T> constexpr ir::Type ir_type_of() { return ir::Type(detail::scalar_info<T>::ir_type); }
+/// The DSL's name of a scalar type ("Int", "Float32", ...), for messages.
+template <Scalar T> constexpr const char *scalar_name() { return detail::scalar_info<T>::name; }
+
+template <Scalar T> class Value;
+template <Scalar T> class Var;
+template <Scalar T> class Ptr;
+template <Scalar T> class ElementRef;
+struct SpecialRegDim;
+
+// ---------------------------------------------------------------------------------------------
+// What counts as traced, and how anything becomes a Value.
+
+namespace detail {
+template <class X> struct traced_traits {
+    static constexpr bool is_traced = false;
+};
+template <class T> struct traced_traits<Value<T>> {
+    static constexpr bool is_traced = true;
+    using type = T;
+};
+template <class T> struct traced_traits<Var<T>> {
+    static constexpr bool is_traced = true;
+    using type = T;
+};
+template <class T> struct traced_traits<ElementRef<T>> {
+    static constexpr bool is_traced = true;
+    using type = T;
+};
+template <> struct traced_traits<SpecialRegDim> {
+    static constexpr bool is_traced = true;
+    using type = int64_t;
+};
+} // namespace detail
+
+/// A traced scalar: Value, Var, an element of a Ptr, or a special register.
+template <class X>
+concept Traced = detail::traced_traits<std::remove_cvref_t<X>>::is_traced;
+/// A plain C++ number or bool (becomes a constant when it meets a traced operand).
+template <class X>
+concept HostScalar = std::is_arithmetic_v<std::remove_cvref_t<X>>;
+template <class X>
+concept Operand = Traced<X> || HostScalar<X>;
+
+template <Traced X> using traced_t = typename detail::traced_traits<std::remove_cvref_t<X>>::type;
+
+namespace detail {
+/// A C++ number as a constant of type T (see [Note] DSL typing rules).
+ir::Expr host_constant_int(ir::Type t, int64_t v, bool is_unsigned_source, uint64_t uv,
+                           const std::source_location &loc);
+ir::Expr host_constant_float(ir::Type t, double v);
+
+template <Scalar T, HostScalar U> ir::Expr host_constant(U v, const std::source_location &loc) {
+    using S = std::remove_cvref_t<U>;
+    if constexpr (std::is_same_v<T, bool>) {
+        static_assert(std::is_same_v<S, bool>,
+                      "only a C++ bool converts to Bool; compare numbers explicitly (x != 0)");
+        return ir::BoolImm::make(v);
+    } else if constexpr (std::is_same_v<S, bool>) {
+        static_assert(always_false<S>, "a C++ bool does not convert to a number; use select()");
+        return {};
+    } else if constexpr (std::is_floating_point_v<S>) {
+        static_assert(std::is_floating_point_v<T>,
+                      "a C++ floating-point value does not convert to an integer type implicitly; "
+                      "use cast<T>() or an integer literal");
+        return host_constant_float(ir_type_of<T>(), static_cast<double>(v));
+    } else if constexpr (std::is_floating_point_v<T>) {
+        return host_constant_float(ir_type_of<T>(), static_cast<double>(v));
+    } else {
+        return host_constant_int(ir_type_of<T>(), static_cast<int64_t>(v), std::is_unsigned_v<S>,
+                                 static_cast<uint64_t>(v), loc);
+    }
+}
+} // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Value<T>.
+
+/// One immutable traced value of scalar type T. Copyable, not assignable.
+template <Scalar T> class Value {
+public:
+    using value_type = T;
+
+    /// A C++ number as a constant (see [Note] DSL typing rules).
+    template <HostScalar U>
+    Value(U v, std::source_location loc = std::source_location::current()) // NOLINT: implicit
+        : expr_(detail::host_constant<T>(v, loc)), trace_(0) {}
+    /// Any traced operand of the same type (a Var, an element, a special register).
+    template <Traced X>
+        requires(!std::is_same_v<std::remove_cvref_t<X>, Value> && std::is_same_v<traced_t<X>, T>)
+    Value(const X &x) : Value(x.value()) {} // NOLINT: implicit
+
+    Value(const Value &) = default;
+    Value &operator=(const Value &) = delete; // a traced value is immutable: use Var<T>
+
+    /// Wraps an IR expression of type T (for the DSL's own use).
+    Value(ir::Expr e, uint32_t trace) : expr_(std::move(e)), trace_(trace) {
+        EMBER_ASSERT(expr_.type() == ir_type_of<T>(), "Value<T> of the wrong IR type");
+    }
+
+    /// Traced values cannot drive C++ control flow: use if_(cond, [&] { ... }).
+    explicit operator bool() const = delete;
+
+    const ir::Expr &expr() const { return expr_; }
+    uint32_t trace() const { return trace_; }
+    Value value() const { return *this; }
+
+private:
+    ir::Expr expr_;
+    uint32_t trace_;
+};
+
+/// Mojo-style names.
+using Bool = Value<bool>;
+using Int = Value<int64_t>;
+using Int8 = Value<int8_t>;
+using Int16 = Value<int16_t>;
+using Int32 = Value<int32_t>;
+using Int64 = Value<int64_t>;
+using UInt8 = Value<uint8_t>;
+using UInt16 = Value<uint16_t>;
+using UInt32 = Value<uint32_t>;
+using UInt64 = Value<uint64_t>;
+using Float32 = Value<float>;
+using Float64 = Value<double>;
+
+namespace detail {
+/// The type two operands share. Mismatched traced types fail here, naming both.
+template <class A, class B> struct mismatched_operand_types {
+    static_assert(always_false<A>,
+                  "operands of a DSL operator have different types (see A and B in this "
+                  "instantiation); convert one with cast<T>(x)");
+    using type = A;
+};
+
+template <Scalar T, Operand X>
+Value<T> to_value(const X &x, const std::source_location &loc = std::source_location::current()) {
+    if constexpr (Traced<X>) {
+        if constexpr (!std::is_same_v<traced_t<X>, T>) {
+            (void)mismatched_operand_types<T, traced_t<X>>{};
+            return Value<T>(ir::Expr(), 0); // unreachable: the build has failed
+        } else {
+            Value<T> v = x.value();
+            check_trace(v.trace(), loc);
+            return v;
+        }
+    } else {
+        return Value<T>(host_constant<T>(x, loc), 0);
+    }
+}
+
+template <Operand L, Operand R> struct common_operand {
+    using type = void;
+};
+template <Operand L, Operand R>
+    requires(Traced<L> && Traced<R> && std::is_same_v<traced_t<L>, traced_t<R>>)
+struct common_operand<L, R> {
+    using type = traced_t<L>;
+};
+template <Operand L, Operand R>
+    requires(Traced<L> && Traced<R> && !std::is_same_v<traced_t<L>, traced_t<R>>)
+struct common_operand<L, R> {
+    using type = typename mismatched_operand_types<traced_t<L>, traced_t<R>>::type;
+};
+template <Operand L, Operand R>
+    requires(Traced<L> && !Traced<R>)
+struct common_operand<L, R> {
+    using type = traced_t<L>;
+};
+template <Operand L, Operand R>
+    requires(!Traced<L> && Traced<R>)
+struct common_operand<L, R> {
+    using type = traced_t<R>;
+};
+template <class L, class R> using common_t = typename common_operand<L, R>::type;
+
+uint32_t merge_trace(uint32_t a, uint32_t b);
+} // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Special registers.
+
+/// One dimension of a special register; an `Int`.
+struct SpecialRegDim {
+    ir::SpecialRegKind kind;
+    unsigned dim;
+    Int value() const { return Int(ir::SpecialReg::make(kind, dim), 0); }
+};
+
+/// What `grid_dim(x, y, z)` means at a launch: the number of blocks in each dimension.
+struct LaunchGrid {
+    int64_t x = 1, y = 1, z = 1;
+};
+/// What `block_dim(x, y, z)` means at a launch: the number of threads of a block in each dimension.
+struct LaunchBlock {
+    int64_t x = 1, y = 1, z = 1;
+};
+
+/// `thread_idx`, `block_idx`, `block_dim`, `grid_dim`: `.x`, `.y`, `.z` are `Int`s in a kernel.
+struct SpecialReg3 {
+    SpecialRegDim x, y, z;
+};
+
+/// `global_idx.x == block_dim.x * block_idx.x + thread_idx.x`, and likewise for y and z.
+struct GlobalIdx {
+    struct Dim {
+        unsigned dim;
+        Int value() const;
+    };
+    Dim x{0}, y{1}, z{2};
+};
+
+namespace detail {
+template <> struct traced_traits<GlobalIdx::Dim> {
+    static constexpr bool is_traced = true;
+    using type = int64_t;
+};
+} // namespace detail
+
+inline constexpr SpecialReg3 thread_idx{{ir::SpecialRegKind::ThreadIdx, 0},
+                                        {ir::SpecialRegKind::ThreadIdx, 1},
+                                        {ir::SpecialRegKind::ThreadIdx, 2}};
+inline constexpr SpecialReg3 block_idx{{ir::SpecialRegKind::BlockIdx, 0},
+                                       {ir::SpecialRegKind::BlockIdx, 1},
+                                       {ir::SpecialRegKind::BlockIdx, 2}};
+inline constexpr GlobalIdx global_idx{};
+
+/// `block_dim.x` in a kernel; `block_dim(n)` / `block_dim(x, y, z)` at a launch.
+struct BlockDimReg : SpecialReg3 {
+    constexpr LaunchBlock operator()(int64_t x, int64_t y = 1, int64_t z = 1) const { return {x, y, z}; }
+};
+/// `grid_dim.x` in a kernel; `grid_dim(n)` / `grid_dim(x, y, z)` at a launch.
+struct GridDimReg : SpecialReg3 {
+    constexpr LaunchGrid operator()(int64_t x, int64_t y = 1, int64_t z = 1) const { return {x, y, z}; }
+};
+inline constexpr BlockDimReg block_dim{{{ir::SpecialRegKind::BlockDim, 0},
+                                        {ir::SpecialRegKind::BlockDim, 1},
+                                        {ir::SpecialRegKind::BlockDim, 2}}};
+inline constexpr GridDimReg grid_dim{{{ir::SpecialRegKind::GridDim, 0},
+                                      {ir::SpecialRegKind::GridDim, 1},
+                                      {ir::SpecialRegKind::GridDim, 2}}};
+
+inline Int GlobalIdx::Dim::value() const {
+    return Int(ir::Binary::make(ir::BinaryOp::Add,
+                                ir::Binary::make(ir::BinaryOp::Mul,
+                                                 ir::SpecialReg::make(ir::SpecialRegKind::BlockDim, dim),
+                                                 ir::SpecialReg::make(ir::SpecialRegKind::BlockIdx, dim)),
+                                ir::SpecialReg::make(ir::SpecialRegKind::ThreadIdx, dim)),
+               0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Var<T>.
+
+/// A mutable variable of a kernel. Reading it (using it as an operand) takes its current value.
+template <Scalar T> class Var {
+public:
+    using value_type = T;
+
+    /// Declares the variable, initialised to zero.
+    explicit Var(std::source_location loc = std::source_location::current())
+        : Var(T{}, loc) {}
+    /// Declares the variable with an initial value (a C++ number or a traced value of type T).
+    template <Operand X>
+    Var(const X &init, std::source_location loc = std::source_location::current()) // NOLINT
+        : var_(ir::Variable::make("", ir_type_of<T>(), ir::VarKind::Mutable)) {
+        declare(detail::to_value<T>(init, loc).expr(), loc);
+    }
+    /// A new variable holding `other`'s current value (C++ value semantics).
+    Var(const Var &other, std::source_location loc = std::source_location::current())
+        : var_(ir::Variable::make("", ir_type_of<T>(), ir::VarKind::Mutable)) {
+        declare(other.value().expr(), loc);
+    }
+
+    template <Operand X> Var &operator=(const X &x) {
+        assign(detail::to_value<T>(x).expr());
+        return *this;
+    }
+    Var &operator=(const Var &other) {
+        assign(other.value().expr());
+        return *this;
+    }
+
+    /// The current value (bound to a `let` where it is read; see [Note] Tracing).
+    Value<T> value() const {
+        detail::check_trace(trace_, std::source_location::current());
+        detail::Builder *b = detail::current_builder();
+        EMBER_ASSERT(b, "Var read outside a trace");
+        return Value<T>(b->bind(ir::VarRef::make(var_)), trace_);
+    }
+
+    explicit operator bool() const = delete; // traced: use if_(cond, [&] { ... })
+
+    const ir::VariableRef &variable() const { return var_; }
+
+private:
+    void declare(ir::Expr init, const std::source_location &loc) {
+        detail::Builder &b = detail::require_builder("Var", loc);
+        trace_ = b.id();
+        b.emit(ir::Declare::make(var_, std::move(init)), loc);
+    }
+    void assign(ir::Expr e) {
+        auto loc = std::source_location::current();
+        detail::check_trace(trace_, loc);
+        detail::require_builder("assignment to a Var", loc).emit(ir::Assign::make(var_, std::move(e)), loc);
+    }
+
+    ir::VariableRef var_;
+    uint32_t trace_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Ptr<T> and its elements.
+
+/// `p[i]`: reading loads (at the point of the read), assigning stores.
+template <Scalar T> class ElementRef {
+public:
+    using value_type = T;
+    ElementRef(ir::Expr ptr, ir::Expr index, uint32_t trace)
+        : ptr_(std::move(ptr)), index_(std::move(index)), trace_(trace) {}
+
+    Value<T> value() const {
+        detail::check_trace(trace_, std::source_location::current());
+        detail::Builder &b = detail::require_builder("a load", std::source_location::current());
+        return Value<T>(b.bind(ir::Load::make(ptr_, index_)), b.id());
+    }
+    template <Operand X> const ElementRef &operator=(const X &x) const {
+        store(detail::to_value<T>(x).expr());
+        return *this;
+    }
+    const ElementRef &operator=(const ElementRef &other) const {
+        store(other.value().expr());
+        return *this;
+    }
+    explicit operator bool() const = delete; // traced: use if_(cond, [&] { ... })
+
+private:
+    void store(ir::Expr v) const {
+        auto loc = std::source_location::current();
+        detail::check_trace(trace_, loc);
+        detail::require_builder("a store", loc).emit(ir::Store::make(ptr_, index_, std::move(v)), loc);
+    }
+    ir::Expr ptr_, index_;
+    uint32_t trace_;
+};
+
+/// A pointer to T in global memory; a kernel receives a `DeviceBuffer<T>` as a `Ptr<T>`.
+template <Scalar T> class Ptr {
+public:
+    using element_type = T;
+    Ptr(ir::Expr e, uint32_t trace) : expr_(std::move(e)), trace_(trace) {
+        EMBER_ASSERT(expr_.type() == ir_type(), "Ptr<T> of the wrong IR type");
+    }
+    Ptr(const Ptr &) = default;
+    Ptr &operator=(const Ptr &) = delete; // a traced value is immutable
+
+    /// The element at `index` (any integer type, traced or a C++ integer).
+    template <Operand I> ElementRef<T> operator[](const I &index) const {
+        ir::Expr idx;
+        uint32_t trace = trace_;
+        if constexpr (Traced<I>) {
+            static_assert(std::is_integral_v<traced_t<I>> && !std::is_same_v<traced_t<I>, bool>,
+                          "a pointer index must be an integer");
+            Value<traced_t<I>> v = index.value();
+            detail::check_trace(v.trace(), std::source_location::current());
+            idx = v.expr();
+            trace = detail::merge_trace(trace, v.trace());
+        } else {
+            static_assert(std::is_integral_v<std::remove_cvref_t<I>> &&
+                              !std::is_same_v<std::remove_cvref_t<I>, bool>,
+                          "a pointer index must be an integer");
+            idx = detail::host_constant<int64_t>(static_cast<int64_t>(index),
+                                                 std::source_location::current());
+        }
+        return ElementRef<T>(expr_, idx, trace);
+    }
+
+    static constexpr ir::Type ir_type() { return ir::Type::pointer(detail::scalar_info<T>::ir_type); }
+    const ir::Expr &expr() const { return expr_; }
+    uint32_t trace() const { return trace_; }
+
+private:
+    ir::Expr expr_;
+    uint32_t trace_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Operators.
+
+namespace detail {
+template <class T> constexpr bool is_number = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
+template <class T> constexpr bool is_integer = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+template <class L, class R> constexpr bool operands_match_v() {
+    if constexpr (Traced<L> && Traced<R>) return std::is_same_v<traced_t<L>, traced_t<R>>;
+    else return true;
+}
+template <class L, class R> constexpr bool operands_match = operands_match_v<L, R>();
+
+template <class L, class R>
+Value<common_t<L, R>> binary(ir::BinaryOp op, const L &l, const R &r) {
+    using T = common_t<L, R>;
+    if constexpr (!operands_match<L, R>) return Value<T>(ir::Expr(), 0); // the build has failed
+    Value<T> a = to_value<T>(l), b = to_value<T>(r);
+    return Value<T>(ir::Binary::make(op, a.expr(), b.expr()), merge_trace(a.trace(), b.trace()));
+}
+template <class L, class R> Bool compare(ir::CompareOp op, const L &l, const R &r) {
+    using T = common_t<L, R>;
+    if constexpr (!operands_match<L, R>) return Bool(ir::Expr(), 0); // the build has failed
+    Value<T> a = to_value<T>(l), b = to_value<T>(r);
+    return Bool(ir::Compare::make(op, a.expr(), b.expr()), merge_trace(a.trace(), b.trace()));
+}
+} // namespace detail
+
+template <class L, class R>
+concept OperandPair = Operand<L> && Operand<R> && (Traced<L> || Traced<R>);
+
+#define EMBER_ARITH_OP(SYM, OP, REQ, WHAT)                                                         \
+    template <class L, class R>                                                                    \
+        requires OperandPair<L, R>                                                                 \
+    auto operator SYM(const L &l, const R &r) {                                                    \
+        using T = detail::common_t<L, R>;                                                          \
+        static_assert(REQ, "operator " #SYM " needs " WHAT);                                       \
+        return detail::binary(ir::BinaryOp::OP, l, r);                                             \
+    }
+EMBER_ARITH_OP(+, Add, detail::is_number<T>, "numbers")
+EMBER_ARITH_OP(-, Sub, detail::is_number<T>, "numbers")
+EMBER_ARITH_OP(*, Mul, detail::is_number<T>, "numbers")
+EMBER_ARITH_OP(/, Div, detail::is_number<T>, "numbers")
+EMBER_ARITH_OP(%, Mod, detail::is_number<T>, "numbers")
+EMBER_ARITH_OP(&, And, detail::is_integer<T>, "integers (use && for Bool)")
+EMBER_ARITH_OP(|, Or, detail::is_integer<T>, "integers (use || for Bool)")
+EMBER_ARITH_OP(^, Xor, (detail::is_integer<T> || std::is_same_v<T, bool>), "integers or Bool")
+EMBER_ARITH_OP(<<, Shl, detail::is_integer<T>, "integers")
+EMBER_ARITH_OP(>>, Shr, detail::is_integer<T>, "integers")
+#undef EMBER_ARITH_OP
+
+#define EMBER_LOGIC_OP(SYM, OP)                                                                    \
+    template <class L, class R>                                                                    \
+        requires OperandPair<L, R>                                                                 \
+    Bool operator SYM(const L &l, const R &r) {                                                    \
+        static_assert(std::is_same_v<detail::common_t<L, R>, bool>,                                \
+                      "operator " #SYM " needs Bool operands (compare numbers first)");            \
+        return detail::binary(ir::BinaryOp::OP, l, r);                                            \
+    }
+EMBER_LOGIC_OP(&&, And)
+EMBER_LOGIC_OP(||, Or)
+#undef EMBER_LOGIC_OP
+
+#define EMBER_COMPARE_OP(SYM, OP)                                                                  \
+    template <class L, class R>                                                                    \
+        requires OperandPair<L, R>                                                                 \
+    Bool operator SYM(const L &l, const R &r) {                                                    \
+        return detail::compare(ir::CompareOp::OP, l, r);                                           \
+    }
+EMBER_COMPARE_OP(==, EQ)
+EMBER_COMPARE_OP(!=, NE)
+EMBER_COMPARE_OP(<, LT)
+EMBER_COMPARE_OP(<=, LE)
+EMBER_COMPARE_OP(>, GT)
+EMBER_COMPARE_OP(>=, GE)
+#undef EMBER_COMPARE_OP
+
+template <Traced X> auto operator-(const X &x) {
+    using T = traced_t<X>;
+    static_assert(detail::is_number<T>, "unary - needs a number");
+    Value<T> v = detail::to_value<T>(x);
+    return Value<T>(ir::Unary::make(ir::UnaryOp::Neg, v.expr()), v.trace());
+}
+template <Traced X> Bool operator!(const X &x) {
+    static_assert(std::is_same_v<traced_t<X>, bool>, "operator ! needs a Bool");
+    Bool v = detail::to_value<bool>(x);
+    return Bool(ir::Unary::make(ir::UnaryOp::Not, v.expr()), v.trace());
+}
+template <Traced X> auto operator~(const X &x) {
+    using T = traced_t<X>;
+    static_assert(detail::is_integer<T>, "operator ~ needs an integer");
+    Value<T> v = detail::to_value<T>(x);
+    return Value<T>(ir::Unary::make(ir::UnaryOp::BitNot, v.expr()), v.trace());
+}
+
+// Compound assignment on Var and on pointer elements: `x += y` is `x = x + y`.
+#define EMBER_COMPOUND_OP(SYM, BIN)                                                                \
+    template <Scalar T, Operand X> Var<T> &operator SYM(Var<T> &v, const X &x) {                   \
+        v = v BIN detail::to_value<T>(x);                                                          \
+        return v;                                                                                  \
+    }                                                                                              \
+    template <Scalar T, Operand X> const ElementRef<T> &operator SYM(const ElementRef<T> &e, const X &x) { \
+        e = e BIN detail::to_value<T>(x);                                                          \
+        return e;                                                                                  \
+    }
+EMBER_COMPOUND_OP(+=, +)
+EMBER_COMPOUND_OP(-=, -)
+EMBER_COMPOUND_OP(*=, *)
+EMBER_COMPOUND_OP(/=, /)
+EMBER_COMPOUND_OP(%=, %)
+EMBER_COMPOUND_OP(&=, &)
+EMBER_COMPOUND_OP(|=, |)
+EMBER_COMPOUND_OP(^=, ^)
+EMBER_COMPOUND_OP(<<=, <<)
+EMBER_COMPOUND_OP(>>=, >>)
+#undef EMBER_COMPOUND_OP
+
+// ---------------------------------------------------------------------------------------------
+// Builtins.
+
+/// Converts to another scalar type (see [Note] IR semantics for the rules):
+/// `cast<Float32>(i)` or `cast<float>(i)`.
+template <class To, Operand X> auto cast(const X &x) {
+    using T = typename std::conditional_t<Scalar<To>, std::type_identity<To>,
+                                          detail::traced_traits<To>>::type;
+    if constexpr (Traced<X>) {
+        Value<traced_t<X>> v = x.value();
+        detail::check_trace(v.trace(), std::source_location::current());
+        if constexpr (std::is_same_v<traced_t<X>, T>) return v;
+        else return Value<T>(ir::Cast::make(ir_type_of<T>(), v.expr()), v.trace());
+    } else {
+        using S = std::remove_cvref_t<X>;
+        Value<S> v(x);
+        if constexpr (std::is_same_v<S, T>) return v;
+        else return Value<T>(ir::Cast::make(ir_type_of<T>(), v.expr()), 0);
+    }
+}
+
+/// `cond ? a : b`; both sides are evaluated.
+template <Operand C, class A, class B>
+    requires OperandPair<A, B>
+auto select(const C &cond, const A &a, const B &b) {
+    using T = detail::common_t<A, B>;
+    Bool c = detail::to_value<bool>(cond);
+    Value<T> x = detail::to_value<T>(a), y = detail::to_value<T>(b);
+    return Value<T>(ir::Select::make(c.expr(), x.expr(), y.expr()),
+                    detail::merge_trace(c.trace(), detail::merge_trace(x.trace(), y.trace())));
+}
+
+template <class L, class R>
+    requires OperandPair<L, R>
+auto min(const L &l, const R &r) {
+    static_assert(detail::is_number<detail::common_t<L, R>>, "min needs numbers");
+    return detail::binary(ir::BinaryOp::Min, l, r);
+}
+template <class L, class R>
+    requires OperandPair<L, R>
+auto max(const L &l, const R &r) {
+    static_assert(detail::is_number<detail::common_t<L, R>>, "max needs numbers");
+    return detail::binary(ir::BinaryOp::Max, l, r);
+}
+
+} // namespace ember
+
+#endif // EMBER_DSL_VALUE_H

@@ -1,0 +1,13 @@
+/// \file
+/// The one header users include: the DSL (kernels as C++ lambdas) and the runtime
+/// (DeviceContext, buffers, launches).
+#ifndef EMBER_EMBER_H
+#define EMBER_EMBER_H
+
+#include "ember/Error.h"
+#include "ember/dsl/DSL.h"
+#include "ember/runtime/Buffer.h"
+#include "ember/runtime/DeviceContext.h"
+#include "ember/runtime/DevicePassable.h"
+
+#endif // EMBER_EMBER_H

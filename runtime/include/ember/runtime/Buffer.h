@@ -1,0 +1,222 @@
+/// \file
+/// `DeviceBuffer<T>` (device global memory) and `HostBuffer<T>` (host memory, page-locked on
+/// GPUs), as in Mojo's `gpu.host`. Both are reference-counted handles: copies share the memory,
+/// which is freed when the last handle goes away.
+#ifndef EMBER_RUNTIME_BUFFER_H
+#define EMBER_RUNTIME_BUFFER_H
+
+#include "ember/Error.h"
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <span>
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+namespace ember {
+
+class DeviceContext;
+template <class T> class DeviceBuffer;
+template <class T> class HostBuffer;
+
+namespace detail {
+struct ContextImpl;
+
+/// Untyped device memory owned by one context.
+class RawDeviceBuffer {
+public:
+    RawDeviceBuffer(std::shared_ptr<ContextImpl> ctx, size_t bytes);
+    ~RawDeviceBuffer();
+    RawDeviceBuffer(const RawDeviceBuffer &) = delete;
+    RawDeviceBuffer &operator=(const RawDeviceBuffer &) = delete;
+    uint64_t address() const { return address_; }
+    size_t bytes() const { return bytes_; }
+    const std::shared_ptr<ContextImpl> &context() const { return ctx_; }
+
+private:
+    std::shared_ptr<ContextImpl> ctx_;
+    uint64_t address_ = 0;
+    size_t bytes_;
+};
+
+/// Untyped host memory owned by one context.
+class RawHostBuffer {
+public:
+    RawHostBuffer(std::shared_ptr<ContextImpl> ctx, size_t bytes);
+    ~RawHostBuffer();
+    RawHostBuffer(const RawHostBuffer &) = delete;
+    RawHostBuffer &operator=(const RawHostBuffer &) = delete;
+    void *data() const { return data_; }
+    size_t bytes() const { return bytes_; }
+    const std::shared_ptr<ContextImpl> &context() const { return ctx_; }
+
+private:
+    std::shared_ptr<ContextImpl> ctx_;
+    void *data_ = nullptr;
+    size_t bytes_;
+};
+
+/// Copy entry points shared by DeviceContext and the buffers' enqueue_copy_to/from. `what` names
+/// the operation in messages. Sizes are checked by the callers.
+enum class MemSide { Host, Device };
+void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const ContextImpl *dst_ctx,
+                        MemSide src_side, uint64_t src, const ContextImpl *src_ctx, size_t bytes);
+[[noreturn]] void throw_copy_size_mismatch(size_t dst_elems, size_t src_elems, size_t elem_bytes);
+[[noreturn]] void throw_null_buffer(const char *what);
+
+template <class T> void format_element(std::ostream &os, const T &v) {
+    if constexpr (std::is_same_v<T, bool>) {
+        os << (v ? "True" : "False");
+    } else if constexpr (std::is_floating_point_v<T>) {
+        // Shortest text that reads back as the same value, always with a '.' or exponent, as
+        // Mojo prints floats: 0.0, 20.0, 0.1, 1e+20.
+        char buf[64];
+        auto r = std::to_chars(buf, buf + sizeof buf, v);
+        std::string s(buf, r.ptr);
+        if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+        os << s;
+    } else if constexpr (sizeof(T) == 1) {
+        os << static_cast<int>(v);
+    } else {
+        os << v;
+    }
+}
+} // namespace detail
+
+/// A buffer of `size()` elements of T in the device's global memory. A kernel receives it as a
+/// `Ptr<T>` (see DevicePassable). Default-constructed buffers are empty and refer to no context.
+template <class T> class DeviceBuffer {
+    static_assert(std::is_trivially_copyable_v<T>, "DeviceBuffer elements must be trivially copyable");
+
+public:
+    DeviceBuffer() = default;
+    DeviceBuffer(std::shared_ptr<detail::RawDeviceBuffer> raw, size_t n) : raw_(std::move(raw)), size_(n) {}
+
+    size_t size() const { return size_; }
+    size_t bytes() const { return size_ * sizeof(T); }
+    /// The device address (a CUdeviceptr on CUDA), for interoperation with other libraries.
+    uint64_t address() const { return raw_ ? raw_->address() : 0; }
+    explicit operator bool() const { return raw_ != nullptr; }
+
+    /// Enqueues a copy of all elements into `dst` (sizes must match).
+    void enqueue_copy_to(const HostBuffer<T> &dst) const;
+    void enqueue_copy_to(const DeviceBuffer<T> &dst) const;
+    /// Enqueues a copy of `size()` elements to host memory at `dst`.
+    void enqueue_copy_to(T *dst) const;
+    void enqueue_copy_from(const HostBuffer<T> &src) const;
+    void enqueue_copy_from(const DeviceBuffer<T> &src) const;
+    void enqueue_copy_from(const T *src) const;
+
+    const std::shared_ptr<detail::RawDeviceBuffer> &raw() const { return raw_; }
+
+private:
+    std::shared_ptr<detail::RawDeviceBuffer> raw_;
+    size_t size_ = 0;
+};
+
+/// A buffer of `size()` elements of T in host memory that the device copies to and from quickly
+/// (page-locked on GPUs). Index it like an array; print it as `HostBuffer([0.0, 1.0, ...])`.
+template <class T> class HostBuffer {
+    static_assert(std::is_trivially_copyable_v<T>, "HostBuffer elements must be trivially copyable");
+
+public:
+    HostBuffer() = default;
+    HostBuffer(std::shared_ptr<detail::RawHostBuffer> raw, size_t n) : raw_(std::move(raw)), size_(n) {}
+
+    size_t size() const { return size_; }
+    size_t bytes() const { return size_ * sizeof(T); }
+    T *data() const { return raw_ ? static_cast<T *>(raw_->data()) : nullptr; }
+    T &operator[](size_t i) const { return data()[i]; }
+    T *begin() const { return data(); }
+    T *end() const { return data() + size_; }
+    std::span<T> as_span() const { return {data(), size_}; }
+    explicit operator bool() const { return raw_ != nullptr; }
+
+    void enqueue_copy_to(const DeviceBuffer<T> &dst) const { dst.enqueue_copy_from(*this); }
+    void enqueue_copy_from(const DeviceBuffer<T> &src) const { src.enqueue_copy_to(*this); }
+
+    /// `HostBuffer([e0, e1, ...])`, as Mojo prints it.
+    std::string to_string() const {
+        std::ostringstream os;
+        os << *this;
+        return os.str();
+    }
+    friend std::ostream &operator<<(std::ostream &os, const HostBuffer &b) {
+        os << "HostBuffer([";
+        for (size_t i = 0; i < b.size_; ++i) {
+            if (i) os << ", ";
+            detail::format_element(os, b[i]);
+        }
+        return os << "])";
+    }
+
+    const std::shared_ptr<detail::RawHostBuffer> &raw() const { return raw_; }
+
+private:
+    std::shared_ptr<detail::RawHostBuffer> raw_;
+    size_t size_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+template <class B> void require(const B &b, const char *what) {
+    if (!b) throw_null_buffer(what);
+}
+inline void check_sizes(size_t dst, size_t src, size_t elem) {
+    if (dst != src) throw_copy_size_mismatch(dst, src, elem);
+}
+} // namespace detail
+
+template <class T> void DeviceBuffer<T>::enqueue_copy_to(const HostBuffer<T> &dst) const {
+    detail::require(*this, "source DeviceBuffer");
+    detail::require(dst, "destination HostBuffer");
+    detail::check_sizes(dst.size(), size_, sizeof(T));
+    detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Host,
+                               reinterpret_cast<uint64_t>(dst.data()), dst.raw()->context().get(),
+                               detail::MemSide::Device, address(), raw_->context().get(), bytes());
+}
+template <class T> void DeviceBuffer<T>::enqueue_copy_to(const DeviceBuffer<T> &dst) const {
+    detail::require(*this, "source DeviceBuffer");
+    detail::require(dst, "destination DeviceBuffer");
+    detail::check_sizes(dst.size(), size_, sizeof(T));
+    detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Device, dst.address(),
+                               dst.raw()->context().get(), detail::MemSide::Device, address(),
+                               raw_->context().get(), bytes());
+}
+template <class T> void DeviceBuffer<T>::enqueue_copy_to(T *dst) const {
+    detail::require(*this, "source DeviceBuffer");
+    if (size_ == 0) return;
+    if (!dst) detail::throw_null_buffer("destination pointer");
+    detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Host, reinterpret_cast<uint64_t>(dst),
+                               nullptr, detail::MemSide::Device, address(), raw_->context().get(),
+                               bytes());
+}
+template <class T> void DeviceBuffer<T>::enqueue_copy_from(const HostBuffer<T> &src) const {
+    detail::require(*this, "destination DeviceBuffer");
+    detail::require(src, "source HostBuffer");
+    detail::check_sizes(size_, src.size(), sizeof(T));
+    detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Device, address(),
+                               raw_->context().get(), detail::MemSide::Host,
+                               reinterpret_cast<uint64_t>(src.data()), src.raw()->context().get(),
+                               bytes());
+}
+template <class T> void DeviceBuffer<T>::enqueue_copy_from(const DeviceBuffer<T> &src) const {
+    src.enqueue_copy_to(*this);
+}
+template <class T> void DeviceBuffer<T>::enqueue_copy_from(const T *src) const {
+    detail::require(*this, "destination DeviceBuffer");
+    if (size_ == 0) return;
+    if (!src) detail::throw_null_buffer("source pointer");
+    detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Device, address(),
+                               raw_->context().get(), detail::MemSide::Host,
+                               reinterpret_cast<uint64_t>(src), nullptr, bytes());
+}
+
+} // namespace ember
+
+#endif // EMBER_RUNTIME_BUFFER_H

@@ -1,0 +1,44 @@
+/// \file
+/// The state behind DeviceContext and DeviceFunction handles (internal).
+#ifndef EMBER_RUNTIME_CONTEXTIMPL_H
+#define EMBER_RUNTIME_CONTEXTIMPL_H
+
+#include "Backend.h"
+
+#include "ember/dsl/Kernel.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace ember::detail {
+
+struct FunctionImpl;
+
+struct ContextImpl {
+    std::shared_ptr<Backend> backend;
+    /// "cuda:0", "cpu:0": for messages.
+    std::string label;
+    std::mutex cache_mutex;
+    /// Kernels compiled by enqueue_function(kernel, ...), by KernelInfo::id.
+    std::unordered_map<uint64_t, std::shared_ptr<FunctionImpl>> cache;
+};
+
+struct FunctionImpl {
+    /// Keeps the back end alive for as long as the loaded code (declared first: destroyed last).
+    std::shared_ptr<Backend> backend;
+    const ContextImpl *context = nullptr;
+    std::shared_ptr<const KernelInfo> kernel;
+    CompiledKernel compiled;
+    std::unique_ptr<LoadedFunction> loaded;
+    double compile_seconds = 0;
+    double load_seconds = 0;
+};
+
+/// "argument 1 ('size')" or "argument 1".
+std::string argument_label(const FunctionImpl &fn, size_t index);
+
+} // namespace ember::detail
+
+#endif // EMBER_RUNTIME_CONTEXTIMPL_H

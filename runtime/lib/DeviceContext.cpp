@@ -1,0 +1,304 @@
+/// \file
+/// DeviceContext, buffers, compile and launch: the API layer over the back ends.
+#include "ember/runtime/DeviceContext.h"
+
+#include "Backend.h"
+#include "ContextImpl.h"
+
+#include "ember/compiler/Compiler.h"
+
+#ifdef EMBER_WITH_CUDA_RUNTIME
+#include "cuda/HipProbe.h"
+#endif
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace ember {
+
+namespace detail {
+
+#ifndef EMBER_WITH_CUDA_RUNTIME
+std::shared_ptr<Backend> make_cuda_backend(int) {
+    throw RuntimeError("api 'cuda': this build of ember has no CUDA back end "
+                       "(configured with EMBER_ENABLE_CUDA_RUNTIME=OFF)");
+}
+int cuda_device_count() noexcept { return 0; }
+int hip_device_count() noexcept { return 0; }
+#endif
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// The api "default" stands for: $EMBER_API, else the first GPU, else the CPU device.
+std::string resolve_api(std::string_view api) {
+    if (api != "default") return std::string(api);
+    if (const char *env = std::getenv("EMBER_API"); env && *env) {
+        std::string e(env);
+        if (e != "cuda" && e != "hip" && e != "cpu")
+            throw LogicError("EMBER_API='" + e + "' names no api: use cuda, hip or cpu");
+        return e;
+    }
+    if (cuda_device_count() > 0) return "cuda";
+    // AMD GPUs are detected (has_amd_gpu_accelerator) but have no back end yet: fall back to
+    // the CPU device rather than fail.
+    return "cpu";
+}
+
+std::string dims_text(const Dim &d) {
+    return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
+}
+
+void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRequest &r) {
+    const DeviceLimits &lim = ctx.backend->limits();
+    const std::string &k = fn.kernel->ir.name;
+    const std::string dev = ctx.backend->name() + " (" + ctx.label + ")";
+    const int64_t g[3] = {r.grid.x, r.grid.y, r.grid.z};
+    const int64_t b[3] = {r.block.x, r.block.y, r.block.z};
+    static const char *axis[3] = {"x", "y", "z"};
+    for (int i = 0; i < 3; ++i) {
+        if (g[i] < 1)
+            throw LogicError("kernel '" + k + "': grid_dim " + dims_text(r.grid) + " has " + axis[i] +
+                             " = " + std::to_string(g[i]) + "; every dimension must be at least 1");
+        if (b[i] < 1)
+            throw LogicError("kernel '" + k + "': block_dim " + dims_text(r.block) + " has " + axis[i] +
+                             " = " + std::to_string(b[i]) + "; every dimension must be at least 1");
+        if (g[i] > lim.max_grid_dim[i])
+            throw LogicError("kernel '" + k + "': grid_dim " + dims_text(r.grid) + " has " + axis[i] +
+                             " = " + std::to_string(g[i]) + " but " + dev + " allows at most " +
+                             std::to_string(lim.max_grid_dim[i]));
+        if (b[i] > lim.max_block_dim[i])
+            throw LogicError("kernel '" + k + "': block_dim " + dims_text(r.block) + " has " + axis[i] +
+                             " = " + std::to_string(b[i]) + " but " + dev + " allows at most " +
+                             std::to_string(lim.max_block_dim[i]));
+    }
+    // Each factor is within the limits above, so the products cannot overflow.
+    int64_t threads = b[0] * b[1] * b[2];
+    if (threads > lim.max_threads_per_block)
+        throw LogicError("kernel '" + k + "': block_dim " + dims_text(r.block) + " has " +
+                         std::to_string(threads) + " threads but " + dev + " allows at most " +
+                         std::to_string(lim.max_threads_per_block) + " threads per block");
+}
+
+} // namespace
+
+std::string argument_label(const FunctionImpl &fn, size_t index) {
+    std::string s = "argument " + std::to_string(index);
+    const auto &names = fn.kernel->param_names;
+    if (index < names.size() && !names[index].empty()) s += " ('" + names[index] + "')";
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers.
+
+RawDeviceBuffer::RawDeviceBuffer(std::shared_ptr<ContextImpl> ctx, size_t bytes)
+    : ctx_(std::move(ctx)), bytes_(bytes) {
+    if (bytes_ > 0) address_ = ctx_->backend->allocate(bytes_);
+}
+
+RawDeviceBuffer::~RawDeviceBuffer() {
+    if (address_) ctx_->backend->deallocate(address_);
+}
+
+RawHostBuffer::RawHostBuffer(std::shared_ptr<ContextImpl> ctx, size_t bytes)
+    : ctx_(std::move(ctx)), bytes_(bytes) {
+    if (bytes_ > 0) data_ = ctx_->backend->allocate_host(bytes_);
+}
+
+RawHostBuffer::~RawHostBuffer() {
+    if (data_) ctx_->backend->deallocate_host(data_);
+}
+
+void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const ContextImpl *dst_ctx,
+                        MemSide src_side, uint64_t src, const ContextImpl *src_ctx, size_t bytes) {
+    if (bytes == 0) return;
+    auto check = [&](MemSide side, const ContextImpl *c, const char *which) {
+        if (side == MemSide::Device && c != &ctx)
+            throw LogicError(std::string("enqueue_copy: the ") + which + " DeviceBuffer belongs to " +
+                             (c ? c->label : std::string("no context")) + " but the copy runs on " +
+                             ctx.label + "; copies between devices are not supported yet");
+    };
+    check(dst_side, dst_ctx, "destination");
+    check(src_side, src_ctx, "source");
+    Backend &b = *ctx.backend;
+    if (dst_side == MemSide::Device && src_side == MemSide::Host)
+        b.enqueue_copy_to_device(dst, reinterpret_cast<const void *>(src), bytes);
+    else if (dst_side == MemSide::Host && src_side == MemSide::Device)
+        b.enqueue_copy_from_device(reinterpret_cast<void *>(dst), src, bytes);
+    else if (dst_side == MemSide::Device && src_side == MemSide::Device)
+        b.enqueue_copy_device_to_device(dst, src, bytes);
+    else
+        EMBER_UNREACHABLE("host-to-host copy through a context");
+}
+
+void throw_copy_size_mismatch(size_t dst_elems, size_t src_elems, size_t elem_bytes) {
+    throw LogicError("enqueue_copy: the source has " + std::to_string(src_elems) + " elements (" +
+                     std::to_string(src_elems * elem_bytes) + " bytes) but the destination has " +
+                     std::to_string(dst_elems) + " elements (" + std::to_string(dst_elems * elem_bytes) +
+                     " bytes); both must have the same size");
+}
+
+void throw_null_buffer(const char *what) {
+    throw LogicError(std::string("enqueue_copy: the ") + what +
+                     " is empty (a default-constructed or null buffer)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compile and launch.
+
+std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
+                                      const std::shared_ptr<const KernelInfo> &kernel,
+                                      const CompileFunctionOptions &opts) {
+    auto fn = std::make_shared<FunctionImpl>();
+    fn->backend = ctx->backend;
+    fn->context = ctx.get();
+    fn->kernel = kernel;
+    CompileOptions co;
+    co.keep_ir = opts.dump_ir.enabled();
+    co.keep_llvm_opt = opts.dump_llvm.enabled();
+    co.keep_asm = opts.dump_asm.enabled();
+    fn->compiled = ember::compile(kernel->ir, ctx->backend->target(), co);
+    fn->compile_seconds = fn->compiled.lower_seconds + fn->compiled.optimize_seconds +
+                          fn->compiled.codegen_seconds;
+    opts.dump_ir.write(fn->compiled.ir);
+    opts.dump_llvm.write(fn->compiled.llvm_opt);
+    opts.dump_asm.write(fn->compiled.assembly);
+    auto t0 = std::chrono::steady_clock::now();
+    fn->loaded = ctx->backend->load(fn->compiled);
+    fn->load_seconds = seconds_since(t0);
+    return fn;
+}
+
+std::shared_ptr<FunctionImpl> compile_cached(const std::shared_ptr<ContextImpl> &ctx,
+                                             const std::shared_ptr<const KernelInfo> &kernel) {
+    std::lock_guard<std::mutex> lock(ctx->cache_mutex);
+    auto it = ctx->cache.find(kernel->id);
+    if (it != ctx->cache.end()) return it->second;
+    std::shared_ptr<FunctionImpl> fn = compile(ctx, kernel, {});
+    ctx->cache.emplace(kernel->id, fn);
+    return fn;
+}
+
+void launch(ContextImpl &ctx, FunctionImpl &fn, const LaunchRequest &req, void **args, size_t n) {
+    if (fn.context != &ctx)
+        throw LogicError("kernel '" + fn.kernel->ir.name + "' was compiled for " + fn.context->label +
+                         " and cannot be launched on " + ctx.label + "; compile it for this context");
+    check_launch(ctx, fn, req);
+    LaunchDims dims;
+    dims.grid = {req.grid.x, req.grid.y, req.grid.z};
+    dims.block = {req.block.x, req.block.y, req.block.z};
+    ctx.backend->enqueue_launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
+}
+
+void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index,
+                          const RawDeviceBuffer *raw) {
+    if (!raw)
+        throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index) +
+                         " is an empty DeviceBuffer (default-constructed or moved-from)");
+    if (raw->context().get() != &ctx)
+        throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index) +
+                         " is a DeviceBuffer of " + raw->context()->label +
+                         " but the kernel runs on " + ctx.label);
+}
+
+const ContextImpl &function_context(const FunctionImpl &fn) { return *fn.context; }
+const std::string &function_name(const FunctionImpl &fn) { return fn.kernel->ir.name; }
+double function_compile_seconds(const FunctionImpl &fn) { return fn.compile_seconds; }
+double function_load_seconds(const FunctionImpl &fn) { return fn.load_seconds; }
+
+std::string function_assembly(const FunctionImpl &fn) {
+    if (!fn.compiled.assembly.empty()) return fn.compiled.assembly;
+    if (fn.compiled.target.arch == Arch::NVPTX) return fn.compiled.binary;
+    return ember::emit(fn.kernel->ir, fn.compiled.target, Stage::Asm);
+}
+
+} // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// DumpOption.
+
+bool DumpOption::enabled() const {
+    if (auto *b = std::get_if<bool>(&v_)) return *b;
+    return true;
+}
+
+void DumpOption::write(const std::string &text) const {
+    if (!enabled()) return;
+    if (std::holds_alternative<bool>(v_)) {
+        std::cout << text;
+        if (!text.empty() && text.back() != '\n') std::cout << '\n';
+        std::cout.flush();
+        return;
+    }
+    std::filesystem::path p = std::holds_alternative<std::filesystem::path>(v_)
+                                  ? std::get<std::filesystem::path>(v_)
+                                  : std::get<std::function<std::filesystem::path()>>(v_)();
+    std::error_code ec;
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+    std::ofstream out(p, std::ios::binary);
+    out << text;
+    if (!out) throw RuntimeError("cannot write the dump to '" + p.string() + "'");
+}
+
+// ---------------------------------------------------------------------------------------------
+// DeviceContext.
+
+DeviceContext::DeviceContext(int device_id, std::string_view api_arg) {
+    std::string api = detail::resolve_api(api_arg);
+    auto impl = std::make_shared<detail::ContextImpl>();
+    if (api == "cuda") {
+        impl->backend = detail::make_cuda_backend(device_id);
+    } else if (api == "cpu") {
+        impl->backend = detail::make_cpu_backend(device_id);
+    } else if (api == "hip") {
+        throw RuntimeError("api 'hip': ember has no HIP back end yet (it is planned); this machine has " +
+                           std::to_string(detail::hip_device_count()) +
+                           " AMD GPU(s). Use api 'cpu' or 'cuda'");
+    } else {
+        throw LogicError("unknown api '" + api + "': use cuda, hip, cpu or default");
+    }
+    impl->label = api + ":" + std::to_string(device_id);
+    impl_ = std::move(impl);
+}
+
+int DeviceContext::number_of_devices(std::string_view api_arg) {
+    std::string api = detail::resolve_api(api_arg);
+    if (api == "cuda") return detail::cuda_device_count();
+    if (api == "hip") return detail::hip_device_count();
+    if (api == "cpu") return 1;
+    throw LogicError("unknown api '" + api + "': use cuda, hip, cpu or default");
+}
+
+std::string DeviceContext::name() const { return impl_->backend->name(); }
+std::string DeviceContext::api() const { return impl_->backend->api(); }
+int DeviceContext::id() const { return impl_->backend->device_id(); }
+std::string DeviceContext::target() const { return impl_->backend->target().to_string(); }
+void DeviceContext::synchronize() const { impl_->backend->synchronize(); }
+
+void DeviceContext::check_own(const detail::RawDeviceBuffer *raw, const char *which) const {
+    if (!raw) detail::throw_null_buffer(which);
+    if (raw->context() != impl_)
+        throw LogicError(std::string("enqueue_copy: the ") + which + " DeviceBuffer belongs to " +
+                         raw->context()->label + " but this DeviceContext is " + impl_->label);
+}
+
+void DeviceContext::throw_missing_dims(const detail::FunctionImpl &fn, bool has_grid, bool has_block) {
+    std::string missing = !has_grid && !has_block ? "grid_dim(...) and block_dim(...)"
+                          : !has_grid             ? "grid_dim(...)"
+                                                  : "block_dim(...)";
+    throw LogicError("enqueue_function of kernel '" + fn.kernel->ir.name + "' needs " + missing +
+                     " after the kernel's arguments");
+}
+
+bool has_nvidia_gpu_accelerator() { return detail::cuda_device_count() > 0; }
+bool has_amd_gpu_accelerator() { return detail::hip_device_count() > 0; }
+bool has_accelerator() { return has_nvidia_gpu_accelerator() || has_amd_gpu_accelerator(); }
+
+} // namespace ember

@@ -1,0 +1,226 @@
+/// \file
+/// The CPU device: kernels compiled for the host through ORC, the grid's blocks spread over a
+/// pool of threads, the threads of a block run in order by the generated code (see [Note] CPU
+/// kernel ABI). Operations complete before their enqueue_* call returns, which keeps the
+/// stream's in-order semantics; synchronize() has nothing to wait for.
+#include "Backend.h"
+
+#include "ember/compiler/CpuAbi.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+namespace ember::detail {
+
+namespace {
+
+/// Threads for the CPU device: $EMBER_CPU_THREADS, else every hardware thread.
+unsigned pool_size() {
+    if (const char *env = std::getenv("EMBER_CPU_THREADS"); env && *env) {
+        char *end = nullptr;
+        long n = std::strtol(env, &end, 10);
+        if (end && *end == '\0' && n >= 1 && n <= 4096) return static_cast<unsigned>(n);
+        throw LogicError(std::string("EMBER_CPU_THREADS='") + env +
+                         "' is not a thread count between 1 and 4096");
+    }
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// A fixed pool that runs one launch at a time: every worker and the launching thread take
+/// chunks of blocks from a shared counter until none are left.
+class ThreadPool {
+public:
+    explicit ThreadPool(unsigned n) {
+        for (unsigned i = 1; i < n; ++i) workers_.emplace_back([this] { work(); });
+    }
+    ~ThreadPool() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        for (auto &t : workers_) t.join();
+    }
+
+    unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+    /// Calls body(begin, end) for chunks covering [0, total); returns when all are done.
+    void run(int64_t total, const std::function<void(int64_t, int64_t)> &body) {
+        std::lock_guard<std::mutex> one_launch(launch_mutex_);
+        int64_t chunk = std::max<int64_t>(1, total / (int64_t(size()) * 8));
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            body_ = &body;
+            total_ = total;
+            chunk_ = chunk;
+            next_.store(0);
+            busy_ = static_cast<int>(workers_.size());
+            ++generation_;
+        }
+        wake_.notify_all();
+        drain();
+        std::unique_lock<std::mutex> lock(mutex_);
+        done_.wait(lock, [&] { return busy_ == 0; });
+        body_ = nullptr;
+    }
+
+private:
+    void drain() {
+        for (;;) {
+            int64_t b = next_.fetch_add(chunk_);
+            if (b >= total_) return;
+            (*body_)(b, std::min(total_, b + chunk_));
+        }
+    }
+    void work() {
+        uint64_t seen = 0;
+        for (;;) {
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+                if (stop_) return;
+                seen = generation_;
+            }
+            drain();
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                if (--busy_ == 0) done_.notify_one();
+            }
+        }
+    }
+
+    std::vector<std::thread> workers_;
+    std::mutex launch_mutex_;
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    const std::function<void(int64_t, int64_t)> *body_ = nullptr;
+    int64_t total_ = 0, chunk_ = 1;
+    std::atomic<int64_t> next_{0};
+    int busy_ = 0;
+    uint64_t generation_ = 0;
+    bool stop_ = false;
+};
+
+ThreadPool &pool() {
+    static ThreadPool p(pool_size());
+    return p;
+}
+
+std::string cpu_model_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            auto colon = line.find(':');
+            if (colon != std::string::npos) {
+                std::string s = line.substr(colon + 1);
+                s.erase(0, s.find_first_not_of(" \t"));
+                if (!s.empty()) return s;
+            }
+        }
+    }
+    return "CPU";
+}
+
+class CpuFunction final : public LoadedFunction {
+public:
+    explicit CpuFunction(std::unique_ptr<CpuModule> m)
+        : module_(std::move(m)), entry_(reinterpret_cast<CpuKernelFn>(module_->entry())) {}
+    CpuKernelFn entry() const { return entry_; }
+
+private:
+    std::unique_ptr<CpuModule> module_;
+    CpuKernelFn entry_;
+};
+
+/// Memory for the CPU device: 256-byte aligned like cudaMalloc, so vector loads behave alike.
+void *aligned_bytes(size_t bytes, const char *what) {
+    size_t rounded = (bytes + 255) / 256 * 256;
+    void *p = std::aligned_alloc(256, rounded);
+    if (!p)
+        throw MemoryError(std::string(what) + ": cannot allocate " + std::to_string(bytes) +
+                          " bytes of host memory for the CPU device");
+    return p;
+}
+
+class CpuBackend final : public Backend {
+public:
+    CpuBackend() : name_(cpu_model_name()), target_(TargetSpec::host()) {}
+
+    std::string api() const override { return "cpu"; }
+    std::string name() const override { return name_; }
+    int device_id() const override { return 0; }
+    TargetSpec target() const override { return target_; }
+    // The limits of CUDA devices, so that a launch that works here also works on a GPU.
+    const DeviceLimits &limits() const override { return limits_; }
+
+    DeviceAddress allocate(size_t bytes) override {
+        return reinterpret_cast<DeviceAddress>(aligned_bytes(bytes, "enqueue_create_buffer"));
+    }
+    void deallocate(DeviceAddress p) noexcept override { std::free(reinterpret_cast<void *>(p)); }
+    void *allocate_host(size_t bytes) override { return aligned_bytes(bytes, "enqueue_create_host_buffer"); }
+    void deallocate_host(void *p) noexcept override { std::free(p); }
+
+    void enqueue_copy_to_device(DeviceAddress dst, const void *src, size_t bytes) override {
+        std::memmove(reinterpret_cast<void *>(dst), src, bytes);
+    }
+    void enqueue_copy_from_device(void *dst, DeviceAddress src, size_t bytes) override {
+        std::memmove(dst, reinterpret_cast<const void *>(src), bytes);
+    }
+    void enqueue_copy_device_to_device(DeviceAddress dst, DeviceAddress src, size_t bytes) override {
+        std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
+    }
+    void synchronize() override {}
+
+    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
+        return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol));
+    }
+
+    void enqueue_launch(LoadedFunction &fn, const std::string &, const LaunchDims &dims, void **args,
+                        size_t) override {
+        CpuKernelFn entry = static_cast<CpuFunction &>(fn).entry();
+        CpuLaunch base{};
+        for (int i = 0; i < 3; ++i) {
+            base.grid_dim[i] = dims.grid[i];
+            base.block_dim[i] = dims.block[i];
+        }
+        int64_t blocks = dims.grid[0] * dims.grid[1] * dims.grid[2];
+        if (blocks == 1 || pool().size() == 1) {
+            base.block_begin = 0;
+            base.block_end = blocks;
+            entry(args, &base);
+            return;
+        }
+        pool().run(blocks, [&](int64_t b, int64_t e) {
+            CpuLaunch l = base;
+            l.block_begin = b;
+            l.block_end = e;
+            entry(args, &l);
+        });
+    }
+
+private:
+    std::string name_;
+    TargetSpec target_;
+    DeviceLimits limits_;
+};
+
+} // namespace
+
+std::shared_ptr<Backend> make_cpu_backend(int device_id) {
+    if (device_id != 0)
+        throw LogicError("no CPU device with id " + std::to_string(device_id) +
+                         ": the CPU device is id 0 (api 'cpu' has 1 device)");
+    return std::make_shared<CpuBackend>();
+}
+
+} // namespace ember::detail

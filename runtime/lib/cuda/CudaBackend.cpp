@@ -1,0 +1,426 @@
+/// \file
+/// The CUDA back end: one device's primary context, one non-blocking stream, PTX loaded by the
+/// driver's JIT.
+///
+/// [Note] CUDA contexts and threads
+/// ================================
+/// A back end retains the device's *primary* context (the one the CUDA runtime, and so PyTorch,
+/// uses), so buffers and streams are shared with them. Any host thread may call it: every method
+/// makes the context current for the duration of its driver calls through `ScopedCurrent`, which
+/// costs one cuCtxGetCurrent when the context is current already. When the thread had *another*
+/// context current, it is restored afterwards, so ember never changes the device the user's own
+/// CUDA code runs on; when the thread had none, ours is left current (as the CUDA runtime does).
+#include "cuda/CudaDriver.h"
+
+#include "ember/Error.h"
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <new>
+#include <string>
+#include <utility>
+
+namespace ember::detail {
+
+/// A retained primary context, released when the last owner (the back end, a loaded function)
+/// goes away.
+class CudaPrimaryContext {
+public:
+    /// Throws as CudaDriver::check does.
+    CudaPrimaryContext(const CudaDriver &drv, cu::CUdevice dev, std::string where)
+        : drv_(drv), dev_(dev), where_(std::move(where)) {
+        drv_.check(drv_.cuDevicePrimaryCtxRetain(&handle_, dev_), "cuDevicePrimaryCtxRetain",
+                   " for " + where_);
+    }
+    ~CudaPrimaryContext() {
+        drv_.log_if_error(drv_.cuDevicePrimaryCtxRelease(dev_), "cuDevicePrimaryCtxRelease",
+                          " for " + where_);
+    }
+    CudaPrimaryContext(const CudaPrimaryContext &) = delete;
+    CudaPrimaryContext &operator=(const CudaPrimaryContext &) = delete;
+
+    const CudaDriver &driver() const noexcept { return drv_; }
+    cu::CUcontext handle() const noexcept { return handle_; }
+    /// "device 0 (NVIDIA H100 80GB HBM3)", for messages.
+    const std::string &where() const noexcept { return where_; }
+
+private:
+    const CudaDriver &drv_;
+    cu::CUdevice dev_;
+    cu::CUcontext handle_ = nullptr;
+    std::string where_;
+};
+
+namespace {
+
+/// Makes a primary context current on this thread for one scope. See [Note] CUDA contexts and
+/// threads.
+class ScopedCurrent {
+public:
+    /// Throws when the context cannot be made current.
+    explicit ScopedCurrent(const CudaPrimaryContext &ctx) : ctx_(ctx) {
+        ctx_.driver().check(enter(), "cuCtxSetCurrent", " making " + ctx_.where() +
+                                                           " current on this thread");
+    }
+    /// For noexcept paths: logs a failure; see ok().
+    ScopedCurrent(const CudaPrimaryContext &ctx, std::nothrow_t) noexcept : ctx_(ctx) {
+        ok_ = ctx_.driver().log_if_error(enter(), "cuCtxSetCurrent");
+    }
+    ~ScopedCurrent() {
+        if (restore_)
+            ctx_.driver().log_if_error(ctx_.driver().cuCtxSetCurrent(previous_), "cuCtxSetCurrent",
+                                       " (restoring the thread's previous context)");
+    }
+    ScopedCurrent(const ScopedCurrent &) = delete;
+    ScopedCurrent &operator=(const ScopedCurrent &) = delete;
+
+    bool ok() const noexcept { return ok_; }
+
+private:
+    cu::CUresult enter() noexcept {
+        const CudaDriver &drv = ctx_.driver();
+        cu::CUcontext current = nullptr;
+        if (cu::CUresult rc = drv.cuCtxGetCurrent(&current); rc != cu::CUDA_SUCCESS) return rc;
+        if (current == ctx_.handle()) return cu::CUDA_SUCCESS;
+        if (cu::CUresult rc = drv.cuCtxSetCurrent(ctx_.handle()); rc != cu::CUDA_SUCCESS)
+            return rc;
+        previous_ = current;
+        restore_ = current != nullptr;
+        return cu::CUDA_SUCCESS;
+    }
+
+    const CudaPrimaryContext &ctx_;
+    cu::CUcontext previous_ = nullptr;
+    bool restore_ = false;
+    bool ok_ = true;
+};
+
+/// "1048576 bytes (1 MiB)".
+std::string format_bytes(uint64_t bytes) {
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::string s = std::to_string(bytes) + " bytes";
+    if (bytes < 1024) return s;
+    double v = double(bytes);
+    int unit = 0;
+    while (v >= 1024 && unit < 6) v /= 1024, ++unit;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " (%.3g %s)", v, units[unit]);
+    return s + buf;
+}
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+    return buf;
+}
+
+std::string dims(const std::array<int64_t, 3> &d) {
+    return "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) +
+           ")";
+}
+
+/// The text a NUL-terminated JIT log buffer holds, without trailing blank lines.
+std::string log_text(const std::string &buffer) {
+    std::string s(buffer.c_str());
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+constexpr size_t jit_log_bytes = 16 * 1024;
+
+class CudaBackend final : public Backend {
+public:
+    CudaBackend(const CudaDriver &drv, int device_id) : drv_(drv), device_id_(device_id) {
+        std::string where = "device " + std::to_string(device_id);
+        drv_.check(drv_.cuDeviceGet(&dev_, device_id), "cuDeviceGet", " for " + where);
+        char name[256] = {};
+        drv_.check(drv_.cuDeviceGetName(name, int(sizeof name) - 1, dev_), "cuDeviceGetName",
+                   " for " + where);
+        name_ = name;
+        where += " (" + name_ + ")";
+
+        auto attribute = [&](cu::CUdevice_attribute attr, const char *what) {
+            int value = 0;
+            drv_.check(drv_.cuDeviceGetAttribute(&value, attr, dev_), "cuDeviceGetAttribute",
+                       std::string(" reading the ") + what + " of " + where);
+            return value;
+        };
+        int major = attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                              "compute capability");
+        int minor = attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                              "compute capability");
+        target_ = TargetSpec::nvptx_for(major, minor);
+        limits_.max_threads_per_block =
+            attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
+        limits_.max_block_dim = {
+            attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, "max block dimension x"),
+            attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, "max block dimension y"),
+            attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, "max block dimension z")};
+        limits_.max_grid_dim = {
+            attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, "max grid dimension x"),
+            attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, "max grid dimension y"),
+            attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, "max grid dimension z")};
+        // The limit without the opt-in (cuFuncSetAttribute) that ember does not do.
+        limits_.max_shared_memory_per_block = attribute(
+            cu::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "max shared memory per block");
+        limits_.warp_size = attribute(cu::CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size");
+
+        // Older drivers do not know the attribute: no pools then.
+        int pools = 0;
+        if (drv_.cuDeviceGetAttribute(&pools, cu::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+                                      dev_) != cu::CUDA_SUCCESS)
+            pools = 0;
+        use_pools_ = pools != 0 && drv_.cuMemAllocAsync && drv_.cuMemFreeAsync;
+
+        ctx_ = std::make_shared<const CudaPrimaryContext>(drv_, dev_, where);
+        ScopedCurrent current(*ctx_);
+        drv_.check(drv_.cuStreamCreate(&stream_, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate",
+                   " on " + ctx_->where());
+    }
+
+    ~CudaBackend() override {
+        if (!stream_) return;
+        ScopedCurrent current(*ctx_, std::nothrow);
+        if (!current.ok()) return;
+        drv_.log_if_error(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize",
+                          " while destroying the stream of " + ctx_->where());
+        drv_.log_if_error(drv_.cuStreamDestroy(stream_), "cuStreamDestroy",
+                          " on " + ctx_->where());
+    }
+
+    std::string api() const override { return "cuda"; }
+    std::string name() const override { return name_; }
+    int device_id() const override { return device_id_; }
+    TargetSpec target() const override { return target_; }
+    const DeviceLimits &limits() const override { return limits_; }
+
+    DeviceAddress allocate(size_t bytes) override {
+        EMBER_ASSERT(bytes > 0, "CudaBackend::allocate of 0 bytes");
+        ScopedCurrent current(*ctx_);
+        cu::CUdeviceptr p = 0;
+        const char *call = use_pools_ ? "cuMemAllocAsync" : "cuMemAlloc";
+        cu::CUresult rc = use_pools_ ? drv_.cuMemAllocAsync(&p, bytes, stream_)
+                                     : drv_.cuMemAlloc(&p, bytes);
+        if (rc == cu::CUDA_ERROR_OUT_OF_MEMORY && use_pools_) {
+            // The pool returns memory freed on the stream to the device only at a synchronisation
+            // point; one retry after it.
+            drv_.check(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize",
+                       " (retrying an allocation that ran out of memory on " + ctx_->where() +
+                           ")");
+            rc = drv_.cuMemAllocAsync(&p, bytes, stream_);
+        }
+        if (rc == cu::CUDA_ERROR_OUT_OF_MEMORY)
+            drv_.raise(rc, std::string(call) + " failed", out_of_memory_context(bytes));
+        drv_.check(rc, call, "; requested " + format_bytes(bytes) + " on " + ctx_->where());
+        return p;
+    }
+
+    void deallocate(DeviceAddress p) noexcept override {
+        if (!p) return;
+        ScopedCurrent current(*ctx_, std::nothrow);
+        if (!current.ok()) return;
+        if (use_pools_)
+            drv_.log_if_error(drv_.cuMemFreeAsync(p, stream_), "cuMemFreeAsync");
+        else
+            drv_.log_if_error(drv_.cuMemFree(p), "cuMemFree");
+    }
+
+    void *allocate_host(size_t bytes) override {
+        if (bytes == 0) return nullptr;
+        ScopedCurrent current(*ctx_);
+        void *p = nullptr;
+        cu::CUresult rc = drv_.cuMemAllocHost(&p, bytes);
+        drv_.check(rc, "cuMemAllocHost",
+                   "; requested " + format_bytes(bytes) + " of page-locked host memory for " +
+                       ctx_->where());
+        return p;
+    }
+
+    void deallocate_host(void *p) noexcept override {
+        if (!p) return;
+        ScopedCurrent current(*ctx_, std::nothrow);
+        if (!current.ok()) return;
+        drv_.log_if_error(drv_.cuMemFreeHost(p), "cuMemFreeHost");
+    }
+
+    void enqueue_copy_to_device(DeviceAddress dst, const void *src, size_t bytes) override {
+        if (bytes == 0) return;
+        ScopedCurrent current(*ctx_);
+        drv_.check(drv_.cuMemcpyHtoDAsync(dst, src, bytes, stream_), "cuMemcpyHtoDAsync",
+                   copy_context(bytes, "host to device", dst));
+    }
+
+    void enqueue_copy_from_device(void *dst, DeviceAddress src, size_t bytes) override {
+        if (bytes == 0) return;
+        ScopedCurrent current(*ctx_);
+        drv_.check(drv_.cuMemcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync",
+                   copy_context(bytes, "device to host", src));
+    }
+
+    void enqueue_copy_device_to_device(DeviceAddress dst, DeviceAddress src,
+                                       size_t bytes) override {
+        if (bytes == 0) return;
+        ScopedCurrent current(*ctx_);
+        drv_.check(drv_.cuMemcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync",
+                   copy_context(bytes, "device to device", src) + " to " + hex(dst));
+    }
+
+    void synchronize() override {
+        ScopedCurrent current(*ctx_);
+        drv_.check(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize",
+                   " on " + ctx_->where() +
+                       "; the failure comes from a kernel or copy enqueued since the last "
+                       "synchronize");
+    }
+
+    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
+        if (k.target.arch != Arch::NVPTX)
+            throw LogicError("kernel '" + k.kernel_name + "' was compiled for " +
+                             k.target.to_string() + ", but " + ctx_->where() + " needs " +
+                             target_.to_string());
+        ScopedCurrent current(*ctx_);
+        std::string info_log(jit_log_bytes, '\0'), error_log(jit_log_bytes, '\0');
+        cu::CUjit_option options[] = {
+            cu::CU_JIT_INFO_LOG_BUFFER,  cu::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            cu::CU_JIT_ERROR_LOG_BUFFER, cu::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            cu::CU_JIT_LOG_VERBOSE,
+        };
+        void *values[] = {
+            info_log.data(),
+            reinterpret_cast<void *>(uintptr_t(info_log.size() - 1)),
+            error_log.data(),
+            reinterpret_cast<void *>(uintptr_t(error_log.size() - 1)),
+            reinterpret_cast<void *>(uintptr_t(0)),
+        };
+        static_assert(std::size(options) == std::size(values));
+        cu::CUmodule module = nullptr;
+        auto start = std::chrono::steady_clock::now();
+        // The PTX image must be NUL-terminated; c_str() is.
+        cu::CUresult rc = drv_.cuModuleLoadDataEx(&module, k.binary.c_str(),
+                                                  unsigned(std::size(options)), options, values);
+        std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+        if (rc != cu::CUDA_SUCCESS)
+            throw_load_error(k, rc, log_text(error_log), log_text(info_log));
+
+        auto fn = std::make_unique<CudaFunction>(ctx_, module);
+        fn->load_seconds = elapsed.count();
+        drv_.check(drv_.cuModuleGetFunction(&fn->function, module, k.entry_symbol.c_str()),
+                   "cuModuleGetFunction",
+                   "; the PTX of kernel '" + k.kernel_name + "' has no entry point '" +
+                       k.entry_symbol + "'");
+        return fn;
+    }
+
+    void enqueue_launch(LoadedFunction &fn, const std::string &kernel_name,
+                        const LaunchDims &d, void **args, size_t /*num_args*/) override {
+        auto &f = static_cast<CudaFunction &>(fn);
+        ScopedCurrent current(*ctx_);
+        cu::CUresult rc = drv_.cuLaunchKernel(
+            f.function, unsigned(d.grid[0]), unsigned(d.grid[1]), unsigned(d.grid[2]),
+            unsigned(d.block[0]), unsigned(d.block[1]), unsigned(d.block[2]), d.shared_mem_bytes,
+            stream_, args, /*extra=*/nullptr);
+        if (rc == cu::CUDA_SUCCESS) return;
+        std::string context = "; grid " + dims(d.grid) + ", block " + dims(d.block) + ", " +
+                              std::to_string(d.shared_mem_bytes) +
+                              " bytes of dynamic shared memory, on " + ctx_->where();
+        if (rc == cu::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+            context += "; a block of this size needs more registers than the device has: launch "
+                       "fewer threads per block";
+        drv_.raise(rc, "launch of kernel '" + kernel_name + "' failed", context);
+    }
+
+private:
+    std::string out_of_memory_context(size_t bytes) const {
+        std::string s = "; requested " + format_bytes(bytes) + " on " + ctx_->where();
+        size_t free_bytes = 0, total_bytes = 0;
+        if (drv_.cuMemGetInfo(&free_bytes, &total_bytes) == cu::CUDA_SUCCESS)
+            s += ", which has " + format_bytes(free_bytes) + " free of " +
+                 format_bytes(total_bytes);
+        return s;
+    }
+
+    std::string copy_context(size_t bytes, const char *direction, DeviceAddress device) const {
+        return "; copying " + format_bytes(bytes) + " " + direction + " on " + ctx_->where() +
+               " (device address " + hex(device) + ")";
+    }
+
+    [[noreturn]] void throw_load_error(const CompiledKernel &k, cu::CUresult rc,
+                                       std::string error_log, const std::string &info_log) const {
+        // A fault of an earlier kernel, or no memory to load into: not the PTX's fault.
+        CudaErrorClass c = cuda_error_class(rc);
+        if (c == CudaErrorClass::Memory || c == CudaErrorClass::Launch)
+            drv_.raise(rc, "cuModuleLoadDataEx failed",
+                       " loading kernel '" + k.kernel_name + "' on " + ctx_->where());
+        std::string summary = "kernel '" + k.kernel_name +
+                              "': the CUDA driver rejected the PTX for " + k.target.to_string() +
+                              " (" + drv_.error_name(rc) + ")";
+        if (rc == cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+            summary += "; the PTX ISA version is newer than this driver (CUDA " +
+                       std::to_string(drv_.version() / 1000) + "." +
+                       std::to_string(drv_.version() % 1000 / 10) +
+                       ") accepts: update the driver or target an older PTX version";
+        else if (!(k.target == target_))
+            summary += "; " + ctx_->where() + " is " + target_.to_string();
+        std::string log = std::move(error_log);
+        if (!info_log.empty()) log += (log.empty() ? "" : "\n") + info_log;
+        if (log.empty()) {
+            // Some failures (a corrupt image) leave both logs empty.
+            std::string desc = drv_.error_string(rc);
+            log = "(no JIT log) " + drv_.error_name(rc) + (desc.empty() ? "" : ": " + desc);
+        }
+        throw CompileError(summary, std::move(log));
+    }
+
+    const CudaDriver &drv_;
+    int device_id_;
+    cu::CUdevice dev_ = 0;
+    std::string name_;
+    TargetSpec target_;
+    DeviceLimits limits_;
+    bool use_pools_ = false;
+    std::shared_ptr<const CudaPrimaryContext> ctx_;
+    cu::CUstream stream_ = nullptr;
+};
+
+} // namespace
+
+CudaFunction::~CudaFunction() {
+    if (!module_) return;
+    const CudaDriver &drv = ctx_->driver();
+    ScopedCurrent current(*ctx_, std::nothrow);
+    if (!current.ok()) return;
+    drv.log_if_error(drv.cuModuleUnload(module_), "cuModuleUnload", " on " + ctx_->where());
+}
+
+double last_load_seconds(const LoadedFunction &fn) {
+    const auto *f = dynamic_cast<const CudaFunction *>(&fn);
+    return f ? f->load_seconds : 0;
+}
+
+std::shared_ptr<Backend> make_cuda_backend(int device_id) {
+    const CudaDriver &drv = CudaDriver::get();
+    int count = 0;
+    drv.check(drv.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (device_id < 0 || device_id >= count) {
+        std::string msg = "no CUDA device with id " + std::to_string(device_id) +
+                          ": this machine has " + std::to_string(count);
+        if (const char *visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+            msg += std::string(" (CUDA_VISIBLE_DEVICES is '") + visible + "')";
+        throw LogicError(msg);
+    }
+    return std::make_shared<CudaBackend>(drv, device_id);
+}
+
+int cuda_device_count() noexcept {
+    const CudaDriver *drv = CudaDriver::try_get();
+    if (!drv) return 0;
+    int count = 0;
+    if (drv->cuDeviceGetCount(&count) != cu::CUDA_SUCCESS) return 0;
+    return count;
+}
+
+} // namespace ember::detail

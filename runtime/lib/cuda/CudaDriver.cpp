@@ -1,0 +1,356 @@
+/// \file
+/// Loading libcuda.so.1 and turning CUresults into ember's exceptions.
+#include "cuda/CudaDriver.h"
+
+#include "ember/Error.h"
+
+#include <cstdio>
+#include <dlfcn.h>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace ember::detail {
+
+namespace {
+
+struct ErrorName {
+    int code;
+    const char *name;
+};
+
+/// CUresult names, from cuda.h of CUDA 13.0; used when the driver is absent or does not know a
+/// code (cuGetErrorName fails for codes newer than the driver).
+constexpr ErrorName error_names[] = {
+    {0, "CUDA_SUCCESS"},
+    {1, "CUDA_ERROR_INVALID_VALUE"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED"},
+    {4, "CUDA_ERROR_DEINITIALIZED"},
+    {5, "CUDA_ERROR_PROFILER_DISABLED"},
+    {6, "CUDA_ERROR_PROFILER_NOT_INITIALIZED"},
+    {7, "CUDA_ERROR_PROFILER_ALREADY_STARTED"},
+    {8, "CUDA_ERROR_PROFILER_ALREADY_STOPPED"},
+    {34, "CUDA_ERROR_STUB_LIBRARY"},
+    {36, "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER"},
+    {46, "CUDA_ERROR_DEVICE_UNAVAILABLE"},
+    {100, "CUDA_ERROR_NO_DEVICE"},
+    {101, "CUDA_ERROR_INVALID_DEVICE"},
+    {102, "CUDA_ERROR_DEVICE_NOT_LICENSED"},
+    {200, "CUDA_ERROR_INVALID_IMAGE"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT"},
+    {202, "CUDA_ERROR_CONTEXT_ALREADY_CURRENT"},
+    {205, "CUDA_ERROR_MAP_FAILED"},
+    {206, "CUDA_ERROR_UNMAP_FAILED"},
+    {207, "CUDA_ERROR_ARRAY_IS_MAPPED"},
+    {208, "CUDA_ERROR_ALREADY_MAPPED"},
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU"},
+    {210, "CUDA_ERROR_ALREADY_ACQUIRED"},
+    {211, "CUDA_ERROR_NOT_MAPPED"},
+    {212, "CUDA_ERROR_NOT_MAPPED_AS_ARRAY"},
+    {213, "CUDA_ERROR_NOT_MAPPED_AS_POINTER"},
+    {214, "CUDA_ERROR_ECC_UNCORRECTABLE"},
+    {215, "CUDA_ERROR_UNSUPPORTED_LIMIT"},
+    {216, "CUDA_ERROR_CONTEXT_ALREADY_IN_USE"},
+    {217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"},
+    {218, "CUDA_ERROR_INVALID_PTX"},
+    {219, "CUDA_ERROR_INVALID_GRAPHICS_CONTEXT"},
+    {220, "CUDA_ERROR_NVLINK_UNCORRECTABLE"},
+    {221, "CUDA_ERROR_JIT_COMPILER_NOT_FOUND"},
+    {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"},
+    {223, "CUDA_ERROR_JIT_COMPILATION_DISABLED"},
+    {224, "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY"},
+    {225, "CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC"},
+    {226, "CUDA_ERROR_CONTAINED"},
+    {300, "CUDA_ERROR_INVALID_SOURCE"},
+    {301, "CUDA_ERROR_FILE_NOT_FOUND"},
+    {302, "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND"},
+    {303, "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED"},
+    {304, "CUDA_ERROR_OPERATING_SYSTEM"},
+    {400, "CUDA_ERROR_INVALID_HANDLE"},
+    {401, "CUDA_ERROR_ILLEGAL_STATE"},
+    {402, "CUDA_ERROR_LOSSY_QUERY"},
+    {500, "CUDA_ERROR_NOT_FOUND"},
+    {600, "CUDA_ERROR_NOT_READY"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+    {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
+    {702, "CUDA_ERROR_LAUNCH_TIMEOUT"},
+    {703, "CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING"},
+    {704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED"},
+    {705, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED"},
+    {708, "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE"},
+    {709, "CUDA_ERROR_CONTEXT_IS_DESTROYED"},
+    {710, "CUDA_ERROR_ASSERT"},
+    {711, "CUDA_ERROR_TOO_MANY_PEERS"},
+    {712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"},
+    {713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"},
+    {714, "CUDA_ERROR_HARDWARE_STACK_ERROR"},
+    {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"},
+    {716, "CUDA_ERROR_MISALIGNED_ADDRESS"},
+    {717, "CUDA_ERROR_INVALID_ADDRESS_SPACE"},
+    {718, "CUDA_ERROR_INVALID_PC"},
+    {719, "CUDA_ERROR_LAUNCH_FAILED"},
+    {720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"},
+    {721, "CUDA_ERROR_TENSOR_MEMORY_LEAK"},
+    {800, "CUDA_ERROR_NOT_PERMITTED"},
+    {801, "CUDA_ERROR_NOT_SUPPORTED"},
+    {802, "CUDA_ERROR_SYSTEM_NOT_READY"},
+    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"},
+    {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"},
+    {805, "CUDA_ERROR_MPS_CONNECTION_FAILED"},
+    {806, "CUDA_ERROR_MPS_RPC_FAILURE"},
+    {807, "CUDA_ERROR_MPS_SERVER_NOT_READY"},
+    {808, "CUDA_ERROR_MPS_MAX_CLIENTS_REACHED"},
+    {809, "CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED"},
+    {810, "CUDA_ERROR_MPS_CLIENT_TERMINATED"},
+    {811, "CUDA_ERROR_CDP_NOT_SUPPORTED"},
+    {812, "CUDA_ERROR_CDP_VERSION_MISMATCH"},
+    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"},
+    {901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"},
+    {902, "CUDA_ERROR_STREAM_CAPTURE_MERGE"},
+    {903, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED"},
+    {904, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED"},
+    {905, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION"},
+    {906, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT"},
+    {907, "CUDA_ERROR_CAPTURED_EVENT"},
+    {908, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD"},
+    {909, "CUDA_ERROR_TIMEOUT"},
+    {910, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE"},
+    {911, "CUDA_ERROR_EXTERNAL_DEVICE"},
+    {912, "CUDA_ERROR_INVALID_CLUSTER_SIZE"},
+    {913, "CUDA_ERROR_FUNCTION_NOT_LOADED"},
+    {914, "CUDA_ERROR_INVALID_RESOURCE_TYPE"},
+    {915, "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION"},
+    {916, "CUDA_ERROR_KEY_ROTATION"},
+    {999, "CUDA_ERROR_UNKNOWN"},
+};
+
+} // namespace
+
+CudaErrorClass cuda_error_class(int code) noexcept {
+    using namespace cu;
+    switch (code) {
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        return CudaErrorClass::Memory;
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    case CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING:
+    case CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE:
+    case CUDA_ERROR_TENSOR_MEMORY_LEAK:
+        return CudaErrorClass::Launch;
+    case CUDA_ERROR_INVALID_VALUE:
+    case CUDA_ERROR_NOT_INITIALIZED:
+    case CUDA_ERROR_INVALID_DEVICE:
+    case CUDA_ERROR_INVALID_IMAGE:
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_INVALID_PTX:
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    case CUDA_ERROR_INVALID_HANDLE:
+    case CUDA_ERROR_ILLEGAL_STATE:
+    case CUDA_ERROR_NOT_FOUND:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_NOT_SUPPORTED:
+        return CudaErrorClass::Logic;
+    default:
+        return CudaErrorClass::Runtime;
+    }
+}
+
+bool cuda_error_is_sticky(int code) noexcept {
+    using namespace cu;
+    switch (code) {
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_TENSOR_MEMORY_LEAK:
+    case CUDA_ERROR_CONTAINED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+std::string cuda_error_name(int code) {
+    for (const ErrorName &e : error_names)
+        if (e.code == code) return e.name;
+    return "CUresult(" + std::to_string(code) + ")";
+}
+
+void throw_cuda_error(int code, std::string_view what_failed, std::string_view context,
+                      std::string_view name, std::string_view description) {
+    std::string code_name = name.empty() ? cuda_error_name(code) : std::string(name);
+    std::string msg(what_failed);
+    msg += ": ";
+    msg += code_name;
+    if (!description.empty()) {
+        msg += " (";
+        msg += description;
+        msg += ')';
+    }
+    msg += context;
+    if (cuda_error_is_sticky(code))
+        msg += "; the CUDA context is no longer usable: every later CUDA call in this process "
+               "fails with this error, so the process must be restarted";
+    switch (cuda_error_class(code)) {
+    case CudaErrorClass::Memory:
+        throw MemoryError(msg, code, std::move(code_name));
+    case CudaErrorClass::Launch:
+        throw LaunchError(msg, code, std::move(code_name));
+    case CudaErrorClass::Logic:
+        throw LogicError(msg, code, std::move(code_name));
+    case CudaErrorClass::Runtime:
+        break;
+    }
+    throw RuntimeError(msg, code, std::move(code_name));
+}
+
+CudaDriver &CudaDriver::instance() noexcept {
+    // Leaked on purpose: buffers and contexts released by static destructors at exit still need
+    // the entry points.
+    static CudaDriver *driver = [] {
+        auto *d = new CudaDriver;
+        d->load();
+        return d;
+    }();
+    return *driver;
+}
+
+const CudaDriver &CudaDriver::get() {
+    const CudaDriver &d = instance();
+    if (!d.error_.empty()) throw RuntimeError(d.error_, d.error_code_, d.error_code_name_);
+    return d;
+}
+
+const CudaDriver *CudaDriver::try_get(std::string *why) noexcept {
+    const CudaDriver &d = instance();
+    if (d.error_.empty()) return &d;
+    if (why) {
+        try {
+            *why = d.error_;
+        } catch (...) {
+        }
+    }
+    return nullptr;
+}
+
+void CudaDriver::load() noexcept {
+    try {
+        library_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!library_) {
+            const char *why = dlerror();
+            error_ = std::string("cannot load libcuda.so.1: ") + (why ? why : "unknown error") +
+                     "; is the NVIDIA driver installed?";
+            return;
+        }
+        std::string missing;
+        auto sym = [&](auto &fn, const char *name, bool required) {
+            void *p = dlsym(library_, name);
+            if (!p && required) missing += missing.empty() ? name : std::string(", ") + name;
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+        };
+        sym(cuInit, "cuInit", true);
+        sym(cuDriverGetVersion, "cuDriverGetVersion", true);
+        sym(cuGetErrorName, "cuGetErrorName", true);
+        sym(cuGetErrorString, "cuGetErrorString", true);
+        sym(cuDeviceGetCount, "cuDeviceGetCount", true);
+        sym(cuDeviceGet, "cuDeviceGet", true);
+        sym(cuDeviceGetName, "cuDeviceGetName", true);
+        sym(cuDeviceGetAttribute, "cuDeviceGetAttribute", true);
+        sym(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", true);
+        sym(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", true);
+        sym(cuCtxGetCurrent, "cuCtxGetCurrent", true);
+        sym(cuCtxSetCurrent, "cuCtxSetCurrent", true);
+        sym(cuStreamCreate, "cuStreamCreate", true);
+        sym(cuStreamDestroy, "cuStreamDestroy_v2", true);
+        sym(cuStreamSynchronize, "cuStreamSynchronize", true);
+        sym(cuMemAlloc, "cuMemAlloc_v2", true);
+        sym(cuMemFree, "cuMemFree_v2", true);
+        sym(cuMemAllocHost, "cuMemAllocHost_v2", true);
+        sym(cuMemFreeHost, "cuMemFreeHost", true);
+        sym(cuMemGetInfo, "cuMemGetInfo_v2", true);
+        sym(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", true);
+        sym(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", true);
+        sym(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", true);
+        sym(cuModuleLoadDataEx, "cuModuleLoadDataEx", true);
+        sym(cuModuleGetFunction, "cuModuleGetFunction", true);
+        sym(cuModuleUnload, "cuModuleUnload", true);
+        sym(cuLaunchKernel, "cuLaunchKernel", true);
+        sym(cuMemAllocAsync, "cuMemAllocAsync", /*required=*/false);
+        sym(cuMemFreeAsync, "cuMemFreeAsync", /*required=*/false);
+        if (!cuMemAllocAsync || !cuMemFreeAsync) {
+            cuMemAllocAsync = nullptr;
+            cuMemFreeAsync = nullptr;
+        }
+        if (!missing.empty()) {
+            error_ = "libcuda.so.1 lacks " + missing +
+                     "; the NVIDIA driver is too old for ember, which needs a driver for CUDA 11 "
+                     "or newer";
+            return;
+        }
+        if (cu::CUresult rc = cuInit(0); rc != cu::CUDA_SUCCESS) {
+            std::string desc = error_string(rc);
+            error_code_ = rc;
+            error_code_name_ = error_name(rc);
+            error_ = "cuInit failed: " + error_code_name_ + (desc.empty() ? "" : " (" + desc + ")");
+            if (rc == cu::CUDA_ERROR_NO_DEVICE)
+                error_ += "; no CUDA device is visible (check CUDA_VISIBLE_DEVICES)";
+            return;
+        }
+        if (cuDriverGetVersion(&version_) != cu::CUDA_SUCCESS) version_ = 0;
+    } catch (...) {
+        // Only std::bad_alloc can get here.
+        error_ = "cannot load libcuda.so.1: out of host memory";
+    }
+}
+
+void CudaDriver::raise(cu::CUresult rc, std::string_view what_failed,
+                       std::string_view context) const {
+    if (cuda_error_is_sticky(rc)) sticky_reported_ = true;
+    throw_cuda_error(rc, what_failed, context, error_name(rc), error_string(rc));
+}
+
+bool CudaDriver::log_if_error(cu::CUresult rc, const char *call,
+                              std::string_view context) const noexcept {
+    if (rc == cu::CUDA_SUCCESS) return true;
+    if (rc == cu::CUDA_ERROR_DEINITIALIZED) return false;
+    if (cuda_error_is_sticky(rc) && sticky_reported_.exchange(true)) return false;
+    try {
+        std::string desc = error_string(rc);
+        std::string msg = "ember: warning: " + std::string(call) + " failed: " + error_name(rc);
+        if (!desc.empty()) msg += " (" + desc + ")";
+        msg += context;
+        std::fprintf(stderr, "%s\n", msg.c_str());
+    } catch (...) {
+        std::fprintf(stderr, "ember: warning: %s failed: CUresult %d\n", call, rc);
+    }
+    return false;
+}
+
+std::string CudaDriver::error_name(cu::CUresult rc) const {
+    const char *s = nullptr;
+    if (cuGetErrorName && cuGetErrorName(rc, &s) == cu::CUDA_SUCCESS && s) return s;
+    return cuda_error_name(rc);
+}
+
+std::string CudaDriver::error_string(cu::CUresult rc) const {
+    const char *s = nullptr;
+    if (cuGetErrorString && cuGetErrorString(rc, &s) == cu::CUDA_SUCCESS && s) return s;
+    return {};
+}
+
+} // namespace ember::detail

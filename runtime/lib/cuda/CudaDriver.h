@@ -1,0 +1,254 @@
+/// \file
+/// The CUDA Driver API, loaded at run time with dlopen("libcuda.so.1"): the few types, constants
+/// and entry points ember uses, declared here (no CUDA SDK header or library at build time), the
+/// mapping of `CUresult` to ember's exceptions, and the CUDA back end's LoadedFunction.
+///
+/// [Note] CUDA errors
+/// ==================
+/// Every driver call goes through `CudaDriver::check`, which throws, following PyCUDA's classes:
+/// * MemoryError: CUDA_ERROR_OUT_OF_MEMORY.
+/// * LaunchError: a launch that failed or a kernel that faulted (launch failed, illegal address,
+///   misaligned address, illegal instruction, invalid PC / address space, hardware stack error,
+///   device-side assert, launch timeout, launch out of resources, incompatible texturing,
+///   cooperative launch too large, tensor memory leak).
+/// * LogicError: the program asked for something impossible (invalid value/handle/context/device/
+///   image, not found, not supported, not initialised, context destroyed, illegal state, no binary
+///   for this GPU, invalid PTX, unsupported PTX version). `CudaBackend::load` turns the failures of
+///   cuModuleLoadDataEx into CompileError carrying the JIT log instead.
+/// * RuntimeError: everything else (no device, driver too old, ECC errors, the unknown).
+/// Messages read `<call> failed: CUDA_ERROR_XXX (<driver's description>)<context>`. The sticky
+/// errors (a kernel fault, a timeout, a device assert, a contained hardware error) leave the
+/// context unusable for the rest of the process; their messages say so.
+#ifndef EMBER_RUNTIME_CUDA_CUDADRIVER_H
+#define EMBER_RUNTIME_CUDA_CUDADRIVER_H
+
+#include "Backend.h"
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace ember::detail {
+
+/// The Driver API's types and constants, by the values of cuda.h (CUDA 12/13; they never change).
+namespace cu {
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+using CUcontext = CUctx_st *;
+using CUmodule = CUmod_st *;
+using CUfunction = CUfunc_st *;
+using CUstream = CUstream_st *;
+using CUdevice_attribute = int;
+using CUjit_option = int;
+
+enum : CUresult {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_DEINITIALIZED = 4,
+    CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_INVALID_IMAGE = 200,
+    CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+    CUDA_ERROR_INVALID_PTX = 218,
+    CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+    CUDA_ERROR_CONTAINED = 226,
+    CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_ILLEGAL_STATE = 401,
+    CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+    CUDA_ERROR_LAUNCH_TIMEOUT = 702,
+    CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING = 703,
+    CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+    CUDA_ERROR_ASSERT = 710,
+    CUDA_ERROR_HARDWARE_STACK_ERROR = 714,
+    CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
+    CUDA_ERROR_MISALIGNED_ADDRESS = 716,
+    CUDA_ERROR_INVALID_ADDRESS_SPACE = 717,
+    CUDA_ERROR_INVALID_PC = 718,
+    CUDA_ERROR_LAUNCH_FAILED = 719,
+    CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
+    CUDA_ERROR_TENSOR_MEMORY_LEAK = 721,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
+    CUDA_ERROR_UNKNOWN = 999,
+};
+
+enum : CUdevice_attribute {
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+    CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
+};
+
+enum : CUjit_option {
+    CU_JIT_INFO_LOG_BUFFER = 3,
+    CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+    CU_JIT_ERROR_LOG_BUFFER = 5,
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    CU_JIT_LOG_VERBOSE = 12,
+};
+
+enum : unsigned { CU_STREAM_NON_BLOCKING = 0x1 };
+} // namespace cu
+
+/// Which public exception a CUresult becomes; see [Note] CUDA errors.
+enum class CudaErrorClass { Memory, Logic, Launch, Runtime };
+
+/// The class of `code` (any CUresult but CUDA_SUCCESS). Pure: needs no driver.
+CudaErrorClass cuda_error_class(int code) noexcept;
+/// Whether `code` leaves the context unusable for the rest of the process.
+bool cuda_error_is_sticky(int code) noexcept;
+/// `CUDA_ERROR_OUT_OF_MEMORY` for 2, from a built-in table of cuda.h's names;
+/// `CUresult(<code>)` for a code the table does not know. Pure: needs no driver.
+std::string cuda_error_name(int code);
+
+/// Throws the exception of cuda_error_class(code), with code() = `code` and
+/// code_name() = `name` (cuda_error_name(code) when empty), and the message
+/// `<what_failed>: <name> (<description>)<context>`, plus a note for sticky errors. The driver's
+/// description is left out when `description` is empty. Pure, for the driver and for tests.
+[[noreturn]] void throw_cuda_error(int code, std::string_view what_failed,
+                                   std::string_view context, std::string_view name = {},
+                                   std::string_view description = {});
+
+/// libcuda.so.1, loaded once per process and never unloaded (so that destructors running at exit
+/// can still call it), with cuInit(0) done. The entry points are public and keep the names of
+/// cuda.h's macros (`cuMemAlloc` is the driver's `cuMemAlloc_v2`), so calls read like the docs.
+/// Thread-safe: the Driver API is.
+class CudaDriver {
+public:
+    /// The driver. Throws RuntimeError when libcuda.so.1 cannot be loaded, lacks an entry point
+    /// ember needs, or cuInit fails (CUDA_ERROR_NO_DEVICE included).
+    static const CudaDriver &get();
+    /// The driver, or nullptr with the reason in `*why` (when given) instead of throwing.
+    static const CudaDriver *try_get(std::string *why = nullptr) noexcept;
+
+    /// Throws for `rc` != CUDA_SUCCESS (see [Note] CUDA errors): `<call> failed: ...<context>`.
+    /// `context` is appended as is; start it with "; " or " (".
+    void check(cu::CUresult rc, const char *call, std::string_view context = {}) const {
+        if (rc != cu::CUDA_SUCCESS) raise(rc, std::string(call) + " failed", context);
+    }
+    /// Throws for `rc` as check does, with `what_failed` in place of "<call> failed".
+    [[noreturn]] void raise(cu::CUresult rc, std::string_view what_failed,
+                            std::string_view context = {}) const;
+    /// For destructors and other noexcept paths: prints "ember: warning: <call> failed: ..." to
+    /// stderr for `rc` != CUDA_SUCCESS. Stays silent for CUDA_ERROR_DEINITIALIZED (the process is
+    /// exiting) and for a sticky error once one has been thrown or logged (every later call
+    /// fails with it). Returns whether `rc` was CUDA_SUCCESS.
+    bool log_if_error(cu::CUresult rc, const char *call,
+                      std::string_view context = {}) const noexcept;
+
+    /// The driver's name for `rc` (cuGetErrorName), else the built-in table's.
+    std::string error_name(cu::CUresult rc) const;
+    /// The driver's description of `rc` (cuGetErrorString), or empty.
+    std::string error_string(cu::CUresult rc) const;
+    /// cuDriverGetVersion: 12040 for CUDA 12.4.
+    int version() const noexcept { return version_; }
+
+    // Required entry points.
+    cu::CUresult (*cuInit)(unsigned flags) = nullptr;
+    cu::CUresult (*cuDriverGetVersion)(int *version) = nullptr;
+    cu::CUresult (*cuGetErrorName)(cu::CUresult rc, const char **str) = nullptr;
+    cu::CUresult (*cuGetErrorString)(cu::CUresult rc, const char **str) = nullptr;
+    cu::CUresult (*cuDeviceGetCount)(int *count) = nullptr;
+    cu::CUresult (*cuDeviceGet)(cu::CUdevice *dev, int ordinal) = nullptr;
+    cu::CUresult (*cuDeviceGetName)(char *name, int len, cu::CUdevice dev) = nullptr;
+    cu::CUresult (*cuDeviceGetAttribute)(int *value, cu::CUdevice_attribute attr,
+                                         cu::CUdevice dev) = nullptr;
+    cu::CUresult (*cuDevicePrimaryCtxRetain)(cu::CUcontext *ctx, cu::CUdevice dev) = nullptr;
+    cu::CUresult (*cuDevicePrimaryCtxRelease)(cu::CUdevice dev) = nullptr;
+    cu::CUresult (*cuCtxGetCurrent)(cu::CUcontext *ctx) = nullptr;
+    cu::CUresult (*cuCtxSetCurrent)(cu::CUcontext ctx) = nullptr;
+    cu::CUresult (*cuStreamCreate)(cu::CUstream *stream, unsigned flags) = nullptr;
+    cu::CUresult (*cuStreamDestroy)(cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuStreamSynchronize)(cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemAlloc)(cu::CUdeviceptr *p, size_t bytes) = nullptr;
+    cu::CUresult (*cuMemFree)(cu::CUdeviceptr p) = nullptr;
+    cu::CUresult (*cuMemAllocHost)(void **p, size_t bytes) = nullptr;
+    cu::CUresult (*cuMemFreeHost)(void *p) = nullptr;
+    cu::CUresult (*cuMemGetInfo)(size_t *free_bytes, size_t *total_bytes) = nullptr;
+    cu::CUresult (*cuMemcpyHtoDAsync)(cu::CUdeviceptr dst, const void *src, size_t bytes,
+                                      cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemcpyDtoHAsync)(void *dst, cu::CUdeviceptr src, size_t bytes,
+                                      cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemcpyDtoDAsync)(cu::CUdeviceptr dst, cu::CUdeviceptr src, size_t bytes,
+                                      cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuModuleLoadDataEx)(cu::CUmodule *module, const void *image, unsigned n,
+                                       cu::CUjit_option *options, void **values) = nullptr;
+    cu::CUresult (*cuModuleGetFunction)(cu::CUfunction *fn, cu::CUmodule module,
+                                        const char *name) = nullptr;
+    cu::CUresult (*cuModuleUnload)(cu::CUmodule module) = nullptr;
+    cu::CUresult (*cuLaunchKernel)(cu::CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
+                                   unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
+                                   cu::CUstream stream, void **params, void **extra) = nullptr;
+
+    // Optional entry points (CUDA 11.2+): nullptr when the driver lacks them.
+    cu::CUresult (*cuMemAllocAsync)(cu::CUdeviceptr *p, size_t bytes,
+                                    cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemFreeAsync)(cu::CUdeviceptr p, cu::CUstream stream) = nullptr;
+
+    CudaDriver(const CudaDriver &) = delete;
+    CudaDriver &operator=(const CudaDriver &) = delete;
+
+private:
+    CudaDriver() = default;
+    static CudaDriver &instance() noexcept;
+    void load() noexcept;
+
+    void *library_ = nullptr;
+    /// Set once a sticky error has been reported.
+    mutable std::atomic<bool> sticky_reported_{false};
+    int version_ = 0;
+    /// Why the driver is unusable; empty when it is usable. The code is cuInit's status, or 0
+    /// when the library could not be loaded.
+    std::string error_;
+    int error_code_ = 0;
+    std::string error_code_name_;
+};
+
+class CudaPrimaryContext;
+
+/// A kernel loaded by the CUDA back end: a CUmodule and its CUfunction. The module is unloaded
+/// in the destructor, which keeps the primary context retained until then.
+class CudaFunction final : public LoadedFunction {
+public:
+    CudaFunction(std::shared_ptr<const CudaPrimaryContext> ctx, cu::CUmodule module)
+        : ctx_(std::move(ctx)), module_(module) {}
+    ~CudaFunction() override;
+    CudaFunction(const CudaFunction &) = delete;
+    CudaFunction &operator=(const CudaFunction &) = delete;
+
+    cu::CUmodule module() const noexcept { return module_; }
+    cu::CUfunction function = nullptr;
+    /// Wall time of cuModuleLoadDataEx (the driver's PTX JIT), in seconds.
+    double load_seconds = 0;
+
+private:
+    std::shared_ptr<const CudaPrimaryContext> ctx_;
+    cu::CUmodule module_;
+};
+
+/// The `load_seconds` of `fn`, which must come from the CUDA back end; 0 for any other
+/// LoadedFunction.
+double last_load_seconds(const LoadedFunction &fn);
+
+} // namespace ember::detail
+
+#endif // EMBER_RUNTIME_CUDA_CUDADRIVER_H

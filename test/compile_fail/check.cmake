@@ -1,0 +1,23 @@
+# Compiles SOURCE (syntax only) and passes when the compiler fails AND prints every `// EXPECT:`
+# line of SOURCE.
+set(flags -std=c++20 -fsyntax-only)
+foreach(dir IN LISTS INCLUDES)
+  list(APPEND flags -I${dir})
+endforeach()
+execute_process(COMMAND ${CXX} ${flags} ${SOURCE} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled, but it must not")
+endif()
+file(STRINGS ${SOURCE} expects REGEX "^// EXPECT: ")
+if(NOT expects)
+  message(FATAL_ERROR "${SOURCE} has no // EXPECT: line")
+endif()
+foreach(line IN LISTS expects)
+  string(REPLACE "// EXPECT: " "" needle "${line}")
+  string(FIND "${err}" "${needle}" pos)
+  if(pos EQUAL -1)
+    message(FATAL_ERROR "${SOURCE}: the diagnostics do not contain '${needle}':\n${err}")
+  endif()
+endforeach()
+message(STATUS "${SOURCE}: fails to compile as expected")

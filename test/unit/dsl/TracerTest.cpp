@@ -1,0 +1,229 @@
+/// \file
+/// Tracing lambdas into kernel IR: the IR each construct produces, and the trace-time errors.
+#include "ember/compiler/IRPrinter.h"
+#include "ember/dsl/DSL.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace ember;
+
+namespace {
+
+std::string ir_of(const auto &k) { return ir::print(k.ir()); }
+
+TEST(TracerTest, ScalarAddTracesToTheExpectedIR) {
+    auto k = kernel("scalar_add", {"vector", "size", "scalar"},
+                    [](Ptr<float> vector, Int size, Float32 scalar) {
+                        auto idx = block_idx.x * block_dim.x + thread_idx.x;
+                        if_(idx < size, [&] { vector[idx] += scalar; });
+                    });
+    EXPECT_EQ(ir_of(k),
+              "kernel @scalar_add(%vector: ptr<global f32>, %size: i64, %scalar: f32) {\n"
+              "  if (((block_idx.x * block_dim.x) + thread_idx.x) < %size) {\n"
+              "    let %0: f32 = %vector[((block_idx.x * block_dim.x) + thread_idx.x)]\n"
+              "    %vector[((block_idx.x * block_dim.x) + thread_idx.x)] = (%0 + %scalar)\n"
+              "  }\n"
+              "}\n");
+    EXPECT_EQ(k.name(), "scalar_add");
+    EXPECT_EQ(k.param_names().size(), 3u);
+}
+
+TEST(TracerTest, AnonymousParametersAreNumbered) {
+    auto k = kernel("anon", [](Ptr<int32_t> p, Int32 v) { p[0] = v; });
+    EXPECT_EQ(ir_of(k), "kernel @anon(%0: ptr<global i32>, %1: i32) {\n"
+                        "  %0[0:i64] = %1\n"
+                        "}\n");
+}
+
+TEST(TracerTest, GlobalIdxIsBlockDimTimesBlockIdxPlusThreadIdx) {
+    auto k = kernel("gi", {"out"}, [](Ptr<int64_t> out) { out[global_idx.y] = global_idx.y; });
+    EXPECT_NE(ir_of(k).find("%out[((block_dim.y * block_idx.y) + thread_idx.y)] = "
+                            "((block_dim.y * block_idx.y) + thread_idx.y)"),
+              std::string::npos)
+        << ir_of(k);
+}
+
+TEST(TracerTest, LoadsAreBoundWhereTheyAreWritten) {
+    // The load of p[0] happens before the store, so `old` keeps the old value.
+    auto k = kernel("order", {"p"}, [](Ptr<float> p) {
+        Float32 old = p[0];
+        p[0] = 1.0f;
+        p[1] = old;
+    });
+    EXPECT_EQ(ir_of(k), "kernel @order(%p: ptr<global f32>) {\n"
+                        "  let %0: f32 = %p[0:i64]\n"
+                        "  %p[0:i64] = 1.0:f32\n"
+                        "  %p[1:i64] = %0\n"
+                        "}\n");
+}
+
+TEST(TracerTest, VarReadsSnapshotTheCurrentValue) {
+    auto k = kernel("vars", {"p"}, [](Ptr<int64_t> p) {
+        Var<int64_t> i(5);
+        Int before = i;
+        i += 1;
+        p[0] = before;
+        p[1] = i;
+    });
+    EXPECT_EQ(ir_of(k), "kernel @vars(%p: ptr<global i64>) {\n"
+                        "  var %0: i64 = 5:i64\n"
+                        "  let %1: i64 = %0\n"
+                        "  let %2: i64 = %0\n"
+                        "  %0 = (%2 + 1:i64)\n"
+                        "  %p[0:i64] = %1\n"
+                        "  let %3: i64 = %0\n"
+                        "  %p[1:i64] = %3\n"
+                        "}\n");
+}
+
+TEST(TracerTest, IfElifElseNest) {
+    auto k = kernel("branches", {"p", "n"}, [](Ptr<int32_t> p, Int n) {
+        if_(n < 0, [&] { p[0] = -1; }).elif_(n == 0, [&] { p[0] = 0; }).else_([&] { p[0] = 1; });
+    });
+    EXPECT_EQ(ir_of(k), "kernel @branches(%p: ptr<global i32>, %n: i64) {\n"
+                        "  if (%n < 0:i64) {\n"
+                        "    %p[0:i64] = -1:i32\n"
+                        "  } else {\n"
+                        "    if (%n == 0:i64) {\n"
+                        "      %p[0:i64] = 0:i32\n"
+                        "    } else {\n"
+                        "      %p[0:i64] = 1:i32\n"
+                        "    }\n"
+                        "  }\n"
+                        "}\n");
+}
+
+TEST(TracerTest, LoopsBreakAndContinue) {
+    auto k = kernel("loops", {"p", "n"}, [](Ptr<int64_t> p, Int n) {
+        for_(0, n, [&](Int i) {
+            if_(i == 3, [&] { continue_(); });
+            p[i] = i;
+        });
+        for_(n, 0, -2, [&](Int i) { if_(i < 4, [&] { break_(); }); });
+        Var<int64_t> j(0);
+        while_([&] { return j < n; }, [&] { j += 1; });
+    });
+    std::string text = ir_of(k);
+    EXPECT_NE(text.find("for %0: i64 = 0:i64 to %n step 1:i64 {"), std::string::npos) << text;
+    EXPECT_NE(text.find("continue"), std::string::npos) << text;
+    EXPECT_NE(text.find("for %1: i64 = %n to 0:i64 step -2:i64 {"), std::string::npos) << text;
+    EXPECT_NE(text.find("break"), std::string::npos) << text;
+    // The while condition reads j inline: it is re-evaluated every iteration.
+    EXPECT_NE(text.find("while (%"), std::string::npos) << text;
+    EXPECT_NE(text.find(" < %n) {"), std::string::npos) << text;
+}
+
+TEST(TracerTest, CastSelectMinMax) {
+    auto k = kernel("misc", {"p", "a", "b"}, [](Ptr<float> p, Int32 a, Int32 b) {
+        p[0] = cast<Float32>(min(a, b));
+        p[1] = select(a < b, cast<float>(max(a, b)), 2.5f);
+    });
+    std::string text = ir_of(k);
+    EXPECT_NE(text.find("cast<f32>(min(%a, %b))"), std::string::npos) << text;
+    EXPECT_NE(text.find("select((%a < %b), cast<f32>(max(%a, %b)), 2.5:f32)"), std::string::npos)
+        << text;
+}
+
+TEST(TracerTest, PrintedIRParsesBack) {
+    auto k = kernel("roundtrip", {"p", "n", "s"}, [](Ptr<double> p, Int n, Float64 s) {
+        Var<double> acc(0.0);
+        for_(0, n, [&](Int i) { acc += p[i] * s; });
+        if_(!(n > 0) || n == 7, [&] { p[0] = acc; });
+    });
+    std::string text = ir_of(k);
+    ir::Module m = ir::parse_module(text);
+    ASSERT_EQ(m.kernels.size(), 1u);
+    EXPECT_EQ(ir::print(m.kernels[0]), text);
+}
+
+// --- trace-time misuse: DslError naming this file and the line -------------------------------
+
+template <class F> std::string dsl_error_of(F &&f) {
+    try {
+        f();
+    } catch (const DslError &e) {
+        return e.what();
+    }
+    return "<no DslError>";
+}
+
+TEST(TracerErrorTest, BreakOutsideALoopNamesTheUsersLine) {
+    int line = 0;
+    std::string msg = dsl_error_of([&] {
+        kernel("bad", [&](Int) {
+            line = __LINE__ + 1;
+            if_(true, [&] { break_(); });
+        });
+    });
+    EXPECT_NE(msg.find("TracerTest.cpp:" + std::to_string(line)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("break_ outside a loop"), std::string::npos) << msg;
+}
+
+TEST(TracerErrorTest, ContinueOutsideALoop) {
+    EXPECT_NE(dsl_error_of([] { kernel("bad", [](Int) { continue_(); }); }).find("continue_ outside a loop"),
+              std::string::npos);
+}
+
+TEST(TracerErrorTest, VarOutsideAKernel) {
+    std::string msg = dsl_error_of([] { Var<int32_t> v(1); });
+    EXPECT_NE(msg.find("Var used outside a kernel"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("TracerTest.cpp:"), std::string::npos) << msg;
+}
+
+TEST(TracerErrorTest, WhileConditionMayNotStore) {
+    std::string msg = dsl_error_of([] {
+        kernel("bad", [](Ptr<int32_t> p) {
+            while_([&] { p[0] = 1; return p[1] < 3; }, [&] {});
+        });
+    });
+    EXPECT_NE(msg.find("while_ condition must be an expression"), std::string::npos) << msg;
+}
+
+TEST(TracerErrorTest, ValueOfOneKernelUsedInAnother) {
+    std::string msg = dsl_error_of([] {
+        kernel("outer", [](Ptr<int64_t> p, Int n) {
+            kernel("inner", [&](Ptr<int64_t> q) { q[0] = n; });
+            p[0] = n;
+        });
+    });
+    EXPECT_NE(msg.find("a value traced in kernel 'outer' used in kernel 'inner'"), std::string::npos)
+        << msg;
+}
+
+TEST(TracerErrorTest, ConstantThatDoesNotFit) {
+    std::string msg = dsl_error_of([] {
+        kernel("bad", [](Ptr<int8_t> p) { p[0] = 300; });
+    });
+    EXPECT_NE(msg.find("the constant 300 does not fit in i8"), std::string::npos) << msg;
+}
+
+TEST(TracerErrorTest, BadKernelNameAndNameCount) {
+    EXPECT_NE(dsl_error_of([] { kernel("not a name", [](Int) {}); }).find("is not a C identifier"),
+              std::string::npos);
+    EXPECT_NE(dsl_error_of([] { kernel("k", {"a"}, [](Int, Int) {}); })
+                  .find("1 parameter names given for 2 parameters"),
+              std::string::npos);
+}
+
+TEST(TracerErrorTest, ElseAfterElse) {
+    std::string msg = dsl_error_of([] {
+        kernel("bad", [](Ptr<int32_t> p, Bool c) {
+            auto chain = if_(c, [&] { p[0] = 1; });
+            chain.else_([&] { p[0] = 2; });
+            chain.else_([&] { p[0] = 3; });
+        });
+    });
+    EXPECT_NE(msg.find("else_ after else_"), std::string::npos) << msg;
+}
+
+TEST(TracerErrorTest, TraceStackIsCleanAfterAnError) {
+    EXPECT_THROW(kernel("bad", [](Int) { break_(); }), DslError);
+    EXPECT_EQ(detail::current_builder(), nullptr);
+    // And the next kernel traces normally.
+    auto k = kernel("good", {"p"}, [](Ptr<int32_t> p) { p[0] = 1; });
+    EXPECT_EQ(k.name(), "good");
+}
+
+} // namespace
