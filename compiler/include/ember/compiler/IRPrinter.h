@@ -4,7 +4,7 @@
 /// [Note] Textual IR
 /// =================
 ///   kernel @scalar_add(%vector: ptr<global f32>, %size: i64, %scalar: f32) {
-///     if ((((block_idx.x * block_dim.x) + thread_idx.x)) < %size) {
+///     if (((block_idx.x * block_dim.x) + thread_idx.x) < %size) {
 ///       let %0: f32 = %vector[((block_idx.x * block_dim.x) + thread_idx.x)]
 ///       %vector[((block_idx.x * block_dim.x) + thread_idx.x)] = (%0 + %scalar)
 ///     }

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the `device` tool) over a tree carrying .devpkg/ember.tar.xz (see
+# scripts/pack-device.sh): GPU detection, scalar_add on CUDA, every unit test, the dump-and-
+# recompile round trip through ptxas, and the first-launch benchmark. Logs go to $OUT.
+set -uo pipefail
+OUT=${OUT:-/tmp/ember-out}
+mkdir -p "$OUT" /tmp/ember
+tar -xJf .devpkg/ember.tar.xz -C /tmp/ember
+cd /tmp/ember/build
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  echo "--- detect_gpu"; ./examples/detect_gpu
+  echo "--- scalar_add (default api)"; ./examples/scalar_add
+  echo "--- scalar_add (EMBER_API=cuda)"; EMBER_API=cuda ./examples/scalar_add
+  echo "--- scalar_add (EMBER_API=cpu)"; EMBER_API=cpu ./examples/scalar_add
+  echo "--- dump + ember-compile + ptxas"
+  rm -rf /tmp/d && EMBER_DUMP=ir EMBER_DUMP_DIR=/tmp/d EMBER_API=cuda ./examples/scalar_add >/dev/null
+  ls /tmp/d
+  ./tools/ember-compile /tmp/d/scalar_add.nvptx_sm_90.ir --target=nvptx:sm_90 --emit=asm -o /tmp/d/sa.ptx &&
+    ptxas -arch=sm_90 -o /tmp/d/sa.cubin /tmp/d/sa.ptx && echo "ptxas accepted the PTX"
+} > "$OUT/summary.txt" 2>&1
+for t in compiler dsl runtime; do
+  ./test/unit/ember-$t-tests > "$OUT/$t-tests.txt" 2>&1
+  echo "ember-$t-tests: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt"
+done
+./bench/first_launch > "$OUT/bench.txt" 2>&1; echo "first_launch: exit $?" >> "$OUT/summary.txt"
+cat "$OUT/summary.txt" "$OUT/bench.txt"
