@@ -57,8 +57,14 @@ private:
     /// Branches to `to` unless the current block already ended.
     void branch_if_open(llvm::BasicBlock *to);
     void bind(const ir::VariableRef &var, llvm::Value *v);
+    /// A block not yet in the function: `enter` appends it when code goes into it, so blocks
+    /// appear in the order their code runs in the source (clang's EmitBlock).
     llvm::BasicBlock *new_block(const llvm::Twine &name) {
-        return llvm::BasicBlock::Create(ctx_, name, function_);
+        return llvm::BasicBlock::Create(ctx_, name);
+    }
+    void enter(llvm::BasicBlock *bb) {
+        bb->insertInto(function_);
+        b_.SetInsertPoint(bb);
     }
 
     const ir::Kernel &kernel_;
@@ -179,6 +185,16 @@ llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Val
     llvm::Type *ty = a->getType();
     llvm::Constant *zero = llvm::Constant::getNullValue(ty);
     llvm::Constant *one = llvm::ConstantInt::get(ty, 1);
+    auto divide = [&](llvm::Value *divisor) -> llvm::Value * {
+        if (t.is_signed_int())
+            return is_div ? b_.CreateSDiv(a, divisor) : b_.CreateSRem(a, divisor);
+        return is_div ? b_.CreateUDiv(a, divisor) : b_.CreateURem(a, divisor);
+    };
+    // A constant divisor needs no guard unless it is 0 (the result is 0) or a signed -1.
+    if (auto *k = llvm::dyn_cast<llvm::ConstantInt>(b)) {
+        if (k->isZero()) return zero;
+        if (!t.is_signed_int() || !k->isMinusOne()) return divide(b);
+    }
     llvm::Value *by_zero = b_.CreateICmpEQ(b, zero, "div.by_zero");
     llvm::Value *unsafe = by_zero;
     if (t.is_signed_int()) {
@@ -188,12 +204,7 @@ llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Val
             b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(ty)), "div.overflow");
         unsafe = b_.CreateOr(by_zero, overflow);
     }
-    llvm::Value *divisor = b_.CreateSelect(unsafe, one, b, "div.safe");
-    llvm::Value *result;
-    if (t.is_signed_int())
-        result = is_div ? b_.CreateSDiv(a, divisor) : b_.CreateSRem(a, divisor);
-    else
-        result = is_div ? b_.CreateUDiv(a, divisor) : b_.CreateURem(a, divisor);
+    llvm::Value *result = divide(b_.CreateSelect(unsafe, one, b, "div.safe"));
     return b_.CreateSelect(by_zero, zero, result);
 }
 
@@ -328,7 +339,7 @@ llvm::AllocaInst *CodeGenLLVM::create_entry_alloca(llvm::Type *ty, const std::st
 }
 
 void CodeGenLLVM::start_unreachable_block(const char *name) {
-    b_.SetInsertPoint(new_block(name));
+    enter(new_block(name));
 }
 
 void CodeGenLLVM::branch_if_open(llvm::BasicBlock *to) {
@@ -389,15 +400,15 @@ llvm::Error CodeGenLLVM::visit(const ir::If *op) {
     llvm::BasicBlock *else_bb = op->else_body ? new_block("if.else") : nullptr;
     llvm::BasicBlock *end_bb = new_block("if.end");
     b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : end_bb);
-    b_.SetInsertPoint(then_bb);
+    enter(then_bb);
     if (llvm::Error err = emit(op->then_body)) return err;
     branch_if_open(end_bb);
     if (else_bb) {
-        b_.SetInsertPoint(else_bb);
+        enter(else_bb);
         if (llvm::Error err = emit(op->else_body)) return err;
         branch_if_open(end_bb);
     }
-    b_.SetInsertPoint(end_bb);
+    enter(end_bb);
     return llvm::Error::success();
 }
 
@@ -424,15 +435,26 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     llvm::BasicBlock *end_bb = new_block("for.end");
     b_.CreateBr(cond_bb);
 
-    b_.SetInsertPoint(cond_bb);
+    enter(cond_bb);
     llvm::Value *i = b_.CreateLoad(ty, slot, name);
-    llvm::Value *below = is_signed ? b_.CreateICmpSLT(i, end) : b_.CreateICmpULT(i, end);
-    llvm::Value *above = is_signed ? b_.CreateICmpSGT(i, end) : b_.CreateICmpUGT(i, end);
-    llvm::Value *go =
-        b_.CreateSelect(up, below, b_.CreateSelect(down, above, b_.getFalse()), "for.go");
+    // With a constant step only one of the comparisons is emitted.
+    auto select = [&](llvm::Value *c, llvm::Value *a, llvm::Value *b) -> llvm::Value * {
+        if (auto *k = llvm::dyn_cast<llvm::ConstantInt>(c)) return k->isOne() ? a : b;
+        return b_.CreateSelect(c, a, b);
+    };
+    auto never = [](llvm::Value *c) {
+        auto *k = llvm::dyn_cast<llvm::ConstantInt>(c);
+        return k && k->isZero();
+    };
+    llvm::Value *go = b_.getFalse();
+    if (!never(down))
+        go = select(down, is_signed ? b_.CreateICmpSGT(i, end) : b_.CreateICmpUGT(i, end), go);
+    if (!never(up))
+        go = select(up, is_signed ? b_.CreateICmpSLT(i, end) : b_.CreateICmpULT(i, end), go);
+    if (llvm::isa<llvm::Instruction>(go)) go->setName("for.go");
     b_.CreateCondBr(go, body_bb, end_bb);
 
-    b_.SetInsertPoint(body_bb);
+    enter(body_bb);
     values_[op->var.get()] = i;
     loops_.push_back({latch_bb, end_bb});
     llvm::Error err = emit(op->body);
@@ -440,12 +462,12 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     if (err) return err;
     branch_if_open(latch_bb);
 
-    b_.SetInsertPoint(latch_bb);
+    enter(latch_bb);
     llvm::Value *current = b_.CreateLoad(ty, slot);
     b_.CreateStore(b_.CreateAdd(current, step, "for.next"), slot); // wraps: no nsw/nuw
     b_.CreateBr(cond_bb);
 
-    b_.SetInsertPoint(end_bb);
+    enter(end_bb);
     return llvm::Error::success();
 }
 
@@ -455,17 +477,17 @@ llvm::Error CodeGenLLVM::visit(const ir::While *op) {
     llvm::BasicBlock *end_bb = new_block("while.end");
     b_.CreateBr(cond_bb);
 
-    b_.SetInsertPoint(cond_bb);
+    enter(cond_bb);
     b_.CreateCondBr(emit(op->cond), body_bb, end_bb);
 
-    b_.SetInsertPoint(body_bb);
+    enter(body_bb);
     loops_.push_back({cond_bb, end_bb});
     llvm::Error err = emit(op->body);
     loops_.pop_back();
     if (err) return err;
     branch_if_open(cond_bb);
 
-    b_.SetInsertPoint(end_bb);
+    enter(end_bb);
     return llvm::Error::success();
 }
 
@@ -516,7 +538,7 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
         function_->addParamAttr(i, llvm::Attribute::NoUndef);
 
     llvm::BasicBlock *entry = new_block("entry");
-    b_.SetInsertPoint(entry);
+    enter(entry);
     // Clang's trick: allocas go before a placeholder that is erased at the end, so they stay in
     // the entry block in creation order.
     alloca_point_ = new llvm::BitCastInst(llvm::PoisonValue::get(b_.getInt32Ty()), b_.getInt32Ty(),

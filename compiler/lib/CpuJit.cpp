@@ -11,11 +11,122 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <iostream>
+#include <limits>
 #include <mutex>
 
 namespace ember {
 namespace {
+
+// [Note] CPU floating-point builtins
+// ==================================
+// Without native f16/bf16 conversions (F16C, AVX512-BF16), LLVM's x86-64 and AArch64 back ends
+// call compiler-rt's conversion helpers. libgcc 12 has the f16 ones but no bf16 ones, and older
+// runtimes have neither, so ember defines all of them in every kernel's JITDylib (they take
+// precedence over the process's): the results do not depend on the host's runtime libraries.
+// Both ABIs pass a half/bfloat argument or result in the low 16 bits of the first floating-point
+// register, which is where a `float` carrier puts the low 16 bits of its bit pattern.
+#if defined(__x86_64__) || defined(__aarch64__)
+#define EMBER_CPU_BUILTINS 1
+
+float carrier(uint16_t bits) {
+    const uint32_t u = bits;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+uint16_t payload(float carrier_value) {
+    uint32_t u;
+    std::memcpy(&u, &carrier_value, sizeof u);
+    return static_cast<uint16_t>(u);
+}
+
+uint32_t bits_of(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/// `d` rounded to float toward zero, with the last bit set when inexact ("round to odd"): a
+/// second rounding to a format at least 2 bits narrower is then correctly rounded.
+float round_to_odd(double d) {
+    if (std::isnan(d) || std::isinf(d)) return static_cast<float>(d);
+    float f = static_cast<float>(d);
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+    if (static_cast<double>(f) == d) return f;
+    const uint32_t u = bits_of(f) | 1u;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+uint16_t float_to_bf16(float f) {
+    const uint32_t u = bits_of(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u); // qNaN
+    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); // nearest, ties even
+}
+
+uint16_t float_to_f16(float f) {
+    const uint32_t u = bits_of(f);
+    const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u | ((a >> 13) & 0x3ffu); // NaN, quiet
+    if (a >= 0x477ff000u) return sign | 0x7c00u; // rounds to >= 65520: infinity
+    if (a < 0x38800000u) {                       // below 2^-14: subnormal half or zero
+        if (a < 0x33000000u) return sign;        // below half the smallest subnormal
+        const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+        const unsigned shift = 126 - (a >> 23); // 14 + (113 - exponent)
+        const uint32_t value = mant >> shift;
+        const uint32_t rest = mant & ((1u << shift) - 1);
+        const uint32_t half = 1u << (shift - 1);
+        return sign | static_cast<uint16_t>(value + (rest > half || (rest == half && (value & 1u))));
+    }
+    const uint32_t rebased = a - 0x38000000u; // exponent 127 -> 15
+    const uint32_t value = rebased >> 13, rest = rebased & 0x1fffu;
+    return sign | static_cast<uint16_t>(value + (rest > 0x1000u || (rest == 0x1000u && (value & 1u))));
+}
+
+float f16_to_float(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    float magnitude;
+    if (exp == 0x1f)
+        magnitude = mant ? std::numeric_limits<float>::quiet_NaN()
+                         : std::numeric_limits<float>::infinity();
+    else if (exp == 0)
+        magnitude = std::ldexp(static_cast<float>(mant), -24);
+    else
+        magnitude = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
+    uint32_t u = bits_of(magnitude) | sign;
+    if (exp == 0x1f && mant) u |= mant << 13; // keep the NaN payload
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+float ember_truncsfbf2(float f) { return carrier(float_to_bf16(f)); }
+float ember_truncdfbf2(double d) { return carrier(float_to_bf16(round_to_odd(d))); }
+float ember_truncsfhf2(float f) { return carrier(float_to_f16(f)); }
+float ember_truncdfhf2(double d) { return carrier(float_to_f16(round_to_odd(d))); }
+float ember_extendhfsf2(float h) { return f16_to_float(payload(h)); }
+double ember_extendhfdf2(float h) { return f16_to_float(payload(h)); }
+
+struct Builtin {
+    const char *name;
+    void *address;
+};
+const Builtin cpu_builtins[] = {
+    {"__truncsfbf2", reinterpret_cast<void *>(&ember_truncsfbf2)},
+    {"__truncdfbf2", reinterpret_cast<void *>(&ember_truncdfbf2)},
+    {"__truncsfhf2", reinterpret_cast<void *>(&ember_truncsfhf2)},
+    {"__truncdfhf2", reinterpret_cast<void *>(&ember_truncdfhf2)},
+    {"__extendhfsf2", reinterpret_cast<void *>(&ember_extendhfsf2)},
+    {"__extendhfdf2", reinterpret_cast<void *>(&ember_extendhfdf2)},
+};
+#endif
 
 /// The process-wide JIT. It is created on first use and deliberately never destroyed: a
 /// CpuModule held by a static object may be released after static destructors have run, and
@@ -81,6 +192,17 @@ llvm::Expected<std::unique_ptr<CpuModule>> load_object(const std::string &object
         return generator.takeError();
     }
     jd->addGenerator(std::move(*generator));
+#ifdef EMBER_CPU_BUILTINS
+    llvm::orc::SymbolMap builtins;
+    for (const Builtin &b : cpu_builtins)
+        builtins[jit.mangleAndIntern(b.name)] = {
+            llvm::orc::ExecutorAddr::fromPtr(b.address),
+            llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+    if (llvm::Error err = jd->define(llvm::orc::absoluteSymbols(std::move(builtins)))) {
+        llvm::consumeError(jit.getExecutionSession().removeJITDylib(*jd));
+        return err;
+    }
+#endif
 
     auto cleanup_on_error = [&](llvm::Error err) -> llvm::Error {
         if (llvm::Error rm = jit.getExecutionSession().removeJITDylib(*jd))

@@ -88,11 +88,12 @@ TargetSpec TargetSpec::parse(std::string_view spec) {
     bad_spec(spec, "unknown target kind '" + std::string(arch) + "'");
 }
 
+// `cpu` with no processor named means "this host": it prints as `cpu`, so file names and
+// messages do not depend on the machine, and the CPU target resolves the host's processor and
+// features when it creates its target machine (and puts them in its cache key).
 TargetSpec TargetSpec::host() {
     TargetSpec out;
     out.arch = Arch::CPU;
-    out.cpu = llvm::sys::getHostCPUName().str();
-    out.features = detail::host_cpu_features();
     return out;
 }
 

@@ -77,6 +77,18 @@ bool Builder::replace_last(const ir::Stmt &old, ir::Stmt replacement) {
     return true;
 }
 
+bool Builder::take_after(const ir::Stmt &marker, std::vector<ir::Stmt> &out) {
+    if (blocks_.empty()) return false;
+    std::vector<ir::Stmt> &b = blocks_.back();
+    for (size_t i = b.size(); i-- > 0;) {
+        if (!b[i].same_as(marker)) continue;
+        out.assign(b.begin() + static_cast<std::ptrdiff_t>(i) + 1, b.end());
+        b.erase(b.begin() + static_cast<std::ptrdiff_t>(i) + 1, b.end());
+        return true;
+    }
+    return false;
+}
+
 Builder *current_builder() noexcept { return builder_stack.empty() ? nullptr : builder_stack.back(); }
 
 uint32_t current_trace_id() noexcept {
@@ -181,11 +193,27 @@ void IfChain::check_open(const char *what, const std::source_location &loc) {
         throw DslError(std::string(what) + " used outside the kernel of its if_", loc);
 }
 
+std::vector<ir::Stmt> IfChain::take_condition_prelude(const std::source_location &loc) {
+    // Evaluating an elif_ condition may have bound loads and Var reads to lets after the if_.
+    // They belong to the else branch: they run only when the earlier conditions are false.
+    std::vector<ir::Stmt> prelude;
+    if (!builder_->take_after(emitted_, prelude))
+        throw DslError("elif_/else_ must directly follow its if_ (it is not in the same block)", loc);
+    for (const ir::Stmt &s : prelude) {
+        if (s.kind() != ir::NodeKind::Let)
+            throw DslError("elif_/else_ must directly follow its if_ (another statement came between)", loc);
+    }
+    return prelude;
+}
+
 void IfChain::rebuild(const std::source_location &loc) {
-    // if c0 {b0} else { if c1 {b1} else { ... else {else_body} } }
+    // if c0 {b0} else { <lets of c1>; if c1 {b1} else { ... else {else_body} } }
     ir::Stmt tail = else_body_;
-    for (size_t i = arms_.size(); i-- > 1;)
-        tail = ir::Block::make({ir::If::make(arms_[i].cond, arms_[i].body, tail)});
+    for (size_t i = arms_.size(); i-- > 1;) {
+        std::vector<ir::Stmt> stmts = arms_[i].prelude;
+        stmts.push_back(ir::If::make(arms_[i].cond, arms_[i].body, tail));
+        tail = ir::Block::make(std::move(stmts));
+    }
     ir::Stmt top = ir::If::make(arms_[0].cond, arms_[0].body, tail);
     if (!builder_->replace_last(emitted_, top))
         throw DslError("elif_/else_ must directly follow its if_ (another statement came between)", loc);

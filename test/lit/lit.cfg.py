@@ -8,7 +8,7 @@ import lit.formats
 
 config.name = "ember"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".eir", ".cpp"]
+config.suffixes = [".eir", ".cpp", ".test"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
                    "lit.site.cfg.py.in"]
 config.test_source_root = os.path.dirname(__file__)
@@ -28,6 +28,14 @@ config.available_features.update(config.ember_targets)
 config.available_features.update(f"{t}-target" for t in config.ember_targets)
 # The host, for CPU assembly checks (REQUIRES: host-x86_64).
 config.available_features.add("host-" + platform.machine())
+
+# The examples, for end-to-end tests of the programs users run first.
+config.substitutions.append(("%examples", os.path.join(config.ember_obj_root, "examples")))
+
+# ptxas from the CUDA toolkit's usual home when it is not on the PATH.
+if not shutil.which("ptxas", path=config.environment["PATH"]) and os.path.exists(
+        "/usr/local/cuda/bin/ptxas"):
+    config.environment["PATH"] += os.pathsep + "/usr/local/cuda/bin"
 
 # %ptxas-verify: assembles PTX from stdin with ptxas (default -arch=sm_90) and fails on errors.
 # Use it as `%if ptxas %{ ... | %ptxas-verify %}` so machines without CUDA skip it.

@@ -40,10 +40,10 @@ ir::Kernel parse_kernel(const std::string &text) {
 /// A kernel compiled for the host and linked into the process.
 class CpuKernel {
 public:
-    CpuKernel(const ir::Kernel &k, int opt_level) {
+    CpuKernel(const ir::Kernel &k, int opt_level, const TargetSpec &target = TargetSpec::parse("cpu")) {
         CompileOptions options;
         options.opt_level = opt_level;
-        CompiledKernel ck = compile(k, TargetSpec::parse("cpu"), options);
+        CompiledKernel ck = compile(k, target, options);
         module_ = CpuModule::load(ck.binary, ck.entry_symbol);
         fn_ = reinterpret_cast<CpuKernelFn>(module_->entry());
     }
@@ -627,6 +627,106 @@ kernel @halves(%h: ptr<global f16>, %b: ptr<global bf16>, %f: ptr<global f32>) {
     EXPECT_EQ(h[3], 0x3e00); // 1.5
 }
 
+double f16_value(uint16_t h) {
+    const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    const double sign = (h & 0x8000) ? -1.0 : 1.0;
+    if (exp == 0x1f) return mant ? std::nan("") : sign * INFINITY;
+    if (exp == 0) return sign * std::ldexp(double(mant), -24);
+    return sign * std::ldexp(double(mant | 0x400), exp - 25);
+}
+
+double bf16_value(uint16_t b) {
+    const uint32_t u = uint32_t(b) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/// The 16-bit pattern nearest to `x` (ties to the even pattern), found by trying every finite
+/// pattern; `overflow` is the magnitude from which a value rounds to infinity.
+uint16_t ref_round16(double x, double (*value)(uint16_t), uint16_t inf_bits, double overflow) {
+    if (std::isnan(x)) return 0x7fff; // any NaN; checked with is_nan16
+    const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+    const long double a = std::fabs(static_cast<long double>(x));
+    if (a >= overflow) return sign | inf_bits;
+    uint16_t best = 0;
+    long double best_d = INFINITY;
+    for (uint32_t p = 0; p < inf_bits; ++p) {
+        const long double d = std::fabs(static_cast<long double>(value(uint16_t(p))) - a);
+        if (d < best_d || (d == best_d && (p & 1) == 0)) {
+            best = uint16_t(p);
+            best_d = d;
+        }
+    }
+    return sign | best;
+}
+
+TEST_P(CodeGenTest, HalfAndBFloat16ConversionsRoundToNearestEven) {
+    const std::string text = R"(
+kernel @conv(%in: ptr<global const f64>, %n: i64, %h32: ptr<global f16>, %h64: ptr<global f16>, %b32: ptr<global bf16>, %b64: ptr<global bf16>, %fh: ptr<global f32>, %dh: ptr<global f64>, %fb: ptr<global f32>) {
+  let %i: i64 = ((block_idx.x * block_dim.x) + thread_idx.x)
+  if (%i < %n) {
+    let %x: f64 = %in[%i]
+    let %xf: f32 = cast<f32>(%x)
+    %h32[%i] = cast<f16>(%xf)
+    %h64[%i] = cast<f16>(%x)
+    %b32[%i] = cast<bf16>(%xf)
+    %b64[%i] = cast<bf16>(%x)
+    let %h: f16 = %h64[%i]
+    %fh[%i] = cast<f32>(%h)
+    %dh[%i] = cast<f64>(%h)
+    let %b: bf16 = %b64[%i]
+    %fb[%i] = cast<f32>(%b)
+  }
+}
+)";
+    std::vector<double> in = float_values<double>();
+    for (double v : {1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 1.0 + 0x1p-11 + 0x1p-40, 0x1p-25, 3 * 0x1p-25,
+                     0x1p-25 + 0x1p-60, 65504.0, 65519.99, 65520.0, 0x1p-14, 0x1p-14 - 0x1p-25,
+                     1.0 + 0x1p-8, 1.0 + 3 * 0x1p-8, 1.0 + 0x1p-8 + 0x1p-40, 3.3961e38, 1e-39,
+                     0.1, -0.3, 1.0 / 3.0, 1234.5678, -6.1e-5, 2.9e-8, 1e-45})
+        in.push_back(v);
+    const int64_t n = in.size();
+    std::vector<std::string> targets = {"cpu"};
+#if defined(__x86_64__)
+    targets.push_back("cpu:x86-64"); // no F16C: goes through the conversion builtins
+#endif
+    for (const std::string &target : targets) {
+        CpuKernel k(parse_kernel(text), opt_level(), TargetSpec::parse(target));
+        std::vector<uint16_t> h32(n), h64(n), b32(n), b64(n);
+        std::vector<float> fh(n), fb(n);
+        std::vector<double> dh(n);
+        k.launch_n(n, in.data(), n, h32.data(), h64.data(), b32.data(), b64.data(), fh.data(),
+                   dh.data(), fb.data());
+        auto is_nan16 = [](uint16_t v, uint16_t inf) { return (v & 0x7fff) > inf; };
+        for (int64_t i = 0; i < n; ++i) {
+            const double x = in[i];
+            const double xf = static_cast<float>(x);
+            const std::string what = target + ": " + show(x);
+            const uint16_t want_h32 = ref_round16(xf, f16_value, 0x7c00, 65520.0);
+            const uint16_t want_h64 = ref_round16(x, f16_value, 0x7c00, 65520.0);
+            const double bf_overflow = bf16_value(0x7f7f) + std::ldexp(1.0, 119);
+            const uint16_t want_b32 = ref_round16(xf, bf16_value, 0x7f80, bf_overflow);
+            const uint16_t want_b64 = ref_round16(x, bf16_value, 0x7f80, bf_overflow);
+            if (std::isnan(x)) {
+                EXPECT_TRUE(is_nan16(h32[i], 0x7c00) && is_nan16(h64[i], 0x7c00)) << what;
+                EXPECT_TRUE(is_nan16(b32[i], 0x7f80) && is_nan16(b64[i], 0x7f80)) << what;
+                EXPECT_TRUE(std::isnan(fh[i]) && std::isnan(dh[i]) && std::isnan(fb[i])) << what;
+                continue;
+            }
+            EXPECT_EQ(h32[i], want_h32) << what << " f32 -> f16";
+            EXPECT_EQ(h64[i], want_h64) << what << " f64 -> f16";
+            EXPECT_EQ(b32[i], want_b32) << what << " f32 -> bf16";
+            EXPECT_EQ(b64[i], want_b64) << what << " f64 -> bf16";
+            EXPECT_TRUE(same_value(double(fh[i]), f16_value(h64[i])) &&
+                        std::signbit(fh[i]) == bool(h64[i] & 0x8000))
+                << what << " f16 -> f32";
+            EXPECT_TRUE(same_value(dh[i], f16_value(h64[i]))) << what << " f16 -> f64";
+            EXPECT_TRUE(same_value(double(fb[i]), bf16_value(b64[i]))) << what << " bf16 -> f32";
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Booleans, logic and select.
 
@@ -767,6 +867,9 @@ kernel @for_u(%out: ptr<global u32>, %b: u32, %e: u32, %s: u32) {
   for %i: u32 = %b to %e step %s {
     %sum = (%sum + %i)
     %count = (%count + 1:u32)
+    if (%count > 1000:u32) {
+      break
+    }
   }
   %out[0:i64] = %sum
   %out[1:i64] = %count
@@ -776,7 +879,9 @@ kernel @for_u(%out: ptr<global u32>, %b: u32, %e: u32, %s: u32) {
         uint32_t b, e, s, sum, count;
     };
     for (const Case &c : {Case{0, 10, 3, 18, 4}, Case{10, 0, 3, 0, 0}, Case{0, 10, 0, 0, 0},
-                          Case{4294967290u, 4294967295u, 2, 3 * 4294967292u, 3}}) {
+                          Case{4294967289u, 4294967295u, 2, 3 * 4294967291u, 3},
+                          // 4294967294 + 2 wraps to 0, which is below the end again.
+                          Case{4294967290u, 4294967295u, 2, 994994, 1001}}) {
         std::vector<uint32_t> out(2, 99);
         k.launch({1, 1, 1}, {1, 1, 1}, out.data(), c.b, c.e, c.s);
         EXPECT_EQ(out[1], c.count) << "for " << c.b << " to " << c.e << " step " << c.s;
@@ -1035,7 +1140,7 @@ TEST(CodeGenCpuTest, EmitNamesTheEntryAndTheBody) {
     EXPECT_NE(llvm.find("define internal void @scalar_add.body("), std::string::npos) << llvm;
     EXPECT_NE(llvm.find("define void @scalar_add(ptr"), std::string::npos) << llvm;
     const std::string opt = emit(make_scalar_add(), TargetSpec::parse("cpu"), Stage::LLVMOpt, 3);
-    EXPECT_EQ(opt.find("scalar_add.body"), std::string::npos) << "body not inlined:\n" << opt;
+    EXPECT_EQ(opt.find("@scalar_add.body"), std::string::npos) << "body not inlined:\n" << opt;
 }
 
 TEST(CodeGenErrorTest, BadOptLevelAndUnavailableTargetsAreLogicErrors) {

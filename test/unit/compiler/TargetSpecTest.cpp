@@ -73,13 +73,13 @@ TEST(TargetSpecTest, RejectsMalformedSpecsNamingTheAcceptedForms) {
     }
 }
 
-TEST(TargetSpecTest, HostNamesTheHostProcessorAndFeatures) {
+TEST(TargetSpecTest, HostIsPlainCpu) {
+    // The host's processor and features are resolved when code is generated (and are part of
+    // the target's cache key), so the spec itself does not depend on the machine.
     TargetSpec host = TargetSpec::host();
     EXPECT_EQ(host.arch, Arch::CPU);
-    EXPECT_FALSE(host.cpu.empty());
-    EXPECT_NE(host.cpu, "generic");
-    EXPECT_FALSE(host.features.empty());
-    EXPECT_EQ(TargetSpec::parse(host.to_string()), host);
+    EXPECT_EQ(host, TargetSpec::parse("cpu"));
+    EXPECT_EQ(host.to_string(), "cpu");
 }
 
 TEST(TargetSpecTest, NvptxForPicksTheNewestKnownProcessorNotNewerThanTheDevice) {

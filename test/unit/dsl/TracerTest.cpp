@@ -227,3 +227,26 @@ TEST(TracerErrorTest, TraceStackIsCleanAfterAnError) {
 }
 
 } // namespace
+
+namespace {
+TEST(TracerTest, ElifConditionReadsRunInTheElseBranch) {
+    // Reading `v` for the elif_ condition must happen only when the first condition is false.
+    auto k = kernel("elif_reads", {"p"}, [](Ptr<int32_t> p) {
+        Var<int32_t> v(3);
+        if_(p[0] == 0, [&] { p[1] = 1; }).elif_(v == p[2], [&] { p[1] = 2; });
+    });
+    EXPECT_EQ(ir_of(k), "kernel @elif_reads(%p: ptr<global i32>) {\n"
+                        "  var %0: i32 = 3:i32\n"
+                        "  let %1: i32 = %p[0:i64]\n"
+                        "  if (%1 == 0:i32) {\n"
+                        "    %p[1:i64] = 1:i32\n"
+                        "  } else {\n"
+                        "    let %2: i32 = %0\n"
+                        "    let %3: i32 = %p[2:i64]\n"
+                        "    if (%2 == %3) {\n"
+                        "      %p[1:i64] = 2:i32\n"
+                        "    }\n"
+                        "  }\n"
+                        "}\n");
+}
+} // namespace

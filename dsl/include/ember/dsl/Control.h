@@ -39,7 +39,7 @@ class IfChain {
 public:
     IfChain(detail::Builder &b, ir::Expr cond, ir::Stmt then_body, ir::Stmt emitted)
         : builder_(&b), emitted_(std::move(emitted)) {
-        arms_.push_back({std::move(cond), std::move(then_body)});
+        arms_.push_back({{}, std::move(cond), std::move(then_body)});
     }
 
     template <Operand C, class F>
@@ -47,8 +47,9 @@ public:
         detail::check_body<F>();
         Bool c = detail::to_value<bool>(cond, loc);
         check_open("elif_", loc);
+        std::vector<ir::Stmt> prelude = take_condition_prelude(loc);
         ir::Stmt block = detail::trace_block(*builder_, std::forward<F>(body));
-        arms_.push_back({c.expr(), std::move(block)});
+        arms_.push_back({std::move(prelude), c.expr(), std::move(block)});
         rebuild(loc);
         return *this;
     }
@@ -56,6 +57,7 @@ public:
     template <class F> void else_(F &&body, std::source_location loc = std::source_location::current()) {
         detail::check_body<F>();
         check_open("else_", loc);
+        if (!take_condition_prelude(loc).empty()) EMBER_UNREACHABLE("else_ has no condition");
         else_body_ = detail::trace_block(*builder_, std::forward<F>(body));
         rebuild(loc);
         closed_ = true;
@@ -63,10 +65,12 @@ public:
 
 private:
     struct Arm {
+        std::vector<ir::Stmt> prelude; ///< lets bound while evaluating the condition
         ir::Expr cond;
         ir::Stmt body;
     };
     void check_open(const char *what, const std::source_location &loc);
+    std::vector<ir::Stmt> take_condition_prelude(const std::source_location &loc);
     void rebuild(const std::source_location &loc);
 
     detail::Builder *builder_;

@@ -42,6 +42,9 @@ public:
     /// Replaces the statement most recently emitted into the current block, which must be `old`
     /// (used by `else_`/`elif_` to complete an `if_`).
     bool replace_last(const ir::Stmt &old, ir::Stmt replacement);
+    /// Removes and returns the statements emitted into the current block after `marker`; false
+    /// when `marker` is not in the current block.
+    bool take_after(const ir::Stmt &marker, std::vector<ir::Stmt> &out);
 
     int loop_depth = 0;
     int expression_only = 0;
