@@ -24,4 +24,5 @@ for t in compiler dsl runtime; do
   echo "ember-$t-tests: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt"
 done
 ./bench/first_launch > "$OUT/bench.txt" 2>&1; echo "first_launch: exit $?" >> "$OUT/summary.txt"
-cat "$OUT/summary.txt" "$OUT/bench.txt"
+EMBER_API=cpu ./bench/first_launch > "$OUT/bench-cpu.txt" 2>&1; echo "first_launch (cpu): exit $?" >> "$OUT/summary.txt"
+cat "$OUT/summary.txt" "$OUT/bench.txt" "$OUT/bench-cpu.txt"

@@ -60,8 +60,11 @@ private:
     /// A block not yet in the function: `enter` appends it when code goes into it, so blocks
     /// appear in the order their code runs in the source (clang's EmitBlock).
     llvm::BasicBlock *new_block(const llvm::Twine &name) {
-        return llvm::BasicBlock::Create(ctx_, name);
+        blocks_.push_back(llvm::BasicBlock::Create(ctx_, name));
+        return blocks_.back();
     }
+    /// After a failure: removes the function and frees the blocks that never got into it.
+    void discard_function();
     void enter(llvm::BasicBlock *bb) {
         bb->insertInto(function_);
         b_.SetInsertPoint(bb);
@@ -77,6 +80,8 @@ private:
     /// Params, lets and loop indices map to their SSA value; mutable vars to their alloca.
     /// Looked up only, never iterated, so pointer keys cannot make the output nondeterministic.
     std::unordered_map<const ir::Variable *, llvm::Value *> values_;
+    /// Every block new_block made; all of them are in the function once emission succeeds.
+    std::vector<llvm::BasicBlock *> blocks_;
 
     struct Loop {
         llvm::BasicBlock *continue_to, *break_to;
@@ -219,7 +224,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     case ir::BinaryOp::Sub: return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
     case ir::BinaryOp::Mul: return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
     case ir::BinaryOp::Div: return fp ? b_.CreateFDiv(a, b) : emit_div_mod(true, t, a, b);
-    case ir::BinaryOp::Mod: return fp ? b_.CreateFRem(a, b) : emit_div_mod(false, t, a, b);
+    case ir::BinaryOp::Mod: return fp ? target_.emit_frem(b_, a, b) : emit_div_mod(false, t, a, b);
     case ir::BinaryOp::Min:
         if (fp) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b);
         return b_.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin,
@@ -266,6 +271,8 @@ llvm::Value *CodeGenLLVM::visit(const ir::Compare *op) {
 llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to) {
     llvm::Type *dst = value_type(to);
     if (from == to || (from.is_int() && to.is_int() && from.bits() == to.bits())) return v;
+    // Pointers differ only in `const`, which LLVM does not see (all are global today).
+    if (from.is_pointer() && to.is_pointer()) return v;
     if (to.is_bool()) { // x != 0; NaN != 0 is true
         if (from.is_float()) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
         return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
@@ -556,7 +563,10 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
     for (size_t i = num_kernel_params; i < function_->arg_size(); ++i)
         function_->getArg(i)->setName("ctx");
 
-    if (llvm::Error err = emit(kernel_.body)) return err;
+    if (llvm::Error err = emit(kernel_.body)) {
+        discard_function();
+        return err;
+    }
     if (!b_.GetInsertBlock()->getTerminator()) b_.CreateRetVoid();
     alloca_point_->eraseFromParent();
     alloca_point_ = nullptr;
@@ -570,6 +580,16 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
             where + ": ember generated invalid LLVM IR; this is a bug in ember, please report it",
             problems + "\n" + ir::print(kernel_));
     return module;
+}
+
+void CodeGenLLVM::discard_function() {
+    std::vector<llvm::BasicBlock *> detached;
+    for (llvm::BasicBlock *bb : blocks_)
+        if (!bb->getParent()) detached.push_back(bb);
+    function_->eraseFromParent(); // drops the branches that still name detached blocks
+    function_ = nullptr;
+    for (llvm::BasicBlock *bb : detached) delete bb;
+    blocks_.clear();
 }
 
 } // namespace

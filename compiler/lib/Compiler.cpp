@@ -176,7 +176,7 @@ struct Diagnostics {
     }
     llvm::Error check(const std::string &where, const char *step) {
         if (errors.empty()) return llvm::Error::success();
-        return detail::make_compile_failure("LLVM failed to " + std::string(step) + " " + where,
+        return detail::make_compile_failure(where + ": LLVM failed to " + std::string(step) + " it",
                                             std::move(errors));
     }
 };
@@ -200,6 +200,15 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, int opt_level) {
                                       ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
                                       : pb.buildPerModuleDefaultPipeline(levels[opt_level]);
     mpm.run(m, mam);
+}
+
+/// Makes sure the summary of a compile failure names the kernel (and target): failures from
+/// the target machine or the code generator do not know them.
+llvm::Error in_context(llvm::Error err, const std::string &where) {
+    return llvm::handleErrors(std::move(err), [&](const detail::CompileFailure &f) -> llvm::Error {
+        if (f.summary().rfind("kernel '", 0) == 0) return detail::make_compile_failure(f.summary(), f.log());
+        return detail::make_compile_failure(where + ": " + f.summary(), f.log());
+    });
 }
 
 /// Lowers, optimises and emits `k` (already verified) as far as `want` needs, filling the texts
@@ -294,7 +303,8 @@ CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
     want.llvm_opt = options.keep_llvm_opt || dumps.llvm_opt;
     want.assembly = options.keep_asm || dumps.assembly;
     want.binary = true;
-    detail::throw_if_error(run_pipeline(k, *t, options.opt_level, want, out), context);
+    detail::throw_if_error(in_context(run_pipeline(k, *t, options.opt_level, want, out), context),
+                           context);
     out.lower_seconds += verify_seconds;
 
     if (dumps.llvm) dump(k.name, target, Stage::LLVM, out.llvm);
@@ -332,7 +342,7 @@ std::string emit(const ir::Kernel &k, const TargetSpec &target, Stage stage, int
     want.assembly = stage == Stage::Asm;
     want.binary = stage == Stage::Obj;
     CompiledKernel out;
-    detail::throw_if_error(run_pipeline(k, *t, opt_level, want, out), context);
+    detail::throw_if_error(in_context(run_pipeline(k, *t, opt_level, want, out), context), context);
     switch (stage) {
     case Stage::LLVM: return out.llvm;
     case Stage::LLVMOpt: return out.llvm_opt;

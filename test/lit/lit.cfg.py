@@ -29,7 +29,10 @@ config.available_features.update(f"{t}-target" for t in config.ember_targets)
 # The host, for CPU assembly checks (REQUIRES: host-x86_64).
 config.available_features.add("host-" + platform.machine())
 
-# The examples, for end-to-end tests of the programs users run first.
+# The examples, for end-to-end tests of the programs users run first (REQUIRES: examples; they
+# are built only with EMBER_BUILD_EXAMPLES=ON).
+if getattr(config, "ember_build_examples", False):
+    config.available_features.add("examples")
 config.substitutions.append(("%examples", os.path.join(config.ember_obj_root, "examples")))
 
 # ptxas from the CUDA toolkit's usual home when it is not on the PATH.

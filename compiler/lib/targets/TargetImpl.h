@@ -63,6 +63,12 @@ public:
     /// body function.
     virtual llvm::Value *emit_special_reg(llvm::IRBuilderBase &b, ir::SpecialRegKind reg,
                                           unsigned dim) const = 0;
+    /// C's fmod(a, b) on two floats of one type ([Note] IR semantics: `%` on floats), exact.
+    /// The default is LLVM's frem, which the CPU back ends turn into a libm call. The builder may
+    /// be left in a new block.
+    virtual llvm::Value *emit_frem(llvm::IRBuilderBase &b, llvm::Value *a, llvm::Value *c) const {
+        return b.CreateFRem(a, c);
+    }
     /// A block-wide barrier; fails for targets that cannot run one. `kernel` is for messages.
     virtual llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view kernel) const = 0;
 

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -1166,6 +1167,42 @@ TEST(CpuModuleTest, LoadRejectsGarbageAndMissingSymbols) {
     auto b = CpuModule::load(ck.binary, ck.entry_symbol);
     EXPECT_NE(a->entry(), nullptr);
     EXPECT_NE(a->entry(), b->entry());
+}
+
+TEST(CpuModuleTest, CompilesLoadsAndRunsFromManyThreads) {
+    // compile() and CpuModule::load() are called from the runtime's worker threads.
+    std::vector<std::thread> threads;
+    std::vector<int> failures(4, 0);
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([t, &failures] {
+            for (int round = 0; round < 3; ++round) {
+                CpuKernel k(make_scalar_add(), /*opt_level=*/round == 0 ? 0 : 3);
+                std::vector<float> v(100, float(t));
+                k.launch({2, 1, 1}, {64, 1, 1}, v.data(), int64_t(100), float(round));
+                for (float x : v) failures[t] += x != float(t + round);
+                const std::string ptx = emit(make_scalar_add(), TargetSpec::parse("nvptx:sm_90"),
+                                             Stage::Asm);
+                failures[t] += ptx.find(".entry scalar_add") == std::string::npos;
+            }
+        });
+    }
+    for (std::thread &th : threads) th.join();
+    for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+TEST(CpuModuleTest, UnloadedModulesCanBeLoadedAgain) {
+    CompiledKernel ck = compile(make_scalar_add(), TargetSpec::parse("cpu"));
+    for (int i = 0; i < 20; ++i) {
+        auto m = CpuModule::load(ck.binary, ck.entry_symbol);
+        std::vector<float> v(4, 1.0f);
+        CpuLaunch l{{1, 1, 1}, {4, 1, 1}, 0, 1};
+        float *p = v.data();
+        int64_t n = 4;
+        float s = 2.0f;
+        void *args[] = {&p, &n, &s};
+        reinterpret_cast<CpuKernelFn>(m->entry())(args, &l);
+        EXPECT_EQ(v[3], 3.0f);
+    }
 }
 
 } // namespace

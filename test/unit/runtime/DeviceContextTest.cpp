@@ -94,6 +94,8 @@ TEST_P(DeviceContextTest, ThreeDimensionalGridAndBlock) {
     auto out = ctx().enqueue_create_buffer<int64_t>(total);
     auto coords = ctx().enqueue_create_buffer<int64_t>(total * 3);
     ctx().enqueue_function(indices, out, coords, LaunchConfig{.grid_dim = grid, .block_dim = block});
+    // The same launch spelled as grid_dim(...) / block_dim(...), as in the seed.
+    ctx().enqueue_function(indices, out, coords, grid_dim({3, 2, 2}), block_dim(4, 4, 2));
     std::vector<int64_t> o(total), c(total * 3);
     ctx().enqueue_copy(o.data(), out);
     ctx().enqueue_copy(c.data(), coords);

@@ -293,10 +293,14 @@ inline constexpr GlobalIdx global_idx{};
 /// `block_dim.x` in a kernel; `block_dim(n)` / `block_dim(x, y, z)` at a launch.
 struct BlockDimReg : SpecialReg3 {
     constexpr LaunchBlock operator()(int64_t x, int64_t y = 1, int64_t z = 1) const { return {x, y, z}; }
+    /// `block_dim({4, 4, 2})`, like Mojo's tuple form.
+    constexpr LaunchBlock operator()(LaunchBlock b) const { return b; }
 };
 /// `grid_dim.x` in a kernel; `grid_dim(n)` / `grid_dim(x, y, z)` at a launch.
 struct GridDimReg : SpecialReg3 {
     constexpr LaunchGrid operator()(int64_t x, int64_t y = 1, int64_t z = 1) const { return {x, y, z}; }
+    /// `grid_dim({2, 2})`, like Mojo's tuple form.
+    constexpr LaunchGrid operator()(LaunchGrid g) const { return g; }
 };
 inline constexpr BlockDimReg block_dim{{{ir::SpecialRegKind::BlockDim, 0},
                                         {ir::SpecialRegKind::BlockDim, 1},
