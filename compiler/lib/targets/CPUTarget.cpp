@@ -12,6 +12,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -29,6 +30,22 @@ std::string host_cpu_features() {
 }
 
 namespace {
+
+/// Removes the x86 instructions whose float results differ from [Note] IR semantics: the native
+/// f32 -> bf16 conversions (AVX512-BF16's vcvtneps2bf16, AVX-NE-CONVERT) treat subnormal inputs as
+/// zero. Without them LLVM converts with exact integer arithmetic, as on every other host.
+std::string strict_fp_features(const std::string &triple, std::string features) {
+    if (!llvm::Triple(triple).isX86()) return features;
+    for (const char *f : {"-avx512bf16", "-avxneconvert"}) {
+        std::string plus = std::string("+") + (f + 1);
+        size_t at = features.find(plus);
+        if (at != std::string::npos && (at + plus.size() == features.size() || features[at + plus.size()] == ','))
+            features.replace(at, plus.size(), f);
+        else
+            features += (features.empty() ? "" : ",") + std::string(f);
+    }
+    return features;
+}
 
 // [Note] CPU launch context
 // =========================
@@ -51,8 +68,9 @@ public:
     explicit CPUTarget(const TargetSpec &spec)
         : Target(spec), triple_(llvm::sys::getProcessTriple()),
           cpu_(spec.cpu.empty() ? llvm::sys::getHostCPUName().str() : spec.cpu),
-          features_(spec.cpu.empty() && spec.features.empty() ? host_cpu_features()
-                                                              : spec.features) {}
+          features_(strict_fp_features(triple_, spec.cpu.empty() && spec.features.empty()
+                                                    ? host_cpu_features()
+                                                    : spec.features)) {}
 
     std::string triple() const override { return triple_; }
     std::string llvm_cpu() const override { return cpu_; }
