@@ -136,15 +136,44 @@ Expr SpecialReg::make(SpecialRegKind reg, unsigned dim) {
     return Expr(new SpecialReg(reg, static_cast<uint8_t>(dim)));
 }
 
+std::string_view operand_requirement(UnaryOp op, Type t) {
+    switch (op) {
+    case UnaryOp::Neg: return is_number(t) ? "" : "numbers";
+    case UnaryOp::Not: return t.is_bool() ? "" : "bool";
+    case UnaryOp::BitNot: return t.is_int() ? "" : "integers";
+    }
+    EMBER_UNREACHABLE("invalid UnaryOp");
+}
+
+std::string_view operand_requirement(BinaryOp op, Type t) {
+    switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
+    case BinaryOp::Mod:
+    case BinaryOp::Min:
+    case BinaryOp::Max: return is_number(t) ? "" : "numbers";
+    case BinaryOp::And:
+    case BinaryOp::Or:
+    case BinaryOp::Xor: return t.is_int() || t.is_bool() ? "" : "integers or bool";
+    case BinaryOp::Shl:
+    case BinaryOp::Shr: return t.is_int() ? "" : "integers";
+    }
+    EMBER_UNREACHABLE("invalid BinaryOp");
+}
+
+std::string_view operand_requirement(CompareOp op, Type t) {
+    if (!t.is_scalar() || t.is_void()) return "scalars";
+    if (t.is_bool() && op != CompareOp::EQ && op != CompareOp::NE) return "numbers";
+    return "";
+}
+
 Expr Unary::make(UnaryOp op, Expr a) {
     EMBER_ASSERT(a, "Unary of a null operand");
-    Type t = a.type();
-    switch (op) {
-    case UnaryOp::Neg: EMBER_ASSERT(is_number(t), "Neg of non-number " + t.to_string()); break;
-    case UnaryOp::Not: EMBER_ASSERT(t.is_bool(), "Not of non-bool " + t.to_string()); break;
-    case UnaryOp::BitNot: EMBER_ASSERT(t.is_int(), "BitNot of non-integer " + t.to_string()); break;
-    default: EMBER_UNREACHABLE("invalid UnaryOp");
-    }
+    std::string_view need = operand_requirement(op, a.type());
+    EMBER_ASSERT(need.empty(), "Unary '" + std::string(to_string(op)) + "' needs " +
+                                   std::string(need) + ", found " + a.type().to_string());
     return Expr(new Unary(op, std::move(a)));
 }
 
@@ -153,30 +182,9 @@ Expr Binary::make(BinaryOp op, Expr a, Expr b) {
     Type t = a.type();
     EMBER_ASSERT(t == b.type(), "Binary '" + std::string(to_string(op)) + "' of mismatched types " +
                                     t.to_string() + " and " + b.type().to_string());
-    switch (op) {
-    case BinaryOp::Add:
-    case BinaryOp::Sub:
-    case BinaryOp::Mul:
-    case BinaryOp::Div:
-    case BinaryOp::Mod:
-    case BinaryOp::Min:
-    case BinaryOp::Max:
-        EMBER_ASSERT(is_number(t),
-                     "Binary '" + std::string(to_string(op)) + "' of non-number " + t.to_string());
-        break;
-    case BinaryOp::And:
-    case BinaryOp::Or:
-    case BinaryOp::Xor:
-        EMBER_ASSERT(t.is_int() || t.is_bool(), "Binary '" + std::string(to_string(op)) +
-                                                    "' of non-integer, non-bool " + t.to_string());
-        break;
-    case BinaryOp::Shl:
-    case BinaryOp::Shr:
-        EMBER_ASSERT(t.is_int(),
-                     "Binary '" + std::string(to_string(op)) + "' of non-integer " + t.to_string());
-        break;
-    default: EMBER_UNREACHABLE("invalid BinaryOp");
-    }
+    std::string_view need = operand_requirement(op, t);
+    EMBER_ASSERT(need.empty(), "Binary '" + std::string(to_string(op)) + "' needs " +
+                                   std::string(need) + ", found " + t.to_string());
     return Expr(new Binary(op, std::move(a), std::move(b)));
 }
 
@@ -185,10 +193,10 @@ Expr Compare::make(CompareOp op, Expr a, Expr b) {
     Type t = a.type();
     EMBER_ASSERT(t == b.type(),
                  "Compare of mismatched types " + t.to_string() + " and " + b.type().to_string());
-    EMBER_ASSERT(t.is_scalar() && !t.is_void(), "Compare of non-scalar " + t.to_string());
     EMBER_ASSERT(op <= CompareOp::GE, "invalid CompareOp");
-    EMBER_ASSERT(!t.is_bool() || op == CompareOp::EQ || op == CompareOp::NE,
-                 "ordered Compare of bool");
+    std::string_view need = operand_requirement(op, t);
+    EMBER_ASSERT(need.empty(), "Compare '" + std::string(to_string(op)) + "' needs " +
+                                   std::string(need) + ", found " + t.to_string());
     return Expr(new Compare(op, std::move(a), std::move(b)));
 }
 

@@ -447,30 +447,10 @@ private:
         if (t != b.type())
             error(at, "operands of " + quote(text) + " have different types " + t.to_string() +
                           " and " + b.type().to_string());
-        std::string_view need;
-        switch (op) {
-        case BinaryOp::Add:
-        case BinaryOp::Sub:
-        case BinaryOp::Mul:
-        case BinaryOp::Div:
-        case BinaryOp::Mod:
-        case BinaryOp::Min:
-        case BinaryOp::Max:
-            if (!t.is_arithmetic()) need = "numbers";
-            break;
-        case BinaryOp::And:
-        case BinaryOp::Or:
-            if (text.size() == 2 && !t.is_bool()) need = "bool";
-            if (text.size() == 1 && !t.is_int()) need = "integers";
-            break;
-        case BinaryOp::Xor:
-            if (!t.is_int() && !t.is_bool()) need = "integers or bool";
-            break;
-        case BinaryOp::Shl:
-        case BinaryOp::Shr:
-            if (!t.is_int()) need = "integers";
-            break;
-        }
+        // The spelling picks the meaning: `&&`/`||` for bool, `&`/`|` for integers.
+        std::string_view need = operand_requirement(op, t);
+        if ((op == BinaryOp::And || op == BinaryOp::Or) && need.empty())
+            need = text.size() == 2 ? (t.is_bool() ? "" : "bool") : (t.is_int() ? "" : "integers");
         if (!need.empty())
             error(at, "operands of " + quote(text) + " must be " + std::string(need) + ", found " +
                           t.to_string());
@@ -493,8 +473,9 @@ private:
             error(op_tok, "operands of " + quote(op->text) + " have different types " +
                               t.to_string() + " and " + b.type().to_string());
         if (t.is_pointer()) error(op_tok, "cannot compare pointers with " + quote(op->text));
-        if (t.is_bool() && op->cmp != CompareOp::EQ && op->cmp != CompareOp::NE)
-            error(op_tok, "operands of " + quote(op->text) + " must be numbers, found bool");
+        if (std::string_view need = operand_requirement(op->cmp, t); !need.empty())
+            error(op_tok, "operands of " + quote(op->text) + " must be " + std::string(need) +
+                              ", found " + t.to_string());
         return Compare::make(op->cmp, a, b);
     }
 

@@ -53,7 +53,8 @@ struct CompiledKernel {
 CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
                        const CompileOptions &options = {});
 
-/// One stage of `k` for `target` as text (bytes for `Stage::Obj`); for tools and tests.
+/// One stage of `k` for `target` as text (bytes for `Stage::Obj`; on NVPTX, whose binary is
+/// text, `Stage::Obj` is the PTX); for tools and tests. Honours EMBER_DUMP like `compile`.
 std::string emit(const ir::Kernel &k, const TargetSpec &target, Stage stage, int opt_level = 3);
 
 /// Code for the CPU device, loaded into this process through ORC. Move-only; the code stays

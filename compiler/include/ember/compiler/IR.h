@@ -312,6 +312,13 @@ private:
         : ExprNode(static_kind, x.type()), cond(std::move(c)), a(std::move(x)), b(std::move(y)) {}
 };
 
+/// The operand types an operator takes, for `make` and for every producer that checks user input:
+/// empty when operands of type `t` are accepted, else what they must be ("numbers", "integers",
+/// "integers or bool", "bool", "scalars").
+std::string_view operand_requirement(UnaryOp op, Type t);
+std::string_view operand_requirement(BinaryOp op, Type t);
+std::string_view operand_requirement(CompareOp op, Type t);
+
 /// Reads `ptr[index]`; the type is the pointee type.
 struct Load final : ExprNode {
     static constexpr NodeKind static_kind = NodeKind::Load;
