@@ -105,6 +105,10 @@ Builder &require_builder(const char *what, const std::source_location &loc) {
 
 void check_trace(uint32_t value_trace, const std::source_location &loc) {
     if (value_trace == 0) return;
+    if (value_trace == kMixedTrace)
+        throw DslError("an expression combines values traced in different kernels; pass values "
+                       "to a kernel as parameters",
+                       loc);
     uint32_t cur = current_trace_id();
     if (cur == value_trace) return;
     if (cur == 0)
@@ -120,9 +124,7 @@ void check_trace(uint32_t value_trace, const std::source_location &loc) {
 uint32_t merge_trace(uint32_t a, uint32_t b) {
     if (a == 0) return b;
     if (b == 0 || a == b) return a;
-    throw DslError("an expression combines values of two different kernels (" + trace_name(a) +
-                       " and " + trace_name(b) + ")",
-                   std::source_location::current());
+    return kMixedTrace; // reported where the value is used, with the user's location
 }
 
 TraceScope::TraceScope(std::string kernel_name)
@@ -153,10 +155,14 @@ ir::Expr host_constant_int(ir::Type t, int64_t v, bool is_unsigned_source, uint6
         int64_t min = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bits - 1));
         fits = is_unsigned_source ? uv <= static_cast<uint64_t>(max) : (v >= min && v <= max);
     }
-    if (!fits)
+    if (!fits) {
+        Builder *b = current_builder();
         throw DslError("the constant " + (is_unsigned_source ? std::to_string(uv) : std::to_string(v)) +
-                           " does not fit in " + t.to_string() + "; use cast<T>() to convert it explicitly",
+                           " does not fit in " + t.to_string() +
+                           (b ? " (kernel '" + b->kernel_name() + "')" : std::string()) +
+                           "; use cast<T>() to convert it explicitly",
                        loc);
+    }
     return ir::IntImm::make(t, is_unsigned_source ? static_cast<int64_t>(uv) : v);
 }
 

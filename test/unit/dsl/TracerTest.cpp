@@ -250,3 +250,50 @@ TEST(TracerTest, ElifConditionReadsRunInTheElseBranch) {
                         "}\n");
 }
 } // namespace
+
+namespace {
+// Errors found inside operators are reported where the value is used, at the user's line.
+TEST(TracerErrorTest, ErrorsNameTheUsersLineEvenThroughOperators) {
+    int line = 0;
+    std::string msg = dsl_error_of([&] {
+        kernel("outer", [&](Ptr<int64_t> p, Int n) {
+            kernel("inner", [&](Ptr<int64_t> q) {
+                line = __LINE__ + 1;
+                q[0] = n * 2 + 1;
+            });
+            p[0] = n;
+        });
+    });
+    EXPECT_NE(msg.find("TracerTest.cpp:" + std::to_string(line) + ":"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("used in kernel 'inner'"), std::string::npos) << msg;
+
+    msg = dsl_error_of([&] {
+        kernel("bad", [&](Ptr<int8_t> p) {
+            line = __LINE__ + 1;
+            p[0] = 300;
+        });
+    });
+    EXPECT_NE(msg.find("TracerTest.cpp:" + std::to_string(line) + ":"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("the constant 300 does not fit in i8 (kernel 'bad')"), std::string::npos) << msg;
+
+    msg = dsl_error_of([&] {
+        kernel("outer2", [&](Ptr<int64_t>, Int n) {
+            kernel("inner2", [&](Ptr<int64_t> q, Int m) {
+                line = __LINE__ + 1;
+                q[n + m] = 1; // an index mixing two kernels
+            });
+        });
+    });
+    EXPECT_NE(msg.find("TracerTest.cpp:" + std::to_string(line) + ":"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("combines values traced in different kernels"), std::string::npos) << msg;
+}
+
+TEST(TracerErrorTest, ConstantsThatDoNotFitInsideOperatorsNameTheKernel) {
+    // An operator cannot know the user's line: the message names the kernel and no ember header.
+    std::string msg = dsl_error_of([] {
+        kernel("narrow", [](Ptr<int8_t> p, Int8 x) { p[0] = x + 1000; });
+    });
+    EXPECT_EQ(msg.find("/ember/dsl/"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("the constant 1000 does not fit in i8 (kernel 'narrow')"), std::string::npos) << msg;
+}
+} // namespace

@@ -59,6 +59,8 @@ private:
 Builder *current_builder() noexcept;
 /// The innermost builder; throws DslError "<what> used outside a kernel" when there is none.
 Builder &require_builder(const char *what, const std::source_location &loc);
+/// The trace of an expression that combines values of different kernels.
+inline constexpr uint32_t kMixedTrace = 0xFFFFFFFFu;
 /// Throws DslError when a value traced for kernel `value_trace` is used while tracing another.
 void check_trace(uint32_t value_trace, const std::source_location &loc);
 uint32_t current_trace_id() noexcept;

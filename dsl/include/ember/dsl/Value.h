@@ -239,7 +239,56 @@ struct common_operand<L, R> {
 };
 template <class L, class R> using common_t = typename common_operand<L, R>::type;
 
+/// Merges the traces of two operands; kMixedTrace when they come from different kernels (reported
+/// by check_trace where the value is used).
 uint32_t merge_trace(uint32_t a, uint32_t b);
+
+/// An operand as a Value<T> for an operator: converted, but not checked against the current trace.
+template <Scalar T, Operand X> Value<T> operand_value(const X &x) {
+    if constexpr (Traced<X>) {
+        if constexpr (std::is_same_v<traced_t<X>, T>) return x.value();
+        else return Value<T>(ir::Expr(), 0); // unreachable: mismatched types fail the build
+    } else {
+        return Value<T>(host_constant<T>(x, std::source_location::current()), 0);
+    }
+}
+
+/// A value operand converted where the user wrote it: the converting constructor's default
+/// argument records the user's file and line, for the checks and for any error.
+template <Scalar T> struct At {
+    Value<T> value;
+    std::source_location loc;
+    template <Operand X>
+    At(const X &x, std::source_location l = std::source_location::current()) // NOLINT: implicit
+        : value(to_value<T>(x, l)), loc(l) {}
+};
+
+/// A pointer index converted where the user wrote it (any integer type, traced or C++).
+struct IndexArg {
+    ir::Expr expr;
+    uint32_t trace = 0;
+    std::source_location loc;
+    template <Operand I>
+    IndexArg(const I &index, std::source_location l = std::source_location::current()) // NOLINT
+        : loc(l) {
+        if constexpr (Traced<I>) {
+            using T = traced_t<I>;
+            static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                          "a pointer index must be an integer");
+            Value<T> v = to_value<T>(index, l);
+            expr = v.expr();
+            trace = v.trace();
+        } else {
+            using T = std::remove_cvref_t<I>;
+            static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                          "a pointer index must be an integer");
+            if constexpr (std::is_unsigned_v<T>)
+                expr = host_constant<uint64_t>(static_cast<uint64_t>(index), l);
+            else
+                expr = host_constant<int64_t>(static_cast<int64_t>(index), l);
+        }
+    }
+};
 } // namespace detail
 
 // ---------------------------------------------------------------------------------------------
@@ -341,21 +390,21 @@ public:
         declare(other.value().expr(), loc);
     }
 
-    template <Operand X> Var &operator=(const X &x) {
-        assign(detail::to_value<T>(x).expr());
+    /// Assigns a C++ number or a traced value of type T.
+    Var &operator=(detail::At<T> x) {
+        assign(x.value.expr(), x.loc);
         return *this;
     }
     Var &operator=(const Var &other) {
-        assign(other.value().expr());
+        assign(other.value().expr(), std::source_location::current());
         return *this;
     }
 
     /// The current value (bound to a `let` where it is read; see [Note] Tracing).
+    /// (Like every operand, it is checked against the current kernel where it is used.)
     Value<T> value() const {
-        detail::check_trace(trace_, std::source_location::current());
-        detail::Builder *b = detail::current_builder();
-        EMBER_ASSERT(b, "Var read outside a trace");
-        return Value<T>(b->bind(ir::VarRef::make(var_)), trace_);
+        detail::Builder &b = detail::require_builder("a read of a Var", std::source_location::current());
+        return Value<T>(b.bind(ir::VarRef::make(var_)), detail::merge_trace(trace_, b.id()));
     }
 
     explicit operator bool() const = delete; // traced: use if_(cond, [&] { ... })
@@ -368,8 +417,7 @@ private:
         trace_ = b.id();
         b.emit(ir::Declare::make(var_, std::move(init)), loc);
     }
-    void assign(ir::Expr e) {
-        auto loc = std::source_location::current();
+    void assign(ir::Expr e, const std::source_location &loc) {
         detail::check_trace(trace_, loc);
         detail::require_builder("assignment to a Var", loc).emit(ir::Assign::make(var_, std::move(e)), loc);
     }
@@ -389,23 +437,22 @@ public:
         : ptr_(std::move(ptr)), index_(std::move(index)), trace_(trace) {}
 
     Value<T> value() const {
-        detail::check_trace(trace_, std::source_location::current());
         detail::Builder &b = detail::require_builder("a load", std::source_location::current());
-        return Value<T>(b.bind(ir::Load::make(ptr_, index_)), b.id());
+        return Value<T>(b.bind(ir::Load::make(ptr_, index_)), detail::merge_trace(trace_, b.id()));
     }
-    template <Operand X> const ElementRef &operator=(const X &x) const {
-        store(detail::to_value<T>(x).expr());
+    /// Stores a C++ number or a traced value of type T.
+    const ElementRef &operator=(detail::At<T> x) const {
+        store(x.value.expr(), x.loc);
         return *this;
     }
     const ElementRef &operator=(const ElementRef &other) const {
-        store(other.value().expr());
+        store(other.value().expr(), std::source_location::current());
         return *this;
     }
     explicit operator bool() const = delete; // traced: use if_(cond, [&] { ... })
 
 private:
-    void store(ir::Expr v) const {
-        auto loc = std::source_location::current();
+    void store(ir::Expr v, const std::source_location &loc) const {
         detail::check_trace(trace_, loc);
         detail::require_builder("a store", loc).emit(ir::Store::make(ptr_, index_, std::move(v)), loc);
     }
@@ -424,24 +471,9 @@ public:
     Ptr &operator=(const Ptr &) = delete; // a traced value is immutable
 
     /// The element at `index` (any integer type, traced or a C++ integer).
-    template <Operand I> ElementRef<T> operator[](const I &index) const {
-        ir::Expr idx;
-        uint32_t trace = trace_;
-        if constexpr (Traced<I>) {
-            static_assert(std::is_integral_v<traced_t<I>> && !std::is_same_v<traced_t<I>, bool>,
-                          "a pointer index must be an integer");
-            Value<traced_t<I>> v = index.value();
-            detail::check_trace(v.trace(), std::source_location::current());
-            idx = v.expr();
-            trace = detail::merge_trace(trace, v.trace());
-        } else {
-            static_assert(std::is_integral_v<std::remove_cvref_t<I>> &&
-                              !std::is_same_v<std::remove_cvref_t<I>, bool>,
-                          "a pointer index must be an integer");
-            idx = detail::host_constant<int64_t>(static_cast<int64_t>(index),
-                                                 std::source_location::current());
-        }
-        return ElementRef<T>(expr_, idx, trace);
+    ElementRef<T> operator[](detail::IndexArg index) const {
+        detail::check_trace(trace_, index.loc);
+        return ElementRef<T>(expr_, index.expr, detail::merge_trace(trace_, index.trace));
     }
 
     static constexpr ir::Type ir_type() { return ir::Type::pointer(detail::scalar_info<T>::ir_type); }
@@ -466,17 +498,19 @@ template <class L, class R> constexpr bool operands_match_v() {
 }
 template <class L, class R> constexpr bool operands_match = operands_match_v<L, R>();
 
+// Operators cannot learn the user's source location, so they do not check traces: they merge
+// them (see merge_trace), and the statement that consumes the value checks with the user's line.
 template <class L, class R>
 Value<common_t<L, R>> binary(ir::BinaryOp op, const L &l, const R &r) {
     using T = common_t<L, R>;
     if constexpr (!operands_match<L, R>) return Value<T>(ir::Expr(), 0); // the build has failed
-    Value<T> a = to_value<T>(l), b = to_value<T>(r);
+    Value<T> a = operand_value<T>(l), b = operand_value<T>(r);
     return Value<T>(ir::Binary::make(op, a.expr(), b.expr()), merge_trace(a.trace(), b.trace()));
 }
 template <class L, class R> Bool compare(ir::CompareOp op, const L &l, const R &r) {
     using T = common_t<L, R>;
     if constexpr (!operands_match<L, R>) return Bool(ir::Expr(), 0); // the build has failed
-    Value<T> a = to_value<T>(l), b = to_value<T>(r);
+    Value<T> a = operand_value<T>(l), b = operand_value<T>(r);
     return Bool(ir::Compare::make(op, a.expr(), b.expr()), merge_trace(a.trace(), b.trace()));
 }
 } // namespace detail
@@ -533,29 +567,30 @@ EMBER_COMPARE_OP(>=, GE)
 template <Traced X> auto operator-(const X &x) {
     using T = traced_t<X>;
     static_assert(detail::is_number<T>, "unary - needs a number");
-    Value<T> v = detail::to_value<T>(x);
+    Value<T> v = detail::operand_value<T>(x);
     return Value<T>(ir::Unary::make(ir::UnaryOp::Neg, v.expr()), v.trace());
 }
 template <Traced X> Bool operator!(const X &x) {
     static_assert(std::is_same_v<traced_t<X>, bool>, "operator ! needs a Bool");
-    Bool v = detail::to_value<bool>(x);
+    Bool v = detail::operand_value<bool>(x);
     return Bool(ir::Unary::make(ir::UnaryOp::Not, v.expr()), v.trace());
 }
 template <Traced X> auto operator~(const X &x) {
     using T = traced_t<X>;
     static_assert(detail::is_integer<T>, "operator ~ needs an integer");
-    Value<T> v = detail::to_value<T>(x);
+    Value<T> v = detail::operand_value<T>(x);
     return Value<T>(ir::Unary::make(ir::UnaryOp::BitNot, v.expr()), v.trace());
 }
 
 // Compound assignment on Var and on pointer elements: `x += y` is `x = x + y`.
 #define EMBER_COMPOUND_OP(SYM, BIN)                                                                \
-    template <Scalar T, Operand X> Var<T> &operator SYM(Var<T> &v, const X &x) {                   \
-        v = v BIN detail::to_value<T>(x);                                                          \
+    template <Scalar T> Var<T> &operator SYM(Var<T> &v, std::type_identity_t<detail::At<T>> x) {  \
+        v = detail::At<T>(v BIN x.value, x.loc);                                                   \
         return v;                                                                                  \
     }                                                                                              \
-    template <Scalar T, Operand X> const ElementRef<T> &operator SYM(const ElementRef<T> &e, const X &x) { \
-        e = e BIN detail::to_value<T>(x);                                                          \
+    template <Scalar T>                                                                            \
+    const ElementRef<T> &operator SYM(const ElementRef<T> &e, std::type_identity_t<detail::At<T>> x) { \
+        e = detail::At<T>(e BIN x.value, x.loc);                                                   \
         return e;                                                                                  \
     }
 EMBER_COMPOUND_OP(+=, +)
@@ -575,12 +610,13 @@ EMBER_COMPOUND_OP(>>=, >>)
 
 /// Converts to another scalar type (see [Note] IR semantics for the rules):
 /// `cast<Float32>(i)` or `cast<float>(i)`.
-template <class To, Operand X> auto cast(const X &x) {
+template <class To, Operand X>
+auto cast(const X &x, std::source_location loc = std::source_location::current()) {
     using T = typename std::conditional_t<Scalar<To>, std::type_identity<To>,
                                           detail::traced_traits<To>>::type;
     if constexpr (Traced<X>) {
         Value<traced_t<X>> v = x.value();
-        detail::check_trace(v.trace(), std::source_location::current());
+        detail::check_trace(v.trace(), loc);
         if constexpr (std::is_same_v<traced_t<X>, T>) return v;
         else return Value<T>(ir::Cast::make(ir_type_of<T>(), v.expr()), v.trace());
     } else {
@@ -594,10 +630,11 @@ template <class To, Operand X> auto cast(const X &x) {
 /// `cond ? a : b`; both sides are evaluated.
 template <Operand C, class A, class B>
     requires OperandPair<A, B>
-auto select(const C &cond, const A &a, const B &b) {
+auto select(const C &cond, const A &a, const B &b,
+            std::source_location loc = std::source_location::current()) {
     using T = detail::common_t<A, B>;
-    Bool c = detail::to_value<bool>(cond);
-    Value<T> x = detail::to_value<T>(a), y = detail::to_value<T>(b);
+    Bool c = detail::to_value<bool>(cond, loc);
+    Value<T> x = detail::to_value<T>(a, loc), y = detail::to_value<T>(b, loc);
     return Value<T>(ir::Select::make(c.expr(), x.expr(), y.expr()),
                     detail::merge_trace(c.trace(), detail::merge_trace(x.trace(), y.trace())));
 }
