@@ -208,7 +208,6 @@ void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t
                          " but the kernel runs on " + ctx.label);
 }
 
-const ContextImpl &function_context(const FunctionImpl &fn) { return *fn.context; }
 const std::string &function_name(const FunctionImpl &fn) { return fn.kernel->ir.name; }
 double function_compile_seconds(const FunctionImpl &fn) { return fn.compile_seconds; }
 double function_load_seconds(const FunctionImpl &fn) { return fn.load_seconds; }

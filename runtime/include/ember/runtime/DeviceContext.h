@@ -80,7 +80,6 @@ std::shared_ptr<FunctionImpl> compile_cached(const std::shared_ptr<ContextImpl> 
 /// Throws LogicError when buffer argument `index` belongs to another context.
 void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index,
                           const RawDeviceBuffer *raw);
-const ContextImpl &function_context(const FunctionImpl &fn);
 
 template <class X> struct is_launch_option : std::false_type {};
 template <> struct is_launch_option<LaunchGrid> : std::true_type {};
