@@ -249,6 +249,45 @@ llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     EMBER_UNREACHABLE("unknown BinaryOp");
 }
 
+llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
+    std::vector<llvm::Value *> a;
+    for (const ir::Expr &arg : op->args) a.push_back(emit(arg));
+    llvm::Value *x = a[0];
+    llvm::Type *ty = x->getType();
+    const ir::Type &t = op->args[0].type();
+    auto unary = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, x); };
+    // Bit counts and integer abs are defined for every input ([Note] IR semantics): the
+    // "is poison" flags are false.
+    auto with_false = [&](llvm::Intrinsic::ID id) {
+        return b_.CreateIntrinsic(id, {ty}, {x, b_.getFalse()});
+    };
+    switch (op->op) {
+    case ir::Intrinsic::Abs:
+        if (t.is_float()) return unary(llvm::Intrinsic::fabs);
+        if (t.is_unsigned_int()) return x;
+        return with_false(llvm::Intrinsic::abs);
+    case ir::Intrinsic::Popcount: return unary(llvm::Intrinsic::ctpop);
+    case ir::Intrinsic::Clz: return with_false(llvm::Intrinsic::ctlz);
+    case ir::Intrinsic::Ctz: return with_false(llvm::Intrinsic::cttz);
+    case ir::Intrinsic::Sqrt: return unary(llvm::Intrinsic::sqrt);
+    case ir::Intrinsic::Floor: return unary(llvm::Intrinsic::floor);
+    case ir::Intrinsic::Ceil: return unary(llvm::Intrinsic::ceil);
+    case ir::Intrinsic::Trunc: return unary(llvm::Intrinsic::trunc);
+    case ir::Intrinsic::Round: return unary(llvm::Intrinsic::round);
+    case ir::Intrinsic::Fma: return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a[0], a[1], a[2]});
+    case ir::Intrinsic::Copysign: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a[0], a[1]);
+    case ir::Intrinsic::IsNan: return b_.CreateFCmpUNO(x, x);
+    case ir::Intrinsic::IsInf:
+    case ir::Intrinsic::IsFinite: {
+        llvm::Value *mag = unary(llvm::Intrinsic::fabs);
+        llvm::Value *inf = llvm::ConstantFP::getInfinity(ty);
+        // isfinite is false for NaN: "ordered and not equal".
+        return op->op == ir::Intrinsic::IsInf ? b_.CreateFCmpOEQ(mag, inf) : b_.CreateFCmpONE(mag, inf);
+    }
+    }
+    EMBER_UNREACHABLE("unknown Intrinsic");
+}
+
 llvm::Value *CodeGenLLVM::visit(const ir::Compare *op) {
     llvm::Value *a = emit(op->a);
     llvm::Value *b = emit(op->b);
@@ -509,6 +548,14 @@ llvm::Error CodeGenLLVM::visit(const ir::Continue *) {
     EMBER_ASSERT(!loops_.empty(), "continue outside a loop in a verified kernel");
     b_.CreateBr(loops_.back().continue_to);
     start_unreachable_block("after.continue");
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Return *) {
+    // The kernel function returns; on the CPU the body function is inlined into the thread loop,
+    // so returning ends only this thread.
+    b_.CreateRetVoid();
+    start_unreachable_block("after.return");
     return llvm::Error::success();
 }
 

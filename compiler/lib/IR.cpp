@@ -200,6 +200,70 @@ Expr Compare::make(CompareOp op, Expr a, Expr b) {
     return Expr(new Compare(op, std::move(a), std::move(b)));
 }
 
+namespace {
+struct IntrinsicInfo {
+    Intrinsic op;
+    const char *name;
+    unsigned arity;
+};
+constexpr IntrinsicInfo intrinsics[] = {
+    {Intrinsic::Abs, "abs", 1},         {Intrinsic::Popcount, "popcount", 1},
+    {Intrinsic::Clz, "clz", 1},         {Intrinsic::Ctz, "ctz", 1},
+    {Intrinsic::Sqrt, "sqrt", 1},       {Intrinsic::Floor, "floor", 1},
+    {Intrinsic::Ceil, "ceil", 1},       {Intrinsic::Trunc, "trunc", 1},
+    {Intrinsic::Round, "round", 1},     {Intrinsic::Fma, "fma", 3},
+    {Intrinsic::Copysign, "copysign", 2}, {Intrinsic::IsNan, "isnan", 1},
+    {Intrinsic::IsInf, "isinf", 1},     {Intrinsic::IsFinite, "isfinite", 1},
+};
+const IntrinsicInfo &info(Intrinsic op) {
+    for (const IntrinsicInfo &i : intrinsics)
+        if (i.op == op) return i;
+    EMBER_UNREACHABLE("invalid Intrinsic");
+}
+} // namespace
+
+std::string_view to_string(Intrinsic op) { return info(op).name; }
+unsigned arity(Intrinsic op) { return info(op).arity; }
+
+std::optional<Intrinsic> parse_intrinsic(std::string_view name) {
+    for (const IntrinsicInfo &i : intrinsics)
+        if (name == i.name) return i.op;
+    return std::nullopt;
+}
+
+std::string_view operand_requirement(Intrinsic op, Type t) {
+    switch (op) {
+    case Intrinsic::Abs: return is_number(t) ? "" : "numbers";
+    case Intrinsic::Popcount:
+    case Intrinsic::Clz:
+    case Intrinsic::Ctz: return t.is_int() ? "" : "integers";
+    default: return t.is_float() ? "" : "floats";
+    }
+}
+
+Type result_type(Intrinsic op, Type t) {
+    switch (op) {
+    case Intrinsic::IsNan:
+    case Intrinsic::IsInf:
+    case Intrinsic::IsFinite: return Type(ScalarType::Bool);
+    default: return t;
+    }
+}
+
+Expr Call::make(Intrinsic op, std::vector<Expr> args) {
+    EMBER_ASSERT(args.size() == arity(op), "Call '" + std::string(to_string(op)) + "' with " +
+                                                std::to_string(args.size()) + " arguments");
+    for (const Expr &a : args) EMBER_ASSERT(a, "Call with a null argument");
+    Type t = args[0].type();
+    for (const Expr &a : args)
+        EMBER_ASSERT(a.type() == t, "Call '" + std::string(to_string(op)) + "' of mismatched types");
+    std::string_view need = operand_requirement(op, t);
+    EMBER_ASSERT(need.empty(), "Call '" + std::string(to_string(op)) + "' needs " +
+                                   std::string(need) + ", found " + t.to_string());
+    Type r = result_type(op, t);
+    return Expr(new Call(op, r, std::move(args)));
+}
+
 Expr Cast::make(Type to, Expr a) {
     EMBER_ASSERT(a, "Cast of a null operand");
     EMBER_ASSERT(to.is_scalar() && !to.is_void(), "Cast to non-scalar " + to.to_string());
@@ -290,6 +354,7 @@ Stmt While::make(Expr cond, Stmt body) {
 }
 
 Stmt Break::make() { return Stmt(new Break); }
+Stmt Return::make() { return Stmt(new Return); }
 Stmt Continue::make() { return Stmt(new Continue); }
 Stmt Barrier::make() { return Stmt(new Barrier); }
 
@@ -342,6 +407,9 @@ void IRVisitor::visit(const Load *op) {
     visit(op->ptr);
     visit(op->index);
 }
+void IRVisitor::visit(const Call *op) {
+    for (const Expr &a : op->args) visit(a);
+}
 
 void IRVisitor::visit(const Block *op) {
     for (const Stmt &s : op->stmts) visit(s);
@@ -370,6 +438,7 @@ void IRVisitor::visit(const While *op) {
     visit(op->body);
 }
 void IRVisitor::visit(const Break *) {}
+void IRVisitor::visit(const Return *) {}
 void IRVisitor::visit(const Continue *) {}
 void IRVisitor::visit(const Barrier *) {}
 
@@ -428,6 +497,17 @@ Expr IRMutator::visit(const Cast *op) {
     Expr a = mutate(op->a);
     if (a.same_as(op->a)) return op;
     return Cast::make(op->type, std::move(a));
+}
+
+Expr IRMutator::visit(const Call *op) {
+    std::vector<Expr> args;
+    bool same = true;
+    for (const Expr &a : op->args) {
+        args.push_back(mutate(a));
+        same = same && args.back().same_as(a);
+    }
+    if (same) return op;
+    return Call::make(op->op, std::move(args));
 }
 
 Expr IRMutator::visit(const Select *op) {
@@ -512,6 +592,7 @@ Stmt IRMutator::visit(const While *op) {
 }
 
 Stmt IRMutator::visit(const Break *op) { return op; }
+Stmt IRMutator::visit(const Return *op) { return op; }
 Stmt IRMutator::visit(const Continue *op) { return op; }
 Stmt IRMutator::visit(const Barrier *op) { return op; }
 

@@ -394,6 +394,7 @@ private:
         if (t.text == "min" || t.text == "max") return parse_min_max();
         if (t.text == "cast") return parse_cast();
         if (t.text == "select") return parse_select();
+        if (std::optional<Intrinsic> f = parse_intrinsic(t.text)) return parse_call(*f);
         static constexpr std::pair<std::string_view, SpecialRegKind> regs[] = {
             {"thread_idx", SpecialRegKind::ThreadIdx},
             {"block_idx", SpecialRegKind::BlockIdx},
@@ -505,6 +506,28 @@ private:
         return Cast::make(to, a);
     }
 
+    /// `name(a, b, ...)` of a built-in function: arguments of one type that the function takes.
+    Expr parse_call(Intrinsic f) {
+        const Token &name = take();
+        expect("(");
+        std::vector<Expr> args;
+        std::vector<const Token *> arg_toks;
+        for (unsigned i = 0; i < arity(f); ++i) {
+            if (i) expect(",");
+            arg_toks.push_back(&peek());
+            args.push_back(parse_expr());
+        }
+        expect(")");
+        for (size_t i = 1; i < args.size(); ++i)
+            if (args[i].type() != args[0].type())
+                error(*arg_toks[i], "arguments of " + quote(name.text) + " have different types " +
+                                        args[0].type().to_string() + " and " + args[i].type().to_string());
+        if (std::string_view need = operand_requirement(f, args[0].type()); !need.empty())
+            error(*arg_toks[0], "arguments of " + quote(name.text) + " must be " + std::string(need) +
+                                    ", found " + args[0].type().to_string());
+        return Call::make(f, std::move(args));
+    }
+
     Expr parse_select() {
         take();
         expect("(");
@@ -571,6 +594,10 @@ private:
             if (t.text == "barrier") {
                 take();
                 return Barrier::make();
+            }
+            if (t.text == "return") {
+                take();
+                return Return::make();
             }
         }
         if (t.kind != Tok::VarName && !is("select") && !is("("))

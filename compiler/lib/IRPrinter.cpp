@@ -174,6 +174,17 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
         out += ']';
         return;
     }
+    case NodeKind::Call: {
+        const auto *op = e.as<Call>();
+        out += to_string(op->op);
+        out += '(';
+        for (size_t i = 0; i < op->args.size(); ++i) {
+            if (i) out += ", ";
+            print_expr(out, op->args[i]);
+        }
+        out += ')';
+        return;
+    }
     default: EMBER_UNREACHABLE("statement kind in an Expr");
     }
 }
@@ -264,6 +275,7 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
     case NodeKind::Break: out += "break"; break;
     case NodeKind::Continue: out += "continue"; break;
     case NodeKind::Barrier: out += "barrier"; break;
+    case NodeKind::Return: out += "return"; break;
     default: EMBER_UNREACHABLE("expression kind in a Stmt");
     }
     out += '\n';

@@ -170,6 +170,9 @@ private:
             expr(e.as<Load>()->index, s);
             check_index(e.as<Load>()->index, s);
             return;
+        case NodeKind::Call:
+            for (const Expr &a : e.as<Call>()->args) expr(a, s);
+            return;
         default: return;
         }
     }
@@ -274,7 +277,8 @@ private:
         case NodeKind::Continue:
             if (loop_depth_ == 0) report("continue outside a loop");
             return;
-        case NodeKind::Barrier: return;
+        case NodeKind::Barrier:
+        case NodeKind::Return: return;
         default: EMBER_UNREACHABLE("expression kind in a Stmt");
         }
     }

@@ -1,6 +1,7 @@
 /// \file
 /// The thread-local builder stack, trace-time checks and kernel finishing.
 #include "ember/dsl/Tracer.h"
+#include "ember/dsl/Builtins.h"
 #include "ember/dsl/Kernel.h"
 
 #include "ember/compiler/Verifier.h"
@@ -236,6 +237,10 @@ void continue_(std::source_location loc) {
     detail::Builder &b = detail::require_builder("continue_", loc);
     if (b.loop_depth == 0) throw DslError("continue_ outside a loop (for_ or while_)", loc);
     b.emit(ir::Continue::make(), loc);
+}
+
+void return_(std::source_location loc) {
+    detail::require_builder("return_", loc).emit(ir::Return::make(), loc);
 }
 
 void barrier(std::source_location loc) {

@@ -36,6 +36,12 @@
 ///   (s > 0 ? i < e : s < 0 ? i > e : false), adding s (wrapping) after each iteration.
 ///   `while c` re-evaluates c before every iteration. `break` and `continue` act on the innermost
 ///   loop.
+/// * Intrinsics (Call). abs(MIN) wraps to MIN; abs of a float clears the sign bit. popcount,
+///   clz and ctz count bits of the integer's width; clz(0) and ctz(0) are that width. sqrt is
+///   correctly rounded; floor, ceil and trunc round as named; round rounds half away from zero
+///   (C's round); fma(a, b, c) rounds once; copysign takes b's sign; isnan, isinf and isfinite
+///   give bool. All of them are exact on every target (no approximation).
+/// * Return ends the thread's kernel early (a kernel returns no value).
 /// * Barrier waits for every thread of the block (GPU targets). The CPU device rejects kernels
 ///   that contain one until it can run them correctly.
 #ifndef EMBER_COMPILER_IR_H
@@ -46,6 +52,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -330,6 +337,32 @@ private:
         : ExprNode(static_kind, p.type().element_type()), ptr(std::move(p)), index(std::move(i)) {}
 };
 
+/// Built-in functions (see [Note] IR semantics). Their textual names are `to_string(Intrinsic)`.
+enum class Intrinsic : uint8_t {
+    Abs, Popcount, Clz, Ctz,                 ///< abs: numbers; the others: integers
+    Sqrt, Floor, Ceil, Trunc, Round, Fma, Copysign, ///< floats
+    IsNan, IsInf, IsFinite,                  ///< floats -> bool
+};
+std::string_view to_string(Intrinsic op); // "abs", "popcount", ...
+std::optional<Intrinsic> parse_intrinsic(std::string_view name);
+/// How many arguments `op` takes (all of one type).
+unsigned arity(Intrinsic op);
+/// Empty when arguments of type `t` are accepted, else what they must be.
+std::string_view operand_requirement(Intrinsic op, Type t);
+/// The result type for arguments of type `t`.
+Type result_type(Intrinsic op, Type t);
+
+/// `op(args...)`: a built-in function of arguments of one type.
+struct Call final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Call;
+    Intrinsic op;
+    std::vector<Expr> args;
+    static Expr make(Intrinsic op, std::vector<Expr> args);
+
+private:
+    Call(Intrinsic o, Type t, std::vector<Expr> a) : ExprNode(static_kind, t), op(o), args(std::move(a)) {}
+};
+
 // ---------------------------------------------------------------------------------------------
 // Statements.
 
@@ -448,6 +481,15 @@ struct Barrier final : StmtNode {
 
 private:
     Barrier() : StmtNode(static_kind) {}
+};
+
+/// Ends the kernel for this thread.
+struct Return final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Return;
+    static Stmt make();
+
+private:
+    Return() : StmtNode(static_kind) {}
 };
 
 // ---------------------------------------------------------------------------------------------

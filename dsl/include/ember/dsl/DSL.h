@@ -3,6 +3,7 @@
 #ifndef EMBER_DSL_DSL_H
 #define EMBER_DSL_DSL_H
 
+#include "ember/dsl/Builtins.h"
 #include "ember/dsl/Control.h"
 #include "ember/dsl/Kernel.h"
 #include "ember/dsl/Value.h"

@@ -1,0 +1,127 @@
+/// \file
+/// Built-in functions of the kernel language that map to IR intrinsics: abs, clamp, bit counting,
+/// and the exact floating-point functions (sqrt, floor, ceil, trunc, round, fma, copysign, isnan,
+/// isinf, isfinite). Semantics: [Note] IR semantics in compiler/include/ember/compiler/IR.h.
+#ifndef EMBER_DSL_BUILTINS_H
+#define EMBER_DSL_BUILTINS_H
+
+#include "ember/dsl/Value.h"
+
+#include <source_location>
+#include <vector>
+
+namespace ember {
+
+namespace detail {
+template <Scalar T, class... X>
+Value<T> intrinsic(ir::Intrinsic f, const std::source_location &loc, const X &...x) {
+    std::vector<ir::Expr> args;
+    uint32_t trace = 0;
+    (
+        [&] {
+            Value<T> v = to_value<T>(x, loc);
+            args.push_back(v.expr());
+            trace = merge_trace(trace, v.trace());
+        }(),
+        ...);
+    ir::Expr call = ir::Call::make(f, std::move(args));
+    return Value<T>(call, trace);
+}
+
+/// The type a built-in works on: the first traced argument's.
+template <class... X> struct first_traced;
+template <class X, class... Rest> struct first_traced<X, Rest...> {
+    using type = typename std::conditional_t<Traced<X>, traced_traits<std::remove_cvref_t<X>>,
+                                             first_traced<Rest...>>::type;
+};
+template <> struct first_traced<> {
+    using type = void;
+};
+template <class... X> using first_traced_t = typename first_traced<X...>::type;
+
+template <class T> constexpr bool is_float = std::is_floating_point_v<T>;
+} // namespace detail
+
+/// |x|; abs of the most negative integer is itself (wrapping), abs of a float clears its sign.
+template <Traced X> auto abs(const X &x, std::source_location loc = std::source_location::current()) {
+    using T = traced_t<X>;
+    static_assert(detail::is_number<T>, "abs needs a number");
+    return detail::intrinsic<T>(ir::Intrinsic::Abs, loc, x);
+}
+
+/// Number of set bits.
+template <Traced X> auto popcount(const X &x, std::source_location loc = std::source_location::current()) {
+    static_assert(detail::is_integer<traced_t<X>>, "popcount needs an integer");
+    return detail::intrinsic<traced_t<X>>(ir::Intrinsic::Popcount, loc, x);
+}
+/// Leading zero bits; clz(0) is the bit width.
+template <Traced X> auto clz(const X &x, std::source_location loc = std::source_location::current()) {
+    static_assert(detail::is_integer<traced_t<X>>, "clz needs an integer");
+    return detail::intrinsic<traced_t<X>>(ir::Intrinsic::Clz, loc, x);
+}
+/// Trailing zero bits; ctz(0) is the bit width.
+template <Traced X> auto ctz(const X &x, std::source_location loc = std::source_location::current()) {
+    static_assert(detail::is_integer<traced_t<X>>, "ctz needs an integer");
+    return detail::intrinsic<traced_t<X>>(ir::Intrinsic::Ctz, loc, x);
+}
+
+#define EMBER_FLOAT_UNARY(NAME, OP, WHAT)                                                          \
+    /** WHAT */                                                                                    \
+    template <Traced X> auto NAME(const X &x, std::source_location loc = std::source_location::current()) { \
+        static_assert(detail::is_float<traced_t<X>>, #NAME " needs a floating-point value");      \
+        return detail::intrinsic<traced_t<X>>(ir::Intrinsic::OP, loc, x);                          \
+    }
+EMBER_FLOAT_UNARY(sqrt, Sqrt, "Square root, correctly rounded.")
+EMBER_FLOAT_UNARY(floor, Floor, "Rounds toward negative infinity.")
+EMBER_FLOAT_UNARY(ceil, Ceil, "Rounds toward positive infinity.")
+EMBER_FLOAT_UNARY(trunc, Trunc, "Rounds toward zero.")
+EMBER_FLOAT_UNARY(round, Round, "Rounds to nearest, halfway cases away from zero (C's round).")
+#undef EMBER_FLOAT_UNARY
+
+#define EMBER_FLOAT_PREDICATE(NAME, OP)                                                            \
+    template <Traced X> Bool NAME(const X &x, std::source_location loc = std::source_location::current()) { \
+        using T = traced_t<X>;                                                                     \
+        static_assert(detail::is_float<T>, #NAME " needs a floating-point value");                \
+        Value<T> v = detail::to_value<T>(x, loc);                                                  \
+        return Bool(ir::Call::make(ir::Intrinsic::OP, {v.expr()}), v.trace());                     \
+    }
+EMBER_FLOAT_PREDICATE(isnan, IsNan)
+EMBER_FLOAT_PREDICATE(isinf, IsInf)
+EMBER_FLOAT_PREDICATE(isfinite, IsFinite)
+#undef EMBER_FLOAT_PREDICATE
+
+/// a * b + c with one rounding.
+template <class A, class B, class C>
+    requires(Operand<A> && Operand<B> && Operand<C> && (Traced<A> || Traced<B> || Traced<C>))
+auto fma(const A &a, const B &b, const C &c, std::source_location loc = std::source_location::current()) {
+    using T = detail::first_traced_t<A, B, C>;
+    static_assert(detail::is_float<T>, "fma needs floating-point values");
+    return detail::intrinsic<T>(ir::Intrinsic::Fma, loc, a, b, c);
+}
+
+/// The magnitude of `a` with the sign of `b`.
+template <class A, class B>
+    requires OperandPair<A, B>
+auto copysign(const A &a, const B &b, std::source_location loc = std::source_location::current()) {
+    using T = detail::common_t<A, B>;
+    static_assert(detail::is_float<T>, "copysign needs floating-point values");
+    return detail::intrinsic<T>(ir::Intrinsic::Copysign, loc, a, b);
+}
+
+/// min(max(x, lo), hi).
+template <class X, class L, class H>
+    requires(Operand<X> && Operand<L> && Operand<H> && (Traced<X> || Traced<L> || Traced<H>))
+auto clamp(const X &x, const L &lo, const H &hi, std::source_location loc = std::source_location::current()) {
+    using T = detail::first_traced_t<X, L, H>;
+    static_assert(detail::is_number<T>, "clamp needs numbers");
+    Value<T> v = detail::to_value<T>(x, loc), l = detail::to_value<T>(lo, loc),
+             h = detail::to_value<T>(hi, loc);
+    return min(max(v, l), h);
+}
+
+/// Ends the kernel for this thread (the threads that do not reach it go on).
+void return_(std::source_location loc = std::source_location::current());
+
+} // namespace ember
+
+#endif // EMBER_DSL_BUILTINS_H

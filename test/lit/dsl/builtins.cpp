@@ -1,0 +1,89 @@
+// Built-in functions and return_ through IR, LLVM IR, PTX (and ptxas) and CPU assembly.
+// RUN: lit-builtins --emit=ir | FileCheck %s --check-prefix=IR
+// RUN: lit-builtins --emit=llvm --target=nvptx:sm_90 | FileCheck %s --check-prefixes=LLVM,LLVM-NV
+// RUN: lit-builtins --emit=llvm --target=cpu | FileCheck %s --check-prefixes=LLVM,LLVM-CPU
+// RUN: lit-builtins --emit=asm --target=nvptx:sm_90 | FileCheck %s --check-prefix=PTX
+// RUN: %if ptxas %{ lit-builtins --emit=asm --target=nvptx:sm_90 | %ptxas-verify %}
+// RUN: %if host-x86_64 %{ lit-builtins --emit=asm --target=cpu | FileCheck %s --check-prefix=ASM %}
+#include "LitMain.h"
+using namespace ember;
+
+EMBER_LIT_KERNEL(int_builtins, {"out", "x"}, [](Ptr<uint32_t> out, Int32 x) {
+    out[0] = cast<uint32_t>(abs(x));
+    out[1] = popcount(cast<uint32_t>(x));
+    out[2] = clz(cast<uint32_t>(x));
+    out[3] = ctz(cast<uint32_t>(x));
+    out[4] = cast<uint32_t>(clamp(x, 0, 9));
+})
+// IR-LABEL: kernel: int_builtins
+// IR:       %out[0:i64] = cast<u32>(abs(%x))
+// IR-NEXT:  %out[1:i64] = popcount(cast<u32>(%x))
+// IR-NEXT:  %out[2:i64] = clz(cast<u32>(%x))
+// IR-NEXT:  %out[3:i64] = ctz(cast<u32>(%x))
+// IR-NEXT:  %out[4:i64] = cast<u32>(min(max(%x, 0:i32), 9:i32))
+// LLVM-LABEL: kernel: int_builtins
+// abs of INT_MIN and clz/ctz of 0 are defined: the poison flags are false.
+// LLVM:     call i32 @llvm.abs.i32(i32 %x, i1 false)
+// LLVM:     call i32 @llvm.ctpop.i32
+// LLVM:     call i32 @llvm.ctlz.i32({{.*}}, i1 false)
+// LLVM:     call i32 @llvm.cttz.i32({{.*}}, i1 false)
+// PTX-LABEL: kernel: int_builtins
+// PTX-DAG:  abs.s32
+// PTX-DAG:  popc.b32
+// PTX-DAG:  clz.b32
+// ctz(0) is 32, then ctz via popc((~x) & (x - 1)).
+// PTX-DAG:  mov.b32 %r{{[0-9]+}}, 32;
+// ASM-LABEL: kernel: int_builtins
+// ASM:      int_builtins:
+
+EMBER_LIT_KERNEL(float_builtins, {"out", "x", "y"}, [](Ptr<float> out, Float32 x, Float32 y) {
+    out[0] = sqrt(x);
+    out[1] = floor(x) + ceil(x) + trunc(x) + round(x);
+    out[2] = fma(x, y, 1.0f);
+    out[3] = copysign(abs(x), y);
+    out[4] = select(isnan(x) || isinf(y) || !isfinite(x), x, y);
+})
+// IR-LABEL: kernel: float_builtins
+// IR:       %out[0:i64] = sqrt(%x)
+// IR-NEXT:  %out[1:i64] = (((floor(%x) + ceil(%x)) + trunc(%x)) + round(%x))
+// IR-NEXT:  %out[2:i64] = fma(%x, %y, 1.0:f32)
+// IR-NEXT:  %out[3:i64] = copysign(abs(%x), %y)
+// IR-NEXT:  %out[4:i64] = select(((isnan(%x) || isinf(%y)) || !isfinite(%x)), %x, %y)
+// LLVM-LABEL: kernel: float_builtins
+// LLVM:     call float @llvm.sqrt.f32(float %x)
+// LLVM:     call float @llvm.floor.f32
+// LLVM:     call float @llvm.round.f32
+// LLVM:     call float @llvm.fma.f32(float %x, float %y, float 1.0
+// LLVM:     call float @llvm.copysign.f32
+// LLVM:     fcmp uno float %x, %x
+// LLVM:     fcmp oeq float {{.*}}, 0x7FF0000000000000
+// LLVM:     fcmp one float {{.*}}, 0x7FF0000000000000
+// PTX-LABEL: kernel: float_builtins
+// Correctly rounded: sqrt.rn, not sqrt.approx.
+// PTX:      sqrt.rn.f32
+// PTX:      cvt.rmi.f32.f32
+// PTX:      fma.rn.f32
+// ASM-LABEL: kernel: float_builtins
+// ASM:      float_builtins:
+// ASM:      sqrtss
+
+EMBER_LIT_KERNEL(early_exit, {"out", "n"}, [](Ptr<int32_t> out, Int n) {
+    auto i = global_idx.x;
+    if_(i >= n, [&] { return_(); });
+    out[i] = 1;
+})
+// IR-LABEL: kernel: early_exit
+// IR:       if (((block_dim.x * block_idx.x) + thread_idx.x) >= %n) {
+// IR-NEXT:    return
+// IR-NEXT:  }
+// LLVM-LABEL: kernel: early_exit
+// LLVM-NV:  define void @early_exit(
+// LLVM-CPU: define internal void @early_exit.body(
+// LLVM:     ret void
+// LLVM:     store i32 1
+// PTX-LABEL: kernel: early_exit
+// PTX:      ret;
+// ASM-LABEL: kernel: early_exit
+// ASM:      early_exit:
+
+EMBER_LIT_MAIN()
