@@ -551,6 +551,43 @@ llvm::Error CodeGenLLVM::visit(const ir::Continue *) {
     return llvm::Error::success();
 }
 
+llvm::Error CodeGenLLVM::visit(const ir::Print *op) {
+    // One C format string and its arguments, promoted as C varargs are; see [Note] IR semantics
+    // for how each type prints. Literal text has its '%' doubled.
+    std::string format;
+    std::vector<llvm::Value *> args;
+    auto literal = [&](std::string_view text) {
+        for (char c : text) format += c == '%' ? "%%" : std::string(1, c);
+    };
+    bool first = true;
+    for (const ir::PrintItem &item : op->items) {
+        if (!first) literal(op->sep);
+        first = false;
+        if (item.is_text()) {
+            literal(item.text);
+            continue;
+        }
+        llvm::Value *v = emit(item.value);
+        const ir::Type &t = item.value.type();
+        if (t.is_bool()) {
+            format += "%s";
+            args.push_back(b_.CreateSelect(v, b_.CreateGlobalString("True", "str.true"),
+                                           b_.CreateGlobalString("False", "str.false")));
+        } else if (t.is_int()) {
+            const bool wide = t.bits() > 32;
+            format += t.is_signed_int() ? (wide ? "%lld" : "%d") : (wide ? "%llu" : "%u");
+            llvm::Type *to = wide ? b_.getInt64Ty() : b_.getInt32Ty();
+            args.push_back(t.is_signed_int() ? b_.CreateSExt(v, to) : b_.CreateZExt(v, to));
+        } else {
+            format += "%g";
+            args.push_back(b_.CreateFPExt(v, b_.getDoubleTy()));
+        }
+    }
+    literal(op->end);
+    target_.emit_printf(b_, b_.CreateGlobalString(format, "printf.format"), args);
+    return llvm::Error::success();
+}
+
 llvm::Error CodeGenLLVM::visit(const ir::Return *) {
     // The kernel function returns; on the CPU the body function is inlined into the thread loop,
     // so returning ends only this thread.

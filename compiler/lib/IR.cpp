@@ -355,6 +355,13 @@ Stmt While::make(Expr cond, Stmt body) {
 
 Stmt Break::make() { return Stmt(new Break); }
 Stmt Return::make() { return Stmt(new Return); }
+
+Stmt Print::make(std::vector<PrintItem> items, std::string sep, std::string end) {
+    for (const PrintItem &i : items)
+        EMBER_ASSERT(i.is_text() || (i.value.type().is_scalar() && !i.value.type().is_void()),
+                     "Print of a non-scalar value");
+    return Stmt(new Print(std::move(items), std::move(sep), std::move(end)));
+}
 Stmt Continue::make() { return Stmt(new Continue); }
 Stmt Barrier::make() { return Stmt(new Barrier); }
 
@@ -439,6 +446,10 @@ void IRVisitor::visit(const While *op) {
 }
 void IRVisitor::visit(const Break *) {}
 void IRVisitor::visit(const Return *) {}
+void IRVisitor::visit(const Print *op) {
+    for (const PrintItem &i : op->items)
+        if (!i.is_text()) visit(i.value);
+}
 void IRVisitor::visit(const Continue *) {}
 void IRVisitor::visit(const Barrier *) {}
 
@@ -593,6 +604,16 @@ Stmt IRMutator::visit(const While *op) {
 
 Stmt IRMutator::visit(const Break *op) { return op; }
 Stmt IRMutator::visit(const Return *op) { return op; }
+Stmt IRMutator::visit(const Print *op) {
+    std::vector<PrintItem> items;
+    bool same = true;
+    for (const PrintItem &i : op->items) {
+        items.push_back(i.is_text() ? i : PrintItem{mutate(i.value), {}});
+        same = same && (i.is_text() || items.back().value.same_as(i.value));
+    }
+    if (same) return op;
+    return Print::make(std::move(items), op->sep, op->end);
+}
 Stmt IRMutator::visit(const Continue *op) { return op; }
 Stmt IRMutator::visit(const Barrier *op) { return op; }
 

@@ -23,6 +23,7 @@ enum class Tok : uint8_t {
     KernName, ///< @name (text holds the name without '@')
     Number,   ///< digits with optional fraction and exponent, no sign
     Punct,    ///< operators and punctuation
+    String,   ///< "..." (text holds the quotes and the escapes as written)
 };
 
 struct Token {
@@ -139,6 +140,19 @@ private:
                     }
                 }
                 make(Tok::Number, begin, i);
+                continue;
+            }
+            if (c == '"') {
+                ++i;
+                while (i < n && text_[i] != '"' && text_[i] != '\n') i += text_[i] == '\\' ? 2 : 1;
+                if (i >= n || text_[i] != '"') {
+                    Token bad;
+                    bad.line = line;
+                    bad.col = static_cast<unsigned>(begin - line_start + 1);
+                    error(bad, "unterminated string literal");
+                }
+                ++i;
+                make(Tok::String, begin, i);
                 continue;
             }
             if ((c == '%' || c == '@') && i + 1 < n && is_name_char(text_[i + 1])) {
@@ -506,6 +520,63 @@ private:
         return Cast::make(to, a);
     }
 
+    /// The value of a string literal token (escapes decoded).
+    std::string parse_string(const Token &t) {
+        if (t.kind != Tok::String) error(t, "expected a string literal, found " + describe(t));
+        std::string out;
+        std::string_view s = t.text.substr(1, t.text.size() - 2);
+        for (size_t i = 0; i < s.size(); ++i) {
+            if (s[i] != '\\') {
+                out += s[i];
+                continue;
+            }
+            char e = i + 1 < s.size() ? s[++i] : '\0';
+            if (e == 'n') out += '\n';
+            else if (e == 't') out += '\t';
+            else if (e == '\\' || e == '"') out += e;
+            else if (e == 'x' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+                     std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+                out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+                i += 2;
+            } else {
+                error(t, "unknown escape in string literal (use \\\\, \\\", \\n, \\t or \\xNN)");
+            }
+        }
+        return out;
+    }
+
+    /// `print(item, ..., sep="..", end="..")`: items are scalar expressions or string literals.
+    Stmt parse_print() {
+        take();
+        expect("(");
+        std::vector<PrintItem> items;
+        std::string sep = " ", end = "\n";
+        bool first = true;
+        while (!is(")")) {
+            if (!first) expect(",");
+            first = false;
+            const Token &t = peek();
+            if (t.kind == Tok::String) {
+                take();
+                items.push_back({Expr(), parse_string(t)});
+                continue;
+            }
+            if (t.kind == Tok::Ident && (t.text == "sep" || t.text == "end") &&
+                peek(1).kind == Tok::Punct && peek(1).text == "=") {
+                take();
+                take();
+                (t.text == "sep" ? sep : end) = parse_string(take());
+                continue;
+            }
+            Expr e = parse_expr();
+            if (!e.type().is_scalar() || e.type().is_void())
+                error(t, "cannot print a value of type " + e.type().to_string());
+            items.push_back({e, {}});
+        }
+        expect(")");
+        return Print::make(std::move(items), std::move(sep), std::move(end));
+    }
+
     /// `name(a, b, ...)` of a built-in function: arguments of one type that the function takes.
     Expr parse_call(Intrinsic f) {
         const Token &name = take();
@@ -599,6 +670,7 @@ private:
                 take();
                 return Return::make();
             }
+            if (t.text == "print") return parse_print();
         }
         if (t.kind != Tok::VarName && !is("select") && !is("("))
             error(t, "expected statement, found " + describe(t));

@@ -39,6 +39,30 @@ void print_float(std::string &out, const FloatImm *op) {
 
 void indent_to(std::string &out, int indent) { out.append(static_cast<size_t>(indent) * 2, ' '); }
 
+/// A string literal: `"..."` with \\, \", \n, \t and \xNN for other control bytes.
+void print_string(std::string &out, std::string_view s) {
+    static const char hex[] = "0123456789abcdef";
+    out += '"';
+    for (char c : s) {
+        auto u = static_cast<unsigned char>(c);
+        if (c == '\\' || c == '"') {
+            out += '\\';
+            out += c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (u < 0x20 || u == 0x7f) {
+            out += "\\x";
+            out += hex[u >> 4];
+            out += hex[u & 15];
+        } else {
+            out += c;
+        }
+    }
+    out += '"';
+}
+
 } // namespace
 
 namespace detail {
@@ -276,6 +300,29 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
     case NodeKind::Continue: out += "continue"; break;
     case NodeKind::Barrier: out += "barrier"; break;
     case NodeKind::Return: out += "return"; break;
+    case NodeKind::Print: {
+        const auto *op = s.as<Print>();
+        out += "print(";
+        bool first = true;
+        for (const PrintItem &i : op->items) {
+            if (!first) out += ", ";
+            first = false;
+            if (i.is_text()) print_string(out, i.text);
+            else print_expr(out, i.value);
+        }
+        // Mojo's defaults (sep=" ", end="\n") are left out.
+        if (op->sep != " ") {
+            out += first ? "sep=" : ", sep=";
+            print_string(out, op->sep);
+            first = false;
+        }
+        if (op->end != "\n") {
+            out += first ? "end=" : ", end=";
+            print_string(out, op->end);
+        }
+        out += ')';
+        break;
+    }
     default: EMBER_UNREACHABLE("expression kind in a Stmt");
     }
     out += '\n';

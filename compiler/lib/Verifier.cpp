@@ -279,6 +279,10 @@ private:
             return;
         case NodeKind::Barrier:
         case NodeKind::Return: return;
+        case NodeKind::Print:
+            for (const PrintItem &i : s.as<Print>()->items)
+                if (!i.is_text()) expr(i.value, s);
+            return;
         default: EMBER_UNREACHABLE("expression kind in a Stmt");
         }
     }

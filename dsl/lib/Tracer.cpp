@@ -3,6 +3,7 @@
 #include "ember/dsl/Tracer.h"
 #include "ember/dsl/Builtins.h"
 #include "ember/dsl/Kernel.h"
+#include "ember/dsl/Print.h"
 
 #include "ember/compiler/Verifier.h"
 
@@ -237,6 +238,11 @@ void continue_(std::source_location loc) {
     detail::Builder &b = detail::require_builder("continue_", loc);
     if (b.loop_depth == 0) throw DslError("continue_ outside a loop (for_ or while_)", loc);
     b.emit(ir::Continue::make(), loc);
+}
+
+void detail::PrintBuilder::emit(const std::source_location &loc) {
+    check_trace(trace_, loc);
+    require_builder("print", loc).emit(ir::Print::make(std::move(items_), sep_, end_), loc);
 }
 
 void return_(std::source_location loc) {

@@ -135,6 +135,29 @@ public:
         return exact_fmod(b, x, y);
     }
 
+    /// CUDA's device printf: vprintf(format, args) with the arguments packed into a local
+    /// buffer, each at its natural alignment (what nvcc does for printf).
+    void emit_printf(llvm::IRBuilderBase &b, llvm::Value *format,
+                     llvm::ArrayRef<llvm::Value *> args) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::FunctionCallee vprintf = m.getOrInsertFunction(
+            "vprintf", llvm::FunctionType::get(b.getInt32Ty(), {b.getPtrTy(), b.getPtrTy()}, false));
+        llvm::Value *packed = llvm::ConstantPointerNull::get(b.getPtrTy());
+        if (!args.empty()) {
+            std::vector<llvm::Type *> fields;
+            for (llvm::Value *a : args) fields.push_back(a->getType());
+            llvm::StructType *st = llvm::StructType::get(m.getContext(), fields);
+            // The buffer lives in the function's entry block, like every other alloca.
+            llvm::Function *f = b.GetInsertBlock()->getParent();
+            llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+            llvm::AllocaInst *buf = entry.CreateAlloca(st, nullptr, "printf.args");
+            for (unsigned i = 0; i < args.size(); ++i)
+                b.CreateStore(args[i], b.CreateStructGEP(st, buf, i));
+            packed = buf;
+        }
+        b.CreateCall(vprintf, {format, packed});
+    }
+
     llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view) const override {
         b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); // bar.sync 0
         return llvm::Error::success();

@@ -9,6 +9,7 @@
 #include "ember/compiler/Target.h"
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
 #include <llvm/Support/CodeGen.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Target/TargetMachine.h>
@@ -68,6 +69,19 @@ public:
     /// be left in a new block.
     virtual llvm::Value *emit_frem(llvm::IRBuilderBase &b, llvm::Value *a, llvm::Value *c) const {
         return b.CreateFRem(a, c);
+    }
+    /// Prints for this thread, in one call so that lines of different threads do not mix:
+    /// `format` is a C printf format (a pointer to a global string) and `args` its arguments,
+    /// already promoted as C varargs are (i32, i64, double, ptr). The default calls the C
+    /// library's printf, which the CPU device resolves in the process.
+    virtual void emit_printf(llvm::IRBuilderBase &b, llvm::Value *format,
+                             llvm::ArrayRef<llvm::Value *> args) const {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::FunctionCallee printf_fn = m.getOrInsertFunction(
+            "printf", llvm::FunctionType::get(b.getInt32Ty(), {b.getPtrTy()}, /*isVarArg=*/true));
+        std::vector<llvm::Value *> all{format};
+        all.insert(all.end(), args.begin(), args.end());
+        b.CreateCall(printf_fn, all);
     }
     /// A block-wide barrier; fails for targets that cannot run one. `kernel` is for messages.
     virtual llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view kernel) const = 0;

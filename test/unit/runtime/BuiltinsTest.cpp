@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -168,4 +170,27 @@ TEST_P(BuiltinsTest, ReturnEndsOnlyThatThread) {
 INSTANTIATE_TEST_SUITE_P(AllApis, BuiltinsTest, ::testing::Values("cpu", "cuda"),
                          [](const auto &info) { return info.param; });
 
+} // namespace
+
+namespace {
+const auto printer = kernel("printer", {"x"}, [](Float64 x) {
+    print("t", thread_idx.x, cast<float>(x) * 2.0f, thread_idx.x == 1, sep(":"));
+});
+
+TEST_P(BuiltinsTest, PrintWritesOneLinePerThread) {
+    std::fflush(stdout);
+    ::testing::internal::CaptureStdout();
+    ctx_->enqueue_function(printer, 1.25, grid_dim(1), block_dim(3));
+    ctx_->synchronize();
+    std::fflush(stdout);
+    std::string out = ::testing::internal::GetCapturedStdout();
+    std::vector<std::string> lines;
+    for (size_t at = 0, nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1)
+        lines.push_back(out.substr(at, nl - at));
+    std::sort(lines.begin(), lines.end());
+    ASSERT_EQ(lines.size(), 3u) << out;
+    EXPECT_EQ(lines[0], "t:0:2.5:False");
+    EXPECT_EQ(lines[1], "t:1:2.5:True");
+    EXPECT_EQ(lines[2], "t:2:2.5:False");
+}
 } // namespace

@@ -42,6 +42,10 @@
 ///   (C's round); fma(a, b, c) rounds once; copysign takes b's sign; isnan, isinf and isfinite
 ///   give bool. All of them are exact on every target (no approximation).
 /// * Return ends the thread's kernel early (a kernel returns no value).
+/// * Print writes its items separated by `sep` and followed by `end`, as one line of this
+///   thread's output (lines of different threads do not mix; their order is unspecified). Integers
+///   print in decimal, bool as True or False, floats as C's printf `%g` (6 significant digits).
+///   On NVIDIA GPUs the output appears at the next synchronisation (CUDA's printf buffer).
 /// * Barrier waits for every thread of the block (GPU targets). The CPU device rejects kernels
 ///   that contain one until it can run them correctly.
 #ifndef EMBER_COMPILER_IR_H
@@ -481,6 +485,25 @@ struct Barrier final : StmtNode {
 
 private:
     Barrier() : StmtNode(static_kind) {}
+};
+
+/// One item of a Print: a scalar value, or literal text when `value` is null.
+struct PrintItem {
+    Expr value;
+    std::string text;
+    bool is_text() const { return !value; }
+};
+
+/// `print(items...; sep, end)`, as Mojo's print.
+struct Print final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Print;
+    std::vector<PrintItem> items;
+    std::string sep, end;
+    static Stmt make(std::vector<PrintItem> items, std::string sep = " ", std::string end = "\n");
+
+private:
+    Print(std::vector<PrintItem> i, std::string s, std::string e)
+        : StmtNode(static_kind), items(std::move(i)), sep(std::move(s)), end(std::move(e)) {}
 };
 
 /// Ends the kernel for this thread.

@@ -6,6 +6,7 @@
 #include "ember/dsl/Builtins.h"
 #include "ember/dsl/Control.h"
 #include "ember/dsl/Kernel.h"
+#include "ember/dsl/Print.h"
 #include "ember/dsl/Value.h"
 
 #endif // EMBER_DSL_DSL_H
