@@ -4,6 +4,7 @@
 # recompile round trip through ptxas, and the first-launch benchmark. Logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/ember-out}
+repo=$(pwd)
 mkdir -p "$OUT" /tmp/ember
 tar -xJf .devpkg/ember.tar.xz -C /tmp/ember
 cd /tmp/ember/build
@@ -15,7 +16,7 @@ cd /tmp/ember/build
   echo "--- scalar_add (EMBER_API=cpu)"; EMBER_API=cpu ./examples/scalar_add
   echo "--- print_threads (cuda): header, rows, and the row check"
   EMBER_API=cuda ./examples/print_threads > /tmp/pt.txt; head -5 /tmp/pt.txt; tail -2 /tmp/pt.txt
-  awk -f "$OLDPWD/test/lit/examples/Inputs/check_print_threads.awk" /tmp/pt.txt
+  awk -f "$repo/test/lit/examples/Inputs/check_print_threads.awk" /tmp/pt.txt
   echo "--- dump + ember-compile + ptxas"
   rm -rf /tmp/d && EMBER_DUMP=ir EMBER_DUMP_DIR=/tmp/d EMBER_API=cuda ./examples/scalar_add >/dev/null
   ls /tmp/d
