@@ -249,6 +249,34 @@ llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     EMBER_UNREACHABLE("unknown BinaryOp");
 }
 
+llvm::Value *CodeGenLLVM::visit(const ir::Atomic *op) {
+    llvm::Value *addr = element_address(op->ptr, op->index);
+    llvm::Value *compare = op->compare ? emit(op->compare) : nullptr;
+    llvm::Value *value = emit(op->value);
+    const ir::Type t = op->type;
+    // Relaxed ordering, as CUDA's atomic functions ([Note] IR semantics: Atomic).
+    constexpr auto order = llvm::AtomicOrdering::Monotonic;
+    const llvm::MaybeAlign align(t.bytes());
+    if (op->op == ir::AtomicOp::Cas) {
+        llvm::Value *pair = b_.CreateAtomicCmpXchg(addr, compare, value, align, order, order);
+        return b_.CreateExtractValue(pair, 0);
+    }
+    using B = llvm::AtomicRMWInst::BinOp;
+    B bin = B::Add;
+    switch (op->op) {
+    case ir::AtomicOp::Add: bin = t.is_float() ? B::FAdd : B::Add; break;
+    case ir::AtomicOp::Sub: bin = B::Sub; break;
+    case ir::AtomicOp::Min: bin = t.is_signed_int() ? B::Min : B::UMin; break;
+    case ir::AtomicOp::Max: bin = t.is_signed_int() ? B::Max : B::UMax; break;
+    case ir::AtomicOp::Exchange: bin = B::Xchg; break;
+    case ir::AtomicOp::And: bin = B::And; break;
+    case ir::AtomicOp::Or: bin = B::Or; break;
+    case ir::AtomicOp::Xor: bin = B::Xor; break;
+    case ir::AtomicOp::Cas: EMBER_UNREACHABLE("cas handled above");
+    }
+    return b_.CreateAtomicRMW(bin, addr, value, align, order);
+}
+
 llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
     std::vector<llvm::Value *> a;
     for (const ir::Expr &arg : op->args) a.push_back(emit(arg));

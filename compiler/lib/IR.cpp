@@ -264,6 +264,47 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
     return Expr(new Call(op, r, std::move(args)));
 }
 
+namespace {
+constexpr std::pair<AtomicOp, const char *> atomic_names[] = {
+    {AtomicOp::Add, "add"},   {AtomicOp::Sub, "sub"}, {AtomicOp::Min, "min"},
+    {AtomicOp::Max, "max"},   {AtomicOp::Exchange, "exchange"}, {AtomicOp::Cas, "cas"},
+    {AtomicOp::And, "and"},   {AtomicOp::Or, "or"},   {AtomicOp::Xor, "xor"},
+};
+} // namespace
+
+std::string_view to_string(AtomicOp op) {
+    for (const auto &[o, name] : atomic_names)
+        if (o == op) return name;
+    EMBER_UNREACHABLE("invalid AtomicOp");
+}
+
+std::optional<AtomicOp> parse_atomic_op(std::string_view name) {
+    for (const auto &[o, n] : atomic_names)
+        if (name == n) return o;
+    return std::nullopt;
+}
+
+std::string_view operand_requirement(AtomicOp op, Type t) {
+    const bool int_32_64 = t.is_int() && (t.bits() == 32 || t.bits() == 64);
+    const bool float_32_64 = t.is_float() && (t.bits() == 32 || t.bits() == 64);
+    if (op == AtomicOp::Add) return int_32_64 || float_32_64 ? "" : "32- or 64-bit integers or floats";
+    return int_32_64 ? "" : "32- or 64-bit integers";
+}
+
+Expr Atomic::make(AtomicOp op, Expr ptr, Expr index, Expr value, Expr compare) {
+    EMBER_ASSERT(ptr && index && value, "Atomic with a null operand");
+    EMBER_ASSERT(ptr.type().is_pointer() && !ptr.type().readonly(), "Atomic through a non-writable pointer");
+    EMBER_ASSERT(index.type().is_int(), "Atomic index of type " + index.type().to_string());
+    Type t = ptr.type().element_type();
+    EMBER_ASSERT(value.type() == t, "Atomic value of type " + value.type().to_string() +
+                                        " on elements of " + t.to_string());
+    EMBER_ASSERT((op == AtomicOp::Cas) == bool(compare), "Atomic compare operand is for cas only");
+    EMBER_ASSERT(!compare || compare.type() == t, "Atomic compare of the wrong type");
+    std::string_view need = operand_requirement(op, t);
+    EMBER_ASSERT(need.empty(), "atomic_" + std::string(to_string(op)) + " needs " + std::string(need));
+    return Expr(new Atomic(op, std::move(ptr), std::move(index), std::move(value), std::move(compare)));
+}
+
 Expr Cast::make(Type to, Expr a) {
     EMBER_ASSERT(a, "Cast of a null operand");
     EMBER_ASSERT(to.is_scalar() && !to.is_void(), "Cast to non-scalar " + to.to_string());
@@ -414,6 +455,12 @@ void IRVisitor::visit(const Load *op) {
     visit(op->ptr);
     visit(op->index);
 }
+void IRVisitor::visit(const Atomic *op) {
+    visit(op->ptr);
+    visit(op->index);
+    if (op->compare) visit(op->compare);
+    visit(op->value);
+}
 void IRVisitor::visit(const Call *op) {
     for (const Expr &a : op->args) visit(a);
 }
@@ -508,6 +555,15 @@ Expr IRMutator::visit(const Cast *op) {
     Expr a = mutate(op->a);
     if (a.same_as(op->a)) return op;
     return Cast::make(op->type, std::move(a));
+}
+
+Expr IRMutator::visit(const Atomic *op) {
+    Expr p = mutate(op->ptr), i = mutate(op->index);
+    Expr c = op->compare ? mutate(op->compare) : Expr();
+    Expr v = mutate(op->value);
+    if (p.same_as(op->ptr) && i.same_as(op->index) && c.same_as(op->compare) && v.same_as(op->value))
+        return op;
+    return Atomic::make(op->op, std::move(p), std::move(i), std::move(v), std::move(c));
 }
 
 Expr IRMutator::visit(const Call *op) {

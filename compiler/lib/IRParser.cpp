@@ -409,6 +409,9 @@ private:
         if (t.text == "cast") return parse_cast();
         if (t.text == "select") return parse_select();
         if (std::optional<Intrinsic> f = parse_intrinsic(t.text)) return parse_call(*f);
+        if (t.text.substr(0, 7) == "atomic_") {
+            if (std::optional<AtomicOp> op = parse_atomic_op(t.text.substr(7))) return parse_atomic(*op);
+        }
         static constexpr std::pair<std::string_view, SpecialRegKind> regs[] = {
             {"thread_idx", SpecialRegKind::ThreadIdx},
             {"block_idx", SpecialRegKind::BlockIdx},
@@ -575,6 +578,35 @@ private:
         }
         expect(")");
         return Print::make(std::move(items), std::move(sep), std::move(end));
+    }
+
+    /// `atomic_<op>(p[i], value)` or `atomic_cas(p[i], compare, value)`.
+    Expr parse_atomic(AtomicOp op) {
+        const Token &name = take();
+        expect("(");
+        const Token &elem_tok = peek();
+        Expr elem = parse_expr();
+        const Load *load = elem.as<Load>();
+        if (!load) error(elem_tok, quote(name.text) + " needs an element `p[i]` as its first argument");
+        if (load->ptr.type().readonly())
+            error(elem_tok, "cannot update through read-only pointer of type " + load->ptr.type().to_string());
+        Type t = elem.type();
+        if (std::string_view need = operand_requirement(op, t); !need.empty())
+            error(elem_tok, quote(name.text) + " works on " + std::string(need) + ", found " + t.to_string());
+        Expr compare;
+        auto operand = [&](const char *what) {
+            expect(",");
+            const Token &tok = peek();
+            Expr v = parse_expr();
+            if (v.type() != t)
+                error(tok, std::string(what) + " of " + quote(name.text) + " must be " + t.to_string() +
+                               ", found " + v.type().to_string());
+            return v;
+        };
+        if (op == AtomicOp::Cas) compare = operand("the compared value");
+        Expr value = operand("the value");
+        expect(")");
+        return Atomic::make(op, load->ptr, load->index, value, compare);
     }
 
     /// `name(a, b, ...)` of a built-in function: arguments of one type that the function takes.

@@ -198,6 +198,23 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
         out += ']';
         return;
     }
+    case NodeKind::Atomic: {
+        const auto *op = e.as<Atomic>();
+        out += "atomic_";
+        out += to_string(op->op);
+        out += '(';
+        print_expr(out, op->ptr);
+        out += '[';
+        print_expr(out, op->index);
+        out += "], ";
+        if (op->compare) {
+            print_expr(out, op->compare);
+            out += ", ";
+        }
+        print_expr(out, op->value);
+        out += ')';
+        return;
+    }
     case NodeKind::Call: {
         const auto *op = e.as<Call>();
         out += to_string(op->op);

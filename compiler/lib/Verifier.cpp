@@ -173,6 +173,15 @@ private:
         case NodeKind::Call:
             for (const Expr &a : e.as<Call>()->args) expr(a, s);
             return;
+        case NodeKind::Atomic: {
+            const auto *op = e.as<Atomic>();
+            expr(op->ptr, s);
+            expr(op->index, s);
+            check_index(op->index, s);
+            if (op->compare) expr(op->compare, s);
+            expr(op->value, s);
+            return;
+        }
         default: return;
         }
     }

@@ -86,4 +86,38 @@ EMBER_LIT_KERNEL(early_exit, {"out", "n"}, [](Ptr<int32_t> out, Int n) {
 // ASM-LABEL: kernel: early_exit
 // ASM:      early_exit:
 
+EMBER_LIT_KERNEL(atomics, {"c", "f", "u"}, [](Ptr<int32_t> c, Ptr<double> f, Ptr<uint64_t> u) {
+    Int32 old = atomic_add(c[0], 1);
+    atomic_min(c[1], old);
+    atomic_max(u[0], 7u);
+    atomic_add(f[0], 0.5);
+    atomic_cas(c[2], 0, old);
+    atomic_exchange(c[3], 4);
+})
+// IR-LABEL: kernel: atomics
+// The old value is bound where the atomic is written, like a load.
+// IR:       let %0: i32 = atomic_add(%c[0:i64], 1:i32)
+// IR-NEXT:  let %1: i32 = atomic_min(%c[1:i64], %0)
+// IR-NEXT:  let %2: u64 = atomic_max(%u[0:i64], 7:u64)
+// IR-NEXT:  let %3: f64 = atomic_add(%f[0:i64], 0.5:f64)
+// IR-NEXT:  let %4: i32 = atomic_cas(%c[2:i64], 0:i32, %0)
+// IR-NEXT:  let %5: i32 = atomic_exchange(%c[3:i64], 4:i32)
+// LLVM-LABEL: kernel: atomics
+// Relaxed ordering, like CUDA's atomic functions.
+// LLVM:     atomicrmw add ptr{{.*}}, i32 1 monotonic
+// LLVM:     atomicrmw min ptr
+// LLVM:     atomicrmw umax ptr{{.*}}, i64 7 monotonic
+// LLVM:     atomicrmw fadd ptr{{.*}}, double 5.000000e-01 monotonic
+// LLVM:     cmpxchg ptr{{.*}}, i32 0, i32 {{.*}} monotonic monotonic
+// LLVM:     atomicrmw xchg ptr
+// PTX-LABEL: kernel: atomics
+// PTX:      atom.global.add.u32
+// PTX:      atom.global.min.s32
+// PTX:      atom.global.max.u64
+// PTX:      atom.global.add.f64
+// PTX:      atom.global.cas.b32
+// PTX:      atom.global.exch.b32
+// ASM-LABEL: kernel: atomics
+// ASM:      lock
+
 EMBER_LIT_MAIN()

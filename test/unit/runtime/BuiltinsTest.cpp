@@ -194,3 +194,75 @@ TEST_P(BuiltinsTest, PrintWritesOneLinePerThread) {
     EXPECT_EQ(lines[2], "t:2:2.5:False");
 }
 } // namespace
+
+namespace {
+// Every thread of a 64 x 256 grid updates the same few words; the results are exact.
+const auto atomics = kernel("atomics", {"i", "u", "f", "d", "hist", "n"},
+                            [](Ptr<int32_t> i, Ptr<uint64_t> u, Ptr<float> f, Ptr<double> d,
+                               Ptr<int32_t> hist, Int n) {
+    auto g = global_idx.x;
+    if_(g < n, [&] {
+        Int32 k = cast<int32_t>(g);
+        atomic_add(i[0], 1);
+        atomic_sub(i[1], 2);
+        atomic_min(i[2], k - 1000);
+        atomic_max(i[3], k);
+        atomic_and(i[4], ~(Int32(1) << cast<int32_t>(g % 31)));
+        atomic_or(i[5], Int32(1) << cast<int32_t>(g % 31));
+        atomic_xor(i[6], k);
+        atomic_add(u[0], cast<uint64_t>(g));
+        atomic_max(u[1], cast<uint64_t>(g) * 3u);
+        atomic_add(f[0], 0.5f);
+        atomic_add(d[0], 0.25);
+        atomic_add(hist[g % 10], 1);
+        // A lock-free "first thread wins": exactly one cas sees the initial -1.
+        Int32 old = atomic_cas(i[7], -1, k);
+        if_(old == -1, [&] { atomic_add(i[8], 1); });
+        Int32 prev = atomic_exchange(i[9], k);
+        atomic_add(i[10], select(prev >= 0, Int32(1), 0));
+    });
+});
+
+TEST_P(BuiltinsTest, AtomicsAreExactUnderContention) {
+    const int64_t n = 64 * 256;
+    std::vector<int32_t> i0{0, 0, 1 << 30, -1, -1, 0, 0, -1, 0, -1, 0};
+    std::vector<uint64_t> u0{0, 0};
+    std::vector<float> f0{0};
+    std::vector<double> d0{0};
+    std::vector<int32_t> h0(10, 0);
+    auto di = ctx_->enqueue_create_buffer<int32_t>(i0.size());
+    auto du = ctx_->enqueue_create_buffer<uint64_t>(2);
+    auto df = ctx_->enqueue_create_buffer<float>(1);
+    auto dd = ctx_->enqueue_create_buffer<double>(1);
+    auto dh = ctx_->enqueue_create_buffer<int32_t>(10);
+    ctx_->enqueue_copy(di, i0.data());
+    ctx_->enqueue_copy(du, u0.data());
+    ctx_->enqueue_copy(df, f0.data());
+    ctx_->enqueue_copy(dd, d0.data());
+    ctx_->enqueue_copy(dh, h0.data());
+    ctx_->enqueue_function(atomics, di, du, df, dd, dh, n, grid_dim(64), block_dim(256));
+    ctx_->enqueue_copy(i0.data(), di);
+    ctx_->enqueue_copy(u0.data(), du);
+    ctx_->enqueue_copy(f0.data(), df);
+    ctx_->enqueue_copy(d0.data(), dd);
+    ctx_->enqueue_copy(h0.data(), dh);
+    ctx_->synchronize();
+    int32_t x = 0;
+    for (int64_t k = 0; k < n; ++k) x ^= int32_t(k);
+    EXPECT_EQ(i0[0], n);
+    EXPECT_EQ(i0[1], -2 * n);
+    EXPECT_EQ(i0[2], -1000);
+    EXPECT_EQ(i0[3], n - 1);
+    EXPECT_EQ(i0[4], int32_t(0x80000000)); // every bit below 31 cleared
+    EXPECT_EQ(i0[5], 0x7fffffff);
+    EXPECT_EQ(i0[6], x);
+    EXPECT_EQ(u0[0], uint64_t(n) * (n - 1) / 2);
+    EXPECT_EQ(u0[1], uint64_t(n - 1) * 3);
+    EXPECT_EQ(f0[0], 0.5f * n);  // exact: all partial sums are representable
+    EXPECT_EQ(d0[0], 0.25 * n);
+    for (int b = 0; b < 10; ++b) EXPECT_EQ(h0[b], n / 10 + (b < n % 10 ? 1 : 0)) << "bin " << b;
+    EXPECT_GE(i0[7], 0);
+    EXPECT_EQ(i0[8], 1) << "exactly one cas must win";
+    EXPECT_EQ(i0[10], n - 1) << "every exchange but the first sees a thread's index";
+}
+} // namespace

@@ -41,6 +41,10 @@
 ///   correctly rounded; floor, ceil and trunc round as named; round rounds half away from zero
 ///   (C's round); fma(a, b, c) rounds once; copysign takes b's sign; isnan, isinf and isfinite
 ///   give bool. All of them are exact on every target (no approximation).
+/// * Atomic read-modify-writes `ptr[index]` indivisibly with respect to every other atomic of the
+///   device and returns the old value; the ordering is relaxed (CUDA's atomicAdd): use fences for
+///   ordering. Integer add/sub wrap; min/max follow the type's signedness; float add rounds as +.
+///   cas writes `value` only where the old value equals `compare` (bitwise for integers).
 /// * Return ends the thread's kernel early (a kernel returns no value).
 /// * Print writes its items separated by `sep` and followed by `end`, as one line of this
 ///   thread's output (lines of different threads do not mix; their order is unspecified). Integers
@@ -365,6 +369,29 @@ struct Call final : ExprNode {
 
 private:
     Call(Intrinsic o, Type t, std::vector<Expr> a) : ExprNode(static_kind, t), op(o), args(std::move(a)) {}
+};
+
+enum class AtomicOp : uint8_t { Add, Sub, Min, Max, Exchange, Cas, And, Or, Xor };
+/// "add", "sub", "min", "max", "exchange", "cas", "and", "or", "xor" (printed as atomic_<name>)
+std::string_view to_string(AtomicOp op);
+std::optional<AtomicOp> parse_atomic_op(std::string_view name);
+/// Empty when `op` works on elements of type `t`, else what they must be: add works on 32- and
+/// 64-bit integers and f32/f64, the others on 32- and 64-bit integers.
+std::string_view operand_requirement(AtomicOp op, Type t);
+
+/// `atomic_<op>(ptr[index], value)` or `atomic_cas(ptr[index], compare, value)`: returns the old
+/// element. It writes memory, so the front end binds it to a `let` where the user wrote it.
+struct Atomic final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Atomic;
+    AtomicOp op;
+    Expr ptr, index, value;
+    Expr compare; ///< Cas only
+    static Expr make(AtomicOp op, Expr ptr, Expr index, Expr value, Expr compare = Expr());
+
+private:
+    Atomic(AtomicOp o, Expr p, Expr i, Expr v, Expr c)
+        : ExprNode(static_kind, p.type().element_type()), op(o), ptr(std::move(p)),
+          index(std::move(i)), value(std::move(v)), compare(std::move(c)) {}
 };
 
 // ---------------------------------------------------------------------------------------------

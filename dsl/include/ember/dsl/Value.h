@@ -451,6 +451,10 @@ public:
     }
     explicit operator bool() const = delete; // traced: use if_(cond, [&] { ... })
 
+    const ir::Expr &ptr_expr() const { return ptr_; }
+    const ir::Expr &index_expr() const { return index_; }
+    uint32_t trace() const { return trace_; }
+
 private:
     void store(ir::Expr v, const std::source_location &loc) const {
         detail::check_trace(trace_, loc);
