@@ -72,6 +72,7 @@ private:
 
     const ir::Kernel &kernel_;
     const Target &target_;
+    Target::KernelFacts facts_;
     llvm::LLVMContext &ctx_;
     llvm::IRBuilder<> b_;
     llvm::Function *function_ = nullptr;
@@ -121,8 +122,10 @@ llvm::Type *CodeGenLLVM::scalar_type(ScalarType s) const {
 
 llvm::Type *CodeGenLLVM::value_type(const ir::Type &t) const {
     if (t.is_pointer()) {
-        // Non-global pointers are rejected in run() before any code is generated.
-        EMBER_ASSERT(t.space() == ir::AddressSpace::Global, "only global pointers are lowered");
+        // Local and constant pointers are rejected in run() before any code is generated.
+        if (t.space() == ir::AddressSpace::Shared)
+            return llvm::PointerType::get(ctx_, target_.shared_address_space());
+        EMBER_ASSERT(t.space() == ir::AddressSpace::Global, "only global and shared pointers are lowered");
         return llvm::PointerType::get(ctx_, target_.global_address_space());
     }
     return scalar_type(t.scalar());
@@ -442,6 +445,16 @@ llvm::Error CodeGenLLVM::visit(const ir::Let *op) {
     return llvm::Error::success();
 }
 
+llvm::Error CodeGenLLVM::visit(const ir::SharedArray *op) {
+    const ir::Type elem = op->var->type.element_type();
+    const uint64_t offset = (facts_.static_shared_bytes + 15) / 16 * 16;
+    llvm::Value *base = target_.emit_shared_array(b_, memory_type(elem), op->count, offset,
+                                                  kernel_.name + ".shared." + llvm_name(*op->var));
+    facts_.static_shared_bytes = offset + op->count * elem.bytes();
+    bind(op->var, base);
+    return llvm::Error::success();
+}
+
 llvm::Error CodeGenLLVM::visit(const ir::Declare *op) {
     llvm::Value *init = emit(op->init);
     llvm::AllocaInst *slot = create_entry_alloca(value_type(op->var->type), llvm_name(*op->var));
@@ -625,6 +638,7 @@ llvm::Error CodeGenLLVM::visit(const ir::Return *) {
 }
 
 llvm::Error CodeGenLLVM::visit(const ir::Barrier *) {
+    facts_.uses_barrier = true;
     return target_.emit_barrier(b_, kernel_.name);
 }
 
@@ -683,7 +697,7 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
     alloca_point_->eraseFromParent();
     alloca_point_ = nullptr;
 
-    if (llvm::Error err = target_.finish_module(*module, *function_)) return err;
+    if (llvm::Error err = target_.finish_module(*module, *function_, facts_)) return err;
 
     std::string problems;
     llvm::raw_string_ostream os(problems);

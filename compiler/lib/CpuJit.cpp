@@ -2,6 +2,8 @@
 /// CpuModule: CPU kernels (relocatable objects) linked into this process through one ORC LLJIT.
 #include "ember/compiler/Compiler.h"
 
+#include "CpuFibers.h"
+
 #include "LLVMError.h"
 #include "targets/TargetImpl.h"
 
@@ -192,6 +194,21 @@ llvm::Expected<std::unique_ptr<CpuModule>> load_object(const std::string &object
         return generator.takeError();
     }
     jd->addGenerator(std::move(*generator));
+    {
+        // The fiber runtime for kernels with barriers ([Note] CPU fibers).
+        llvm::orc::SymbolMap fibers;
+        const std::pair<const char *, void *> entries[] = {
+            {"__ember_cpu_run_block", reinterpret_cast<void *>(&detail::ember_cpu_run_block)},
+            {"__ember_cpu_barrier", reinterpret_cast<void *>(&detail::ember_cpu_barrier)},
+        };
+        for (const auto &[name, address] : entries)
+            fibers[jit.mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                                 llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+        if (llvm::Error err = jd->define(llvm::orc::absoluteSymbols(std::move(fibers)))) {
+            llvm::consumeError(jit.getExecutionSession().removeJITDylib(*jd));
+            return err;
+        }
+    }
 #ifdef EMBER_CPU_BUILTINS
     llvm::orc::SymbolMap builtins;
     for (const Builtin &b : cpu_builtins)

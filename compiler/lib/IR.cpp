@@ -394,6 +394,16 @@ Stmt While::make(Expr cond, Stmt body) {
     return Stmt(new While(std::move(cond), std::move(body)));
 }
 
+Stmt SharedArray::make(VariableRef var, uint64_t count) {
+    EMBER_ASSERT(var, "SharedArray of a null variable");
+    EMBER_ASSERT(var->kind == VarKind::Let, "SharedArray defines a Let variable");
+    EMBER_ASSERT(var->type.is_pointer() && var->type.space() == AddressSpace::Shared &&
+                     !var->type.readonly(),
+                 "SharedArray variable must be a ptr<shared T>");
+    EMBER_ASSERT(count > 0, "SharedArray of no elements");
+    return Stmt(new SharedArray(std::move(var), count));
+}
+
 Stmt Break::make() { return Stmt(new Break); }
 Stmt Return::make() { return Stmt(new Return); }
 
@@ -492,6 +502,7 @@ void IRVisitor::visit(const While *op) {
     visit(op->body);
 }
 void IRVisitor::visit(const Break *) {}
+void IRVisitor::visit(const SharedArray *) {}
 void IRVisitor::visit(const Return *) {}
 void IRVisitor::visit(const Print *op) {
     for (const PrintItem &i : op->items)
@@ -659,6 +670,7 @@ Stmt IRMutator::visit(const While *op) {
 }
 
 Stmt IRMutator::visit(const Break *op) { return op; }
+Stmt IRMutator::visit(const SharedArray *op) { return op; }
 Stmt IRMutator::visit(const Return *op) { return op; }
 Stmt IRMutator::visit(const Print *op) {
     std::vector<PrintItem> items;

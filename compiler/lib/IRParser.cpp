@@ -679,6 +679,7 @@ private:
         const Token &t = peek();
         if (t.kind == Tok::Ident) {
             if (t.text == "let" || t.text == "var") return parse_definition();
+            if (t.text == "shared") return parse_shared();
             if (t.text == "if") return parse_if();
             if (t.text == "for") return parse_for();
             if (t.text == "while") {
@@ -748,6 +749,34 @@ private:
             Variable::make(std::string(name.text), type, is_let ? VarKind::Let : VarKind::Mutable);
         bind(var);
         return is_let ? Let::make(var, value) : Declare::make(var, value);
+    }
+
+    /// `shared %s: T[N]`
+    Stmt parse_shared() {
+        take();
+        const Token &name = expect_kind(Tok::VarName, "variable name");
+        check_fresh(name);
+        expect(":");
+        const Token &type_tok = peek();
+        Type elem = parse_type();
+        if (!elem.is_scalar() || elem.is_void())
+            error(type_tok, "a shared array holds scalars, not " + elem.to_string());
+        expect("[");
+        const Token &count_tok = peek();
+        if (count_tok.kind != Tok::Number || count_tok.text.find_first_not_of("0123456789") != std::string_view::npos)
+            error(count_tok, "expected the number of elements, found " + describe(count_tok));
+        take();
+        uint64_t count = 0;
+        for (char c : count_tok.text) {
+            if (count > (UINT64_MAX - 9) / 10) error(count_tok, "shared array too large");
+            count = count * 10 + static_cast<uint64_t>(c - '0');
+        }
+        if (count == 0) error(count_tok, "a shared array needs at least one element");
+        expect("]");
+        VariableRef var = Variable::make(std::string(name.text),
+                                         Type::pointer(elem.scalar(), AddressSpace::Shared), VarKind::Let);
+        bind(var);
+        return SharedArray::make(var, count);
     }
 
     Stmt parse_if() {

@@ -94,6 +94,7 @@ void IRTextPrinter::name_definitions(const Stmt &s) {
         return;
     case NodeKind::Let: define(s.as<Let>()->var.get()); return;
     case NodeKind::Declare: define(s.as<Declare>()->var.get()); return;
+    case NodeKind::SharedArray: define(s.as<SharedArray>()->var.get()); return;
     case NodeKind::If:
         name_definitions(s.as<If>()->then_body);
         name_definitions(s.as<If>()->else_body);
@@ -252,6 +253,17 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
         out += var->type.to_string();
         out += " = ";
         print_expr(out, is_let ? s.as<Let>()->value : s.as<Declare>()->init);
+        break;
+    }
+    case NodeKind::SharedArray: {
+        const auto *op = s.as<SharedArray>();
+        out += "shared ";
+        out += name(op->var.get());
+        out += ": ";
+        out += to_string(op->var->type.element());
+        out += '[';
+        out += std::to_string(op->count);
+        out += ']';
         break;
     }
     case NodeKind::Assign: {

@@ -216,6 +216,19 @@ private:
             define(op->var);
             return;
         }
+        case NodeKind::SharedArray: {
+            const auto *op = s.as<SharedArray>();
+            check_kind(op->var, VarKind::Let, s);
+            shared_bytes_ += op->count * op->var->type.element_type().bytes();
+            if (shared_bytes_ > max_static_shared_bytes && !shared_reported_) {
+                shared_reported_ = true;
+                report("static shared memory adds up to more than " +
+                       std::to_string(max_static_shared_bytes) + " bytes (" +
+                       std::to_string(shared_bytes_) + " at " + name(op->var) + ")");
+            }
+            define(op->var);
+            return;
+        }
         case NodeKind::Declare: {
             const auto *op = s.as<Declare>();
             expr(op->init, s);
@@ -303,6 +316,8 @@ private:
     std::unordered_set<const Variable *> defined_;  // defined so far in the walk
     std::unordered_set<const Variable *> all_defs_; // defined anywhere in the body
     int loop_depth_ = 0;
+    uint64_t shared_bytes_ = 0;
+    bool shared_reported_ = false;
 };
 
 } // namespace

@@ -5,6 +5,7 @@
 
 #include "../LLVMError.h"
 #include "ember/compiler/CpuAbi.h"
+#include "../CpuFibers.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/IR/Attributes.h>
@@ -50,14 +51,18 @@ std::string strict_fp_features(const std::string &triple, std::string features) 
 // [Note] CPU launch context
 // =========================
 // The body function `<kernel>.body` takes the kernel's parameters and then one `ptr %ctx` to
-//     struct { i64 thread_idx[3]; i64 block_idx[3]; i64 block_dim[3]; i64 grid_dim[3]; }
-// (12 x i64, in SpecialRegKind order), written by the entry wrapper before each call. The body
-// is internal and alwaysinline: after inlining, SROA turns the context into plain SSA values and
-// the per-thread calls into loops. The layout is private to this file; only CpuAbi.h is an ABI.
+//     struct { i64 thread_idx[3]; i64 block_idx[3]; i64 block_dim[3]; i64 grid_dim[3];
+//              ptr shared; }
+// (13 x 8 bytes, the registers in SpecialRegKind order, then the block's shared memory), written
+// by the entry wrapper before each call. The body is internal and alwaysinline: after inlining,
+// SROA turns the context into plain SSA values and the per-thread calls into loops. Kernels with
+// a barrier run their threads as fibers instead ([Note] CPU fibers in CpuFibers.h). The layout is
+// private to this file and CpuFibers; only CpuAbi.h is an ABI.
 constexpr unsigned ctx_slot(ir::SpecialRegKind reg, unsigned dim) {
     return static_cast<unsigned>(reg) * 3 + dim;
 }
-constexpr unsigned ctx_slots = 12;
+constexpr unsigned ctx_slots = cpu_ctx_slots;
+static_assert(cpu_ctx_shared_slot == 12, "the shared base follows the 12 special registers");
 
 static_assert(offsetof(CpuLaunch, grid_dim) == 0 && offsetof(CpuLaunch, block_dim) == 24 &&
                   offsetof(CpuLaunch, block_begin) == 48 && offsetof(CpuLaunch, block_end) == 56,
@@ -100,13 +105,25 @@ public:
         return value;
     }
 
-    llvm::Error emit_barrier(llvm::IRBuilderBase &, std::string_view kernel) const override {
-        return make_compile_failure("kernel '" + std::string(kernel) +
-                                    "' uses barrier(), which the CPU device does not support yet "
-                                    "(planned); run it on a GPU");
+    /// A call into the fiber runtime, which switches to the block's next thread.
+    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        b.CreateCall(m.getOrInsertFunction("__ember_cpu_barrier",
+                                           llvm::FunctionType::get(b.getVoidTy(), false)));
+        return llvm::Error::success();
     }
 
-    llvm::Error finish_module(llvm::Module &m, llvm::Function &body) const override;
+    /// The block's shared memory base (a context slot) plus the array's offset.
+    llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *, uint64_t, uint64_t offset,
+                                   const llvm::Twine &name) const override {
+        llvm::Function *f = b.GetInsertBlock()->getParent();
+        llvm::Value *ctx = f->getArg(f->arg_size() - 1);
+        llvm::Value *slot = b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), ctx, cpu_ctx_shared_slot);
+        llvm::Value *base = b.CreateAlignedLoad(b.getPtrTy(), slot, llvm::Align(8), "shared.base");
+        return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), base, offset, name);
+    }
+
+    llvm::Error finish_module(llvm::Module &m, llvm::Function &body, const KernelFacts &facts) const override;
 
     llvm::CodeGenFileType binary_file_type() const override {
         return llvm::CodeGenFileType::ObjectFile;
@@ -116,7 +133,7 @@ private:
     std::string triple_, cpu_, features_;
 };
 
-llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body) const {
+llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, const KernelFacts &facts) const {
     using namespace llvm;
     LLVMContext &c = m.getContext();
     const DataLayout &dl = m.getDataLayout();
@@ -164,14 +181,19 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body) cons
     IRBuilder<> b(bb_entry);
 
     // Parameters: args[i] points to parameter i in the type the body takes it in.
+    auto load_params = [&](IRBuilder<> &ib, Value *from) {
+        std::vector<Value *> values;
+        for (unsigned i = 0; i < ctx_arg; ++i) {
+            Type *ty = body.getArg(i)->getType();
+            Value *slot = ib.CreateAlignedLoad(ptr, ib.CreateConstInBoundsGEP1_64(ptr, from, i),
+                                               Align(8), "arg" + Twine(i) + ".addr");
+            values.push_back(ib.CreateAlignedLoad(ty, slot, dl.getABITypeAlign(ty),
+                                                  body.getArg(i)->getName()));
+        }
+        return values;
+    };
     std::vector<Value *> call_args;
-    for (unsigned i = 0; i < ctx_arg; ++i) {
-        Type *ty = body.getArg(i)->getType();
-        Value *slot = b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, args, i),
-                                          Align(8), "arg" + Twine(i) + ".addr");
-        call_args.push_back(b.CreateAlignedLoad(ty, slot, dl.getABITypeAlign(ty),
-                                                body.getArg(i)->getName()));
-    }
+    if (!facts.uses_barrier) call_args = load_params(b, args);
 
     auto launch_field = [&](unsigned index, const Twine &name) {
         return b.CreateAlignedLoad(i64, b.CreateConstInBoundsGEP1_64(i64, launch, index), Align(8),
@@ -192,6 +214,14 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body) cons
         store_ctx(ir::SpecialRegKind::BlockDim, d, block[d]);
         store_ctx(ir::SpecialRegKind::GridDim, d, grid[d]);
     }
+    if (facts.static_shared_bytes > 0) {
+        // One block at a time runs in this call, so one buffer serves them all (its contents are
+        // undefined at the start of a block, as on GPUs).
+        AllocaInst *shared = b.CreateAlloca(Type::getInt8Ty(c), b.getInt64(facts.static_shared_bytes),
+                                            "shared");
+        shared->setAlignment(Align(64));
+        b.CreateAlignedStore(shared, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_slot), Align(8));
+    }
     call_args.push_back(ctx);
     b.CreateCondBr(b.CreateICmpSLT(begin, end), bb_block, bb_exit);
 
@@ -203,6 +233,30 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body) cons
     store_ctx(ir::SpecialRegKind::BlockIdx, 0, b.CreateURem(linear, grid[0], "block_idx.x"));
     store_ctx(ir::SpecialRegKind::BlockIdx, 1, b.CreateURem(rest, grid[1], "block_idx.y"));
     store_ctx(ir::SpecialRegKind::BlockIdx, 2, b.CreateUDiv(rest, grid[1], "block_idx.z"));
+    if (facts.uses_barrier) {
+        // [Note] CPU fibers: `<kernel>.thread(args, ctx)` runs one GPU thread; the runtime runs
+        // all of the block's threads as fibers that switch at barriers.
+        FunctionType *thread_ty = FunctionType::get(Type::getVoidTy(c), {ptr, ptr}, false);
+        Function *thread = Function::Create(thread_ty, GlobalValue::InternalLinkage, kernel + ".thread", m);
+        thread->addFnAttr(Attribute::NoUnwind);
+        IRBuilder<> tb(BasicBlock::Create(c, "entry", thread));
+        std::vector<Value *> thread_args = load_params(tb, thread->getArg(0));
+        thread_args.push_back(thread->getArg(1));
+        tb.CreateCall(&body, thread_args);
+        tb.CreateRetVoid();
+        FunctionCallee run_block = m.getOrInsertFunction(
+            "__ember_cpu_run_block", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr}, false));
+        b.CreateCall(run_block, {thread, args, ctx});
+        b.CreateBr(bb_block_latch);
+        for (BasicBlock *unused : {bb_tz, bb_ty, bb_tx, bb_ty_latch, bb_tz_latch}) unused->eraseFromParent();
+        b.SetInsertPoint(bb_block_latch);
+        Value *next_block = b.CreateAdd(linear, b.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
+        linear->addIncoming(next_block, bb_block_latch);
+        b.CreateCondBr(b.CreateICmpSLT(next_block, end), bb_block, bb_exit);
+        b.SetInsertPoint(bb_exit);
+        b.CreateRetVoid();
+        return llvm::Error::success();
+    }
     b.CreateBr(bb_tz);
 
     // Threads: do-while loops over z, y, x (x innermost); block_dim >= 1.

@@ -163,7 +163,20 @@ public:
         return llvm::Error::success();
     }
 
-    llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel) const override {
+    unsigned shared_address_space() const override { return 3; }
+
+    llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count, uint64_t,
+                                   const llvm::Twine &name) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        auto *ty = llvm::ArrayType::get(elem, count);
+        auto *g = new llvm::GlobalVariable(m, ty, /*isConstant=*/false, llvm::GlobalValue::InternalLinkage,
+                                           llvm::UndefValue::get(ty), name, nullptr,
+                                           llvm::GlobalValue::NotThreadLocal, shared_address_space());
+        g->setAlignment(llvm::Align(16));
+        return g;
+    }
+
+    llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel, const KernelFacts &) const override {
         // LLVM 19 has no ptx_kernel calling convention yet: a kernel is marked by
         // !nvvm.annotations = !{!{ptr @k, !"kernel", i32 1}}.
         llvm::LLVMContext &ctx = m.getContext();

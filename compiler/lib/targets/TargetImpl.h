@@ -86,9 +86,21 @@ public:
     /// A block-wide barrier; fails for targets that cannot run one. `kernel` is for messages.
     virtual llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view kernel) const = 0;
 
+    /// The address space of shared memory (3 on NVPTX).
+    virtual unsigned shared_address_space() const { return 0; }
+    /// The address of a static shared array of `count` elements of `elem`, placed `offset` bytes
+    /// into the block's shared memory (offsets are assigned by the code generator, 16-aligned).
+    virtual llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count,
+                                           uint64_t offset, const llvm::Twine &name) const = 0;
+
+    /// What the code generator learnt about the kernel, for finish_module.
+    struct KernelFacts {
+        uint64_t static_shared_bytes = 0;
+        bool uses_barrier = false;
+    };
     /// Turns the body function into what the device loads: kernel annotations on NVPTX, the
     /// exported entry wrapper of [Note] CPU kernel ABI on the CPU.
-    virtual llvm::Error finish_module(llvm::Module &, llvm::Function &body) const {
+    virtual llvm::Error finish_module(llvm::Module &, llvm::Function &body, const KernelFacts &) const {
         (void)body;
         return llvm::Error::success();
     }

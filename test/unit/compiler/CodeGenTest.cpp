@@ -1090,14 +1090,28 @@ kernel @with_barrier(%out: ptr<global i32>) {
 }
 )";
 
-TEST(CodeGenErrorTest, BarrierIsRejectedOnTheCpu) {
-    try {
-        compile(parse_kernel(barrier_kernel), TargetSpec::parse("cpu"));
-        FAIL() << "expected CompileError";
-    } catch (const CompileError &e) {
-        EXPECT_EQ(e.summary(), "kernel 'with_barrier' uses barrier(), which the CPU device does "
-                               "not support yet (planned); run it on a GPU");
-    }
+// On the CPU, the threads of a block run as fibers that switch at barriers ([Note] CPU fibers):
+// every thread's write before the barrier is seen by every thread after it.
+TEST(CodeGenCpuTest, BarrierSynchronisesTheThreadsOfABlock) {
+    CpuKernel k(parse_kernel(R"(
+kernel @reverse(%data: ptr<global i32>, %n: i64) {
+  shared %s: i32[256]
+  let %t: i64 = thread_idx.x
+  let %i: i64 = ((block_idx.x * block_dim.x) + %t)
+  %s[%t] = %data[%i]
+  barrier
+  %data[%i] = %s[((block_dim.x - 1:i64) - %t)]
+  barrier
+  %s[%t] = 0:i32
+}
+)"), 3);
+    const int64_t blocks = 5, threads = 256;
+    std::vector<int32_t> data(blocks * threads);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int32_t>(i);
+    k.launch({blocks, 1, 1}, {threads, 1, 1}, data.data(), int64_t(data.size()));
+    for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t t = 0; t < threads; ++t)
+            ASSERT_EQ(data[b * threads + t], b * threads + (threads - 1 - t)) << "block " << b << " thread " << t;
 }
 
 TEST(CodeGenNvptxTest, EmitsPtxWithAnEntryAndBarrier) {

@@ -297,3 +297,32 @@ TEST(TracerErrorTest, ConstantsThatDoNotFitInsideOperatorsNameTheKernel) {
     EXPECT_NE(msg.find("the constant 1000 does not fit in i8 (kernel 'narrow')"), std::string::npos) << msg;
 }
 } // namespace
+
+namespace {
+TEST(TracerTest, VarsAssignFromEveryKindOfOperand) {
+    auto k = kernel("assign", {"p", "x"}, [](Ptr<int64_t> p, Int x) {
+        Var<int64_t> v = 1;        // copy-initialisation from a C++ number
+        Var<int64_t> w = p[0];     // ... and from a load
+        v = p[1];                  // assignment from a load
+        v = x;                     // from a Value
+        v = w;                     // from another Var (its current value)
+        v = thread_idx.x;          // from a special register
+        v = 7;                     // from a C++ number
+        p[2] = v;
+    });
+    EXPECT_EQ(ir_of(k), "kernel @assign(%p: ptr<global i64>, %x: i64) {\n"
+                        "  var %0: i64 = 1:i64\n"
+                        "  let %1: i64 = %p[0:i64]\n"
+                        "  var %2: i64 = %1\n"
+                        "  let %3: i64 = %p[1:i64]\n"
+                        "  %0 = %3\n"
+                        "  %0 = %x\n"
+                        "  let %4: i64 = %2\n"
+                        "  %0 = %4\n"
+                        "  %0 = thread_idx.x\n"
+                        "  %0 = 7:i64\n"
+                        "  let %5: i64 = %0\n"
+                        "  %p[2:i64] = %5\n"
+                        "}\n");
+}
+} // namespace

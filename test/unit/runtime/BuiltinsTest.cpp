@@ -266,3 +266,58 @@ TEST_P(BuiltinsTest, AtomicsAreExactUnderContention) {
     EXPECT_EQ(i0[10], n - 1) << "every exchange but the first sees a thread's index";
 }
 } // namespace
+
+namespace {
+// A tree reduction in shared memory: every level needs the barrier.
+const auto block_sum = kernel("block_sum", {"in", "out", "n"}, [](Ptr<int64_t> in, Ptr<int64_t> out, Int n) {
+    auto s = shared_array<int64_t, 256>();
+    auto t = thread_idx.x;
+    auto i = global_idx.x;
+    Var<int64_t> v(0);
+    if_(i < n, [&] { v = in[i]; });
+    s[t] = v;
+    barrier();
+    Var<int64_t> stride(128);
+    while_([&] { return stride > 0; }, [&] {
+        if_(t < stride, [&] { s[t] += s[t + stride]; });
+        barrier();
+        stride >>= 1;
+    });
+    if_(t == 0, [&] { out[block_idx.x] = s[0]; });
+});
+
+TEST_P(BuiltinsTest, SharedMemoryReductionWithBarriers) {
+    const int64_t n = 100000, blocks = (n + 255) / 256;
+    std::vector<int64_t> in(n), sums(blocks, -1);
+    for (int64_t i = 0; i < n; ++i) in[i] = (i * 7919) % 1000 - 500;
+    auto din = ctx_->enqueue_create_buffer<int64_t>(n);
+    auto dout = ctx_->enqueue_create_buffer<int64_t>(blocks);
+    ctx_->enqueue_copy(din, in.data());
+    ctx_->enqueue_function(block_sum, din, dout, n, grid_dim(blocks), block_dim(256));
+    ctx_->enqueue_copy(sums.data(), dout);
+    ctx_->synchronize();
+    for (int64_t b = 0; b < blocks; ++b) {
+        int64_t want = 0;
+        for (int64_t i = b * 256; i < std::min(n, (b + 1) * 256); ++i) want += in[i];
+        ASSERT_EQ(sums[b], want) << "block " << b;
+    }
+}
+
+// Shared memory without barriers on a 2-D block: each thread only reads what it wrote.
+const auto shared_2d = kernel("shared_2d", {"out"}, [](Ptr<int32_t> out) {
+    auto tile = shared_array<int32_t, 64>();
+    auto t = thread_idx.y * 8 + thread_idx.x;
+    tile[t] = cast<int32_t>(t * 3);
+    out[block_idx.x * 64 + t] = tile[t] + cast<int32_t>(block_idx.x);
+});
+
+TEST_P(BuiltinsTest, SharedMemoryWithoutBarriers) {
+    std::vector<int32_t> out(4 * 64);
+    auto d = ctx_->enqueue_create_buffer<int32_t>(out.size());
+    ctx_->enqueue_function(shared_2d, d, grid_dim(4), block_dim(8, 8));
+    ctx_->enqueue_copy(out.data(), d);
+    ctx_->synchronize();
+    for (int b = 0; b < 4; ++b)
+        for (int t = 0; t < 64; ++t) ASSERT_EQ(out[b * 64 + t], t * 3 + b);
+}
+} // namespace

@@ -343,19 +343,4 @@ TEST(HostBufferTest, PrintsLikeMojo) {
     EXPECT_EQ(ctx.enqueue_create_host_buffer<double>(0).to_string(), "HostBuffer([])");
 }
 
-TEST(CpuDeviceTest, BarriersAreRejectedClearly) {
-    auto k = kernel("uses_barrier", {"p"}, [](Ptr<float> p) {
-        p[thread_idx.x] = 1.0f;
-        barrier();
-    });
-    DeviceContext ctx(0, "cpu");
-    try {
-        ctx.compile_function(k);
-        FAIL() << "no error";
-    } catch (const CompileError &e) {
-        EXPECT_NE(std::string(e.what()).find("uses_barrier"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("barrier"), std::string::npos) << e.what();
-    }
-}
-
 } // namespace

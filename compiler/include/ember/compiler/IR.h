@@ -50,8 +50,13 @@
 ///   thread's output (lines of different threads do not mix; their order is unspecified). Integers
 ///   print in decimal, bool as True or False, floats as C's printf `%g` (6 significant digits).
 ///   On NVIDIA GPUs the output appears at the next synchronisation (CUDA's printf buffer).
-/// * Barrier waits for every thread of the block (GPU targets). The CPU device rejects kernels
-///   that contain one until it can run them correctly.
+/// * Shared memory. `shared %s: T[N]` defines %s, a `ptr<shared T>` to N elements that every
+///   thread of a block sees (one array per block, per kernel launch, whatever the statement's
+///   position); its contents are undefined when the block starts. At most 48 KiB per kernel.
+/// * Barrier waits for every thread of the block, and makes the shared and global memory writes
+///   of each thread before it visible to the block's threads after it (CUDA's __syncthreads).
+///   Every thread of the block must reach the same barrier; a thread that has returned counts as
+///   having arrived (on the CPU device; on GPUs such a kernel is undefined).
 #ifndef EMBER_COMPILER_IR_H
 #define EMBER_COMPILER_IR_H
 
@@ -427,6 +432,20 @@ struct Declare final : StmtNode {
 
 private:
     Declare(VariableRef v, Expr e) : StmtNode(static_kind), var(std::move(v)), init(std::move(e)) {}
+};
+
+/// The most static shared memory a kernel may declare.
+inline constexpr uint64_t max_static_shared_bytes = 48 * 1024;
+
+/// Defines `var` (kind Let, type ptr<shared T>) as a static shared array of `count` elements.
+struct SharedArray final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::SharedArray;
+    VariableRef var;
+    uint64_t count;
+    static Stmt make(VariableRef var, uint64_t count);
+
+private:
+    SharedArray(VariableRef v, uint64_t n) : StmtNode(static_kind), var(std::move(v)), count(n) {}
 };
 
 /// Assigns a new value to a mutable variable.

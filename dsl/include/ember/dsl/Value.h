@@ -69,7 +69,7 @@ template <Scalar T> constexpr const char *scalar_name() { return detail::scalar_
 
 template <Scalar T> class Value;
 template <Scalar T> class Var;
-template <Scalar T> class Ptr;
+template <Scalar T, ir::AddressSpace S = ir::AddressSpace::Global> class Ptr;
 template <Scalar T> class ElementRef;
 struct SpecialRegDim;
 
@@ -390,9 +390,14 @@ public:
         declare(other.value().expr(), loc);
     }
 
-    /// Assigns a C++ number or a traced value of type T.
-    Var &operator=(detail::At<T> x) {
-        assign(x.value.expr(), x.loc);
+    /// Assigns a C++ number or a traced value of type T. (An exact-match template: a parameter
+    /// converted like detail::At would tie with the copy assignment through Var's converting
+    /// constructor, so assignment errors name the kernel rather than the user's line.)
+    template <Operand X>
+        requires(!std::is_same_v<std::remove_cvref_t<X>, Var>)
+    Var &operator=(const X &x) {
+        auto loc = std::source_location::current();
+        assign(detail::to_value<T>(x, loc).expr(), loc);
         return *this;
     }
     Var &operator=(const Var &other) {
@@ -401,6 +406,9 @@ public:
     }
 
     /// The current value (bound to a `let` where it is read; see [Note] Tracing).
+    /// Assigns with the location the caller recorded (compound assignment).
+    void assign_at(const detail::At<T> &x) { assign(x.value.expr(), x.loc); }
+
     /// (Like every operand, it is checked against the current kernel where it is used.)
     Value<T> value() const {
         detail::Builder &b = detail::require_builder("a read of a Var", std::source_location::current());
@@ -464,8 +472,9 @@ private:
     uint32_t trace_;
 };
 
-/// A pointer to T in global memory; a kernel receives a `DeviceBuffer<T>` as a `Ptr<T>`.
-template <Scalar T> class Ptr {
+/// A pointer to T in global memory (a kernel receives a `DeviceBuffer<T>` as a `Ptr<T>`), or in
+/// the block's shared memory (`Ptr<T, ir::AddressSpace::Shared>`, from `shared_array`).
+template <Scalar T, ir::AddressSpace S> class Ptr {
 public:
     using element_type = T;
     Ptr(ir::Expr e, uint32_t trace) : expr_(std::move(e)), trace_(trace) {
@@ -480,7 +489,7 @@ public:
         return ElementRef<T>(expr_, index.expr, detail::merge_trace(trace_, index.trace));
     }
 
-    static constexpr ir::Type ir_type() { return ir::Type::pointer(detail::scalar_info<T>::ir_type); }
+    static constexpr ir::Type ir_type() { return ir::Type::pointer(detail::scalar_info<T>::ir_type, S); }
     const ir::Expr &expr() const { return expr_; }
     uint32_t trace() const { return trace_; }
 
@@ -488,6 +497,22 @@ private:
     ir::Expr expr_;
     uint32_t trace_;
 };
+
+/// A pointer into the block's shared memory.
+template <Scalar T> using SharedPtr = Ptr<T, ir::AddressSpace::Shared>;
+
+/// A static shared array of N elements of T: one per block, seen by all of its threads, contents
+/// undefined when the block starts (CUDA's `__shared__ T a[N]`). At most 48 KiB per kernel.
+template <Scalar T, uint64_t N>
+SharedPtr<T> shared_array(std::source_location loc = std::source_location::current()) {
+    static_assert(N > 0, "a shared array needs at least one element");
+    static_assert(N * sizeof(T) <= ir::max_static_shared_bytes,
+                  "a kernel has at most 48 KiB of static shared memory");
+    detail::Builder &b = detail::require_builder("shared_array", loc);
+    ir::VariableRef var = ir::Variable::make("", SharedPtr<T>::ir_type(), ir::VarKind::Let);
+    b.emit(ir::SharedArray::make(var, N), loc);
+    return SharedPtr<T>(ir::VarRef::make(var), b.id());
+}
 
 // ---------------------------------------------------------------------------------------------
 // Operators.
@@ -589,7 +614,7 @@ template <Traced X> auto operator~(const X &x) {
 // Compound assignment on Var and on pointer elements: `x += y` is `x = x + y`.
 #define EMBER_COMPOUND_OP(SYM, BIN)                                                                \
     template <Scalar T> Var<T> &operator SYM(Var<T> &v, std::type_identity_t<detail::At<T>> x) {  \
-        v = detail::At<T>(v BIN x.value, x.loc);                                                   \
+        v.assign_at(detail::At<T>(v BIN x.value, x.loc));                                         \
         return v;                                                                                  \
     }                                                                                              \
     template <Scalar T>                                                                            \

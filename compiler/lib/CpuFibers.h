@@ -1,0 +1,38 @@
+/// \file
+/// The CPU device's runtime for kernels with barriers: the threads of a block run as fibers that
+/// switch at every barrier. Called by generated code, through symbols CpuJit defines in every
+/// JITDylib (`__ember_cpu_run_block`, `__ember_cpu_barrier`).
+///
+/// [Note] CPU fibers
+/// =================
+/// A kernel that contains a barrier gets, instead of the plain loop over threads, a call per
+/// block to `ember_cpu_run_block(thread, args, ctx)`. It starts one fiber per thread of the block,
+/// each with its own copy of the 13-slot launch context (thread_idx filled in) and its own stack,
+/// and runs them round robin: a fiber runs until it reaches a barrier or ends; when every fiber
+/// has reached the barrier (or ended), all of them continue. Stacks (256 KiB reserved, committed
+/// as used, with a guard page below) are cached per host thread and reused by later blocks.
+#ifndef EMBER_COMPILER_CPUFIBERS_H
+#define EMBER_COMPILER_CPUFIBERS_H
+
+#include <cstdint>
+
+namespace ember::detail {
+
+/// The function generated for one GPU thread: loads the parameters from `args` and runs the
+/// kernel body with `ctx`.
+using CpuThreadFn = void (*)(void **args, int64_t *ctx);
+
+/// Number of i64 slots in the CPU launch context (see [Note] CPU launch context).
+inline constexpr unsigned cpu_ctx_slots = 13;
+/// Slot of the block's shared memory base address.
+inline constexpr unsigned cpu_ctx_shared_slot = 12;
+
+/// Runs every thread of the block described by `ctx` (block_idx, block_dim, grid_dim and the
+/// shared memory base set; thread_idx ignored).
+void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx);
+/// Called by a fiber at a barrier: returns when every thread of its block has reached one.
+void ember_cpu_barrier();
+
+} // namespace ember::detail
+
+#endif // EMBER_COMPILER_CPUFIBERS_H

@@ -1,0 +1,47 @@
+// Static shared arrays and barriers: .shared globals and bar.sync on NVPTX, the block's buffer and
+// the fiber runtime on the CPU ([Note] CPU fibers).
+// RUN: lit-shared --emit=ir | FileCheck %s --check-prefix=IR
+// RUN: lit-shared --emit=llvm --target=nvptx:sm_90 | FileCheck %s --check-prefixes=LLVM,LLVM-NV
+// RUN: lit-shared --emit=llvm --target=cpu | FileCheck %s --check-prefixes=LLVM,LLVM-CPU
+// RUN: lit-shared --emit=asm --target=nvptx:sm_90 | FileCheck %s --check-prefix=PTX
+// RUN: %if ptxas %{ lit-shared --emit=asm --target=nvptx:sm_90 | %ptxas-verify %}
+#include "LitMain.h"
+using namespace ember;
+
+EMBER_LIT_KERNEL(tile_sum, {"in", "out"}, [](Ptr<float> in, Ptr<float> out) {
+    auto tile = shared_array<float, 256>();
+    auto flags = shared_array<int32_t, 8>();
+    auto t = thread_idx.x;
+    tile[t] = in[global_idx.x];
+    flags[t % 8] = 1;
+    barrier();
+    if_(t == 0, [&] {
+        Var<float> acc(0.0f);
+        for_(0, 256, [&](Int j) { acc += tile[j]; });
+        out[block_idx.x] = acc;
+    });
+})
+// IR-LABEL: kernel: tile_sum
+// IR:       shared %0: f32[256]
+// IR-NEXT:  shared %1: i32[8]
+// IR:       barrier
+// LLVM-LABEL: kernel: tile_sum
+// LLVM-NV-DAG: @tile_sum.shared.{{.*}} = internal addrspace(3) global [256 x float] undef, align 16
+// LLVM-NV-DAG: @tile_sum.shared.{{.*}} = internal addrspace(3) global [8 x i32] undef, align 16
+// LLVM-NV:   store float {{.*}}, ptr addrspace(3)
+// LLVM-NV:   call void @llvm.nvvm.barrier0()
+// The CPU body finds the block's shared memory in its context; the arrays are 16-aligned in it.
+// LLVM-CPU:  %shared.base = load ptr
+// LLVM-CPU:  getelementptr inbounds i8, ptr %shared.base{{[0-9]*}}, i64 1024
+// LLVM-CPU:  call void @__ember_cpu_barrier()
+// LLVM-CPU:  %shared = alloca i8, i64 1056, align 64
+// LLVM-CPU:  call void @__ember_cpu_run_block(ptr @tile_sum.thread
+// LLVM:      ret void
+// PTX-LABEL: kernel: tile_sum
+// (The never-read flags array is optimised away.)
+// PTX:       .shared .align 16 .b8 {{.*}}[1024];
+// PTX:       st.shared.f32
+// PTX:       bar.sync 0;
+// PTX:       ld.shared.f32
+
+EMBER_LIT_MAIN()
