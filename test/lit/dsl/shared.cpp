@@ -42,6 +42,6 @@ EMBER_LIT_KERNEL(tile_sum, {"in", "out"}, [](Ptr<float> in, Ptr<float> out) {
 // PTX:       .shared .align 16 .b8 {{.*}}[1024];
 // PTX:       st.shared.f32
 // PTX:       bar.sync 0;
-// PTX:       ld.shared.f32
+// PTX:       ld.shared.v4.f32
 
 EMBER_LIT_MAIN()
