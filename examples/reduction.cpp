@@ -1,6 +1,7 @@
 /// \file
-/// The sum of ten million integers: each block reduces its part in shared memory (a tree of
-/// barriers), then adds its partial sum to the total with one atomic. Checked against the host.
+/// The sum of ten million integers: each warp sums its threads' partial sums with shuffles, the
+/// warps' results meet in shared memory behind a barrier, the first warp sums those, and each
+/// block adds its sum to the total with one atomic. Checked against the host.
 #include "ember/ember.h"
 
 #include <cstdint>
@@ -12,19 +13,22 @@ using namespace ember;
 constexpr int64_t block_size = 256;
 
 static const auto reduce = kernel("reduce", {"in", "total", "n"}, [](Ptr<int64_t> in, Ptr<int64_t> total, Int n) {
-    auto partial = shared_array<int64_t, block_size>();
+    auto warp_sums = shared_array<int64_t, block_size / warp_size>();
     auto t = thread_idx.x;
     // Each thread first adds up a strided slice of the input (grid-stride loop).
     Var<int64_t> acc(0);
     for_(global_idx.x, n, grid_dim.x * block_dim.x, [&](Int i) { acc += in[i]; });
-    partial[t] = acc;
+    // Each warp sums its 32 partial sums with shuffles; lane 0 keeps the warp's result.
+    Int warp_total = warp_sum(acc);
+    if_(lane_id() == 0, [&] { warp_sums[t / warp_size] = warp_total; });
     barrier();
-    // Then the block halves the number of active threads at each step.
-    for (int64_t stride = block_size / 2; stride > 0; stride /= 2) { // unrolled while tracing
-        if_(t < stride, [&] { partial[t] += partial[t + stride]; });
-        barrier();
-    }
-    if_(t == 0, [&] { atomic_add(total[0], partial[0]); });
+    // The first warp sums the warps' results and adds the block's sum to the total.
+    if_(t < warp_size, [&] {
+        Var<int64_t> w(0);
+        if_(t < block_size / warp_size, [&] { w = warp_sums[t]; });
+        Int block_total = warp_sum(w);
+        if_(t == 0, [&] { atomic_add(total[0], block_total); });
+    });
 });
 
 int main() try {

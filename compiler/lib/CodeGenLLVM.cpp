@@ -280,6 +280,17 @@ llvm::Value *CodeGenLLVM::visit(const ir::Atomic *op) {
     return b_.CreateAtomicRMW(bin, addr, value, align, order);
 }
 
+llvm::Value *CodeGenLLVM::visit(const ir::Warp *op) {
+    facts_.uses_warp_ops = true;
+    llvm::Value *v = emit(op->value);
+    if (!ir::is_shuffle(op->op)) return target_.emit_warp(b_, op->op, v, nullptr);
+    llvm::Value *lane = emit(op->lane);
+    llvm::Type *ty = v->getType();
+    llvm::Type *bits = b_.getIntNTy(ty->getPrimitiveSizeInBits().getFixedValue());
+    llvm::Value *r = target_.emit_warp(b_, op->op, b_.CreateBitCast(v, bits), lane);
+    return b_.CreateBitCast(r, ty);
+}
+
 llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
     std::vector<llvm::Value *> a;
     for (const ir::Expr &arg : op->args) a.push_back(emit(arg));

@@ -8,6 +8,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -17,12 +19,13 @@ namespace {
 
 constexpr size_t stack_bytes = 256 * 1024;
 
-enum class FiberState : uint8_t { Ready, AtBarrier, Done };
+enum class FiberState : uint8_t { Ready, AtBarrier, AtWarp, Done };
 
 struct Fiber {
     ucontext_t context;
     int64_t ctx[cpu_ctx_slots];
     FiberState state = FiberState::Ready;
+    uint64_t posted = 0;   // this lane's value in a warp operation
     void *stack = nullptr; // owned by the Stacks cache
 };
 
@@ -95,21 +98,89 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
     }
     Scheduler *outer = active;
     active = &s;
-    // Round robin: run each ready fiber until it waits at a barrier or ends; when none is ready,
-    // release the ones at the barrier; stop when all have ended.
+    // Round robin: run each ready fiber until it waits or ends. Then release every warp whose
+    // live fibers all wait at a warp operation; failing that, the block barrier once every live
+    // fiber waits there. Stop when all have ended.
+    bool reported = false;
     for (;;) {
-        bool any_waiting = false;
         for (size_t i = 0; i < n; ++i) {
             if (s.fibers[i].state != FiberState::Ready) continue;
             s.current = i;
             swapcontext(&s.main, &s.fibers[i].context);
-            if (s.fibers[i].state == FiberState::AtBarrier) any_waiting = true;
         }
-        if (!any_waiting) break;
+        size_t live = 0, at_barrier = 0;
+        bool released = false;
+        for (size_t w = 0; w < n; w += 32) {
+            size_t waiting = 0, alive = 0;
+            for (size_t i = w; i < std::min(n, w + 32); ++i) {
+                FiberState st = s.fibers[i].state;
+                if (st == FiberState::Done) continue;
+                ++alive;
+                waiting += st == FiberState::AtWarp;
+                at_barrier += st == FiberState::AtBarrier;
+            }
+            live += alive;
+            if (alive > 0 && waiting == alive) {
+                for (size_t i = w; i < std::min(n, w + 32); ++i)
+                    if (s.fibers[i].state == FiberState::AtWarp) s.fibers[i].state = FiberState::Ready;
+                released = true;
+            }
+        }
+        if (live == 0) break;
+        if (released) continue;
+        if (at_barrier != live && !reported) {
+            // Some lanes of a warp wait at a warp operation while others wait at the barrier: the
+            // kernel breaks [Note] IR semantics (undefined on GPUs too). Let everyone go on.
+            reported = true;
+            std::fprintf(stderr, "ember: error: the threads of a block reached different barriers or "
+                                 "warp operations (every lane of a warp must take the same path); "
+                                 "the results are undefined\n");
+        }
         for (Fiber &f : s.fibers)
-            if (f.state == FiberState::AtBarrier) f.state = FiberState::Ready;
+            if (f.state == FiberState::AtBarrier || f.state == FiberState::AtWarp) f.state = FiberState::Ready;
     }
     active = outer;
+}
+
+namespace {
+void wait(Scheduler &s, FiberState why) {
+    Fiber &f = s.fibers[s.current];
+    f.state = why;
+    swapcontext(&f.context, &s.main);
+}
+} // namespace
+
+uint64_t ember_cpu_warp(int32_t op, uint64_t bits, int32_t lane_arg) {
+    Scheduler &s = *active;
+    const size_t me = s.current;
+    const size_t first = me / 32 * 32, count = std::min<size_t>(32, s.fibers.size() - first);
+    const int64_t lane = static_cast<int64_t>(me - first);
+    s.fibers[me].posted = bits;
+    wait(s, FiberState::AtWarp); // every live lane has posted
+    auto value_of = [&](int64_t src) {
+        return src >= 0 && src < static_cast<int64_t>(count) ? s.fibers[first + static_cast<size_t>(src)].posted
+                                                             : bits;
+    };
+    uint64_t result = 0;
+    switch (op) {
+    case 0: result = value_of(((lane_arg % 32) + 32) % 32); break;           // shuffle_idx
+    case 1: result = value_of(lane - lane_arg); break;                        // shuffle_up
+    case 2: result = value_of(lane + lane_arg); break;                        // shuffle_down
+    case 3: result = value_of(lane ^ static_cast<int64_t>(lane_arg & 31)); break; // shuffle_xor
+    default: {
+        uint64_t ballot = 0;
+        size_t alive = 0;
+        for (size_t i = 0; i < count; ++i) {
+            if (s.fibers[first + i].state == FiberState::Done) continue;
+            ++alive;
+            if (s.fibers[first + i].posted & 1) ballot |= uint64_t(1) << i;
+        }
+        const size_t set = static_cast<size_t>(__builtin_popcountll(ballot));
+        result = op == 4 ? ballot : op == 5 ? uint64_t(set > 0) : uint64_t(set == alive);
+    }
+    }
+    wait(s, FiberState::AtWarp); // every live lane has read: the slots may be reused
+    return result;
 }
 
 void ember_cpu_barrier() {

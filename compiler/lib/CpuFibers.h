@@ -9,7 +9,10 @@
 /// block to `ember_cpu_run_block(thread, args, ctx)`. It starts one fiber per thread of the block,
 /// each with its own copy of the 13-slot launch context (thread_idx filled in) and its own stack,
 /// and runs them round robin: a fiber runs until it reaches a barrier or ends; when every fiber
-/// has reached the barrier (or ended), all of them continue. Stacks (256 KiB reserved, committed
+/// has reached the barrier (or ended), all of them continue. A warp operation is a rendezvous of
+/// the 32 fibers of one warp (linear thread index / 32): each posts its value, and when the
+/// warp's live fibers have all posted, each reads the lane it wants; a second rendezvous keeps
+/// the slots until every lane has read. Stacks (256 KiB reserved, committed
 /// as used, with a guard page below) are cached per host thread and reused by later blocks.
 #ifndef EMBER_COMPILER_CPUFIBERS_H
 #define EMBER_COMPILER_CPUFIBERS_H
@@ -32,6 +35,9 @@ inline constexpr unsigned cpu_ctx_shared_slot = 12;
 void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx);
 /// Called by a fiber at a barrier: returns when every thread of its block has reached one.
 void ember_cpu_barrier();
+/// A warp operation (`op` is an ir::WarpOp): posts this lane's `bits`, meets the other lanes of
+/// its warp, and returns the shuffled value, the ballot, or warp_any / warp_all as 0 or 1.
+uint64_t ember_cpu_warp(int32_t op, uint64_t bits, int32_t lane_arg);
 
 } // namespace ember::detail
 

@@ -200,6 +200,7 @@ llvm::Expected<std::unique_ptr<CpuModule>> load_object(const std::string &object
         const std::pair<const char *, void *> entries[] = {
             {"__ember_cpu_run_block", reinterpret_cast<void *>(&detail::ember_cpu_run_block)},
             {"__ember_cpu_barrier", reinterpret_cast<void *>(&detail::ember_cpu_barrier)},
+            {"__ember_cpu_warp", reinterpret_cast<void *>(&detail::ember_cpu_warp)},
         };
         for (const auto &[name, address] : entries)
             fibers[jit.mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),

@@ -305,6 +305,40 @@ Expr Atomic::make(AtomicOp op, Expr ptr, Expr index, Expr value, Expr compare) {
     return Expr(new Atomic(op, std::move(ptr), std::move(index), std::move(value), std::move(compare)));
 }
 
+namespace {
+constexpr std::pair<WarpOp, const char *> warp_names[] = {
+    {WarpOp::ShuffleIdx, "shuffle_idx"}, {WarpOp::ShuffleUp, "shuffle_up"},
+    {WarpOp::ShuffleDown, "shuffle_down"}, {WarpOp::ShuffleXor, "shuffle_xor"},
+    {WarpOp::Ballot, "ballot"}, {WarpOp::Any, "warp_any"}, {WarpOp::All, "warp_all"},
+};
+} // namespace
+
+std::string_view to_string(WarpOp op) {
+    for (const auto &[o, name] : warp_names)
+        if (o == op) return name;
+    EMBER_UNREACHABLE("invalid WarpOp");
+}
+
+std::optional<WarpOp> parse_warp_op(std::string_view name) {
+    for (const auto &[o, n] : warp_names)
+        if (name == n) return o;
+    return std::nullopt;
+}
+
+Expr Warp::make(WarpOp op, Expr value, Expr lane) {
+    EMBER_ASSERT(value, "Warp with a null value");
+    Type t = value.type();
+    if (is_shuffle(op)) {
+        EMBER_ASSERT(lane && lane.type() == Type(ScalarType::I32), "shuffle lane must be i32");
+        EMBER_ASSERT((t.is_int() || t.is_float()) && (t.bits() == 32 || t.bits() == 64),
+                     "shuffle of " + t.to_string());
+        return Expr(new Warp(op, t, std::move(value), std::move(lane)));
+    }
+    EMBER_ASSERT(!lane && t.is_bool(), std::string(to_string(op)) + " takes one bool");
+    Type r = op == WarpOp::Ballot ? Type(ScalarType::U32) : Type(ScalarType::Bool);
+    return Expr(new Warp(op, r, std::move(value), Expr()));
+}
+
 Expr Cast::make(Type to, Expr a) {
     EMBER_ASSERT(a, "Cast of a null operand");
     EMBER_ASSERT(to.is_scalar() && !to.is_void(), "Cast to non-scalar " + to.to_string());
@@ -471,6 +505,10 @@ void IRVisitor::visit(const Atomic *op) {
     if (op->compare) visit(op->compare);
     visit(op->value);
 }
+void IRVisitor::visit(const Warp *op) {
+    visit(op->value);
+    if (op->lane) visit(op->lane);
+}
 void IRVisitor::visit(const Call *op) {
     for (const Expr &a : op->args) visit(a);
 }
@@ -575,6 +613,13 @@ Expr IRMutator::visit(const Atomic *op) {
     if (p.same_as(op->ptr) && i.same_as(op->index) && c.same_as(op->compare) && v.same_as(op->value))
         return op;
     return Atomic::make(op->op, std::move(p), std::move(i), std::move(v), std::move(c));
+}
+
+Expr IRMutator::visit(const Warp *op) {
+    Expr v = mutate(op->value);
+    Expr l = op->lane ? mutate(op->lane) : Expr();
+    if (v.same_as(op->value) && l.same_as(op->lane)) return op;
+    return Warp::make(op->op, std::move(v), std::move(l));
 }
 
 Expr IRMutator::visit(const Call *op) {

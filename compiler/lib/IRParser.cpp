@@ -409,6 +409,7 @@ private:
         if (t.text == "cast") return parse_cast();
         if (t.text == "select") return parse_select();
         if (std::optional<Intrinsic> f = parse_intrinsic(t.text)) return parse_call(*f);
+        if (std::optional<WarpOp> w = parse_warp_op(t.text)) return parse_warp(*w);
         if (t.text.substr(0, 7) == "atomic_") {
             if (std::optional<AtomicOp> op = parse_atomic_op(t.text.substr(7))) return parse_atomic(*op);
         }
@@ -578,6 +579,30 @@ private:
         }
         expect(")");
         return Print::make(std::move(items), std::move(sep), std::move(end));
+    }
+
+    /// `shuffle_xx(value, lane)`, `ballot(c)`, `warp_any(c)`, `warp_all(c)`.
+    Expr parse_warp(WarpOp op) {
+        const Token &name = take();
+        expect("(");
+        const Token &value_tok = peek();
+        Expr value = parse_expr();
+        Type t = value.type();
+        Expr lane;
+        if (is_shuffle(op)) {
+            if (!((t.is_int() || t.is_float()) && (t.bits() == 32 || t.bits() == 64)))
+                error(value_tok, quote(name.text) + " works on 32- and 64-bit integers and floats, found " +
+                                     t.to_string());
+            expect(",");
+            const Token &lane_tok = peek();
+            lane = parse_expr();
+            if (lane.type() != Type(ScalarType::I32))
+                error(lane_tok, "the lane of " + quote(name.text) + " must be i32, found " + lane.type().to_string());
+        } else if (!t.is_bool()) {
+            error(value_tok, quote(name.text) + " takes a bool, found " + t.to_string());
+        }
+        expect(")");
+        return Warp::make(op, value, lane);
     }
 
     /// `atomic_<op>(p[i], value)` or `atomic_cas(p[i], compare, value)`.

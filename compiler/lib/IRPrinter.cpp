@@ -216,6 +216,18 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
         out += ')';
         return;
     }
+    case NodeKind::Warp: {
+        const auto *op = e.as<Warp>();
+        out += to_string(op->op);
+        out += '(';
+        print_expr(out, op->value);
+        if (op->lane) {
+            out += ", ";
+            print_expr(out, op->lane);
+        }
+        out += ')';
+        return;
+    }
     case NodeKind::Call: {
         const auto *op = e.as<Call>();
         out += to_string(op->op);

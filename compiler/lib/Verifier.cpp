@@ -173,6 +173,10 @@ private:
         case NodeKind::Call:
             for (const Expr &a : e.as<Call>()->args) expr(a, s);
             return;
+        case NodeKind::Warp:
+            expr(e.as<Warp>()->value, s);
+            if (e.as<Warp>()->lane) expr(e.as<Warp>()->lane, s);
+            return;
         case NodeKind::Atomic: {
             const auto *op = e.as<Atomic>();
             expr(op->ptr, s);

@@ -113,6 +113,21 @@ public:
         return llvm::Error::success();
     }
 
+    /// A call into the fiber runtime, which meets the warp's other lanes ([Note] CPU fibers).
+    llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value,
+                           llvm::Value *lane) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::FunctionCallee fn = m.getOrInsertFunction(
+            "__ember_cpu_warp",
+            llvm::FunctionType::get(b.getInt64Ty(), {b.getInt32Ty(), b.getInt64Ty(), b.getInt32Ty()}, false));
+        llvm::Type *ty = value->getType();
+        llvm::Value *bits = b.CreateZExt(value, b.getInt64Ty());
+        llvm::Value *r = b.CreateCall(fn, {b.getInt32(static_cast<int32_t>(op)), bits,
+                                           lane ? lane : b.getInt32(0)});
+        if (op == ir::WarpOp::Ballot) return b.CreateTrunc(r, b.getInt32Ty());
+        return b.CreateTrunc(r, ty);
+    }
+
     /// The block's shared memory base (a context slot) plus the array's offset.
     llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *, uint64_t, uint64_t offset,
                                    const llvm::Twine &name) const override {
@@ -192,8 +207,9 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         }
         return values;
     };
+    const bool fibers = facts.uses_barrier || facts.uses_warp_ops;
     std::vector<Value *> call_args;
-    if (!facts.uses_barrier) call_args = load_params(b, args);
+    if (!fibers) call_args = load_params(b, args);
 
     auto launch_field = [&](unsigned index, const Twine &name) {
         return b.CreateAlignedLoad(i64, b.CreateConstInBoundsGEP1_64(i64, launch, index), Align(8),
@@ -233,7 +249,7 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     store_ctx(ir::SpecialRegKind::BlockIdx, 0, b.CreateURem(linear, grid[0], "block_idx.x"));
     store_ctx(ir::SpecialRegKind::BlockIdx, 1, b.CreateURem(rest, grid[1], "block_idx.y"));
     store_ctx(ir::SpecialRegKind::BlockIdx, 2, b.CreateUDiv(rest, grid[1], "block_idx.z"));
-    if (facts.uses_barrier) {
+    if (fibers) {
         // [Note] CPU fibers: `<kernel>.thread(args, ctx)` runs one GPU thread; the runtime runs
         // all of the block's threads as fibers that switch at barriers.
         FunctionType *thread_ty = FunctionType::get(Type::getVoidTy(c), {ptr, ptr}, false);

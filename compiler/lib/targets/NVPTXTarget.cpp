@@ -163,6 +163,31 @@ public:
         return llvm::Error::success();
     }
 
+    /// shfl.sync / vote.sync over the lanes that are active (all existing lanes in converged
+    /// code, which [Note] IR semantics requires).
+    llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value,
+                           llvm::Value *lane) const override {
+        llvm::Value *mask = b.CreateIntrinsic(llvm::Intrinsic::nvvm_activemask, {}, {});
+        if (!ir::is_shuffle(op)) {
+            llvm::Intrinsic::ID id = op == ir::WarpOp::Ballot ? llvm::Intrinsic::nvvm_vote_ballot_sync
+                                     : op == ir::WarpOp::Any  ? llvm::Intrinsic::nvvm_vote_any_sync
+                                                              : llvm::Intrinsic::nvvm_vote_all_sync;
+            return b.CreateIntrinsic(id, {}, {mask, value});
+        }
+        llvm::Intrinsic::ID id = op == ir::WarpOp::ShuffleIdx ? llvm::Intrinsic::nvvm_shfl_sync_idx_i32
+                                 : op == ir::WarpOp::ShuffleUp ? llvm::Intrinsic::nvvm_shfl_sync_up_i32
+                                 : op == ir::WarpOp::ShuffleDown ? llvm::Intrinsic::nvvm_shfl_sync_down_i32
+                                                                 : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32;
+        // The c operand: clamp to lane 31 (segment mask 0) for all but up, which clamps at 0.
+        llvm::Value *c = b.getInt32(op == ir::WarpOp::ShuffleUp ? 0 : 0x1f);
+        auto shfl32 = [&](llvm::Value *v) { return b.CreateIntrinsic(id, {}, {mask, v, lane, c}); };
+        if (value->getType()->isIntegerTy(32)) return shfl32(value);
+        // 64 bits: the two halves travel separately.
+        llvm::Value *lo = shfl32(b.CreateTrunc(value, b.getInt32Ty()));
+        llvm::Value *hi = shfl32(b.CreateTrunc(b.CreateLShr(value, 32), b.getInt32Ty()));
+        return b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
+    }
+
     unsigned shared_address_space() const override { return 3; }
 
     llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count, uint64_t,

@@ -93,10 +93,16 @@ public:
     virtual llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count,
                                            uint64_t offset, const llvm::Twine &name) const = 0;
 
+    /// A warp operation ([Note] IR semantics). Shuffles get and return the value's bits as an
+    /// i32 or i64 and an i32 lane; ballot returns i32; warp_any/warp_all get and return i1.
+    virtual llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value,
+                                   llvm::Value *lane) const = 0;
+
     /// What the code generator learnt about the kernel, for finish_module.
     struct KernelFacts {
         uint64_t static_shared_bytes = 0;
         bool uses_barrier = false;
+        bool uses_warp_ops = false;
     };
     /// Turns the body function into what the device loads: kernel annotations on NVPTX, the
     /// exported entry wrapper of [Note] CPU kernel ABI on the CPU.

@@ -321,3 +321,64 @@ TEST_P(BuiltinsTest, SharedMemoryWithoutBarriers) {
         for (int t = 0; t < 64; ++t) ASSERT_EQ(out[b * 64 + t], t * 3 + b);
 }
 } // namespace
+
+namespace {
+// Every warp operation, on a block of 96 threads (3 warps) laid out in 2-D (32 x 3), against a
+// host model of the warp.
+const auto warps = kernel("warps", {"in", "out"}, [](Ptr<int32_t> in, Ptr<int64_t> out) {
+    auto t = thread_idx.y * block_dim.x + thread_idx.x;
+    Int32 v = in[t];
+    Int64 w = cast<int64_t>(v) * 1000000007;
+    auto o = t * 10;
+    out[o] = lane_id();
+    out[o + 1] = cast<int64_t>(shuffle_idx(v, 5));
+    out[o + 2] = cast<int64_t>(shuffle_up(v, 3));
+    out[o + 3] = shuffle_down(w, 4);
+    out[o + 4] = cast<int64_t>(shuffle_xor(cast<float>(v), 7));
+    out[o + 5] = cast<int64_t>(ballot(v % 3 == 0));
+    out[o + 6] = select(warp_any(v == 1000 + 33), Int64(1), 0);
+    out[o + 7] = select(warp_all(v >= 0), Int64(1), 0);
+    out[o + 8] = warp_sum(w);
+    out[o + 9] = cast<int64_t>(warp_max(v) - warp_min(v));
+});
+
+TEST_P(BuiltinsTest, WarpOperationsMatchAHostModel) {
+    const int n = 96;
+    std::vector<int32_t> in(n);
+    for (int i = 0; i < n; ++i) in[i] = 1000 + (i * 37) % 101;
+    std::vector<int64_t> out(n * 10, -1);
+    auto din = ctx_->enqueue_create_buffer<int32_t>(n);
+    auto dout = ctx_->enqueue_create_buffer<int64_t>(out.size());
+    ctx_->enqueue_copy(din, in.data());
+    ctx_->enqueue_function(warps, din, dout, grid_dim(1), block_dim(32, 3));
+    ctx_->enqueue_copy(out.data(), dout);
+    ctx_->synchronize();
+    for (int i = 0; i < n; ++i) {
+        const int warp = i / 32 * 32, lane = i % 32;
+        auto at = [&](int l) { return in[warp + l]; };
+        int64_t w = int64_t(in[i]) * 1000000007, sum = 0;
+        uint32_t ballot = 0;
+        bool any = false, all = true;
+        int32_t mx = INT32_MIN, mn = INT32_MAX;
+        for (int l = 0; l < 32; ++l) {
+            sum += int64_t(at(l)) * 1000000007;
+            if (at(l) % 3 == 0) ballot |= 1u << l;
+            any = any || at(l) == 1033;
+            all = all && at(l) >= 0;
+            mx = std::max(mx, at(l));
+            mn = std::min(mn, at(l));
+        }
+        const int64_t *o = &out[i * 10];
+        ASSERT_EQ(o[0], lane) << "lane_id of thread " << i;
+        EXPECT_EQ(o[1], at(5)) << i;
+        EXPECT_EQ(o[2], lane >= 3 ? at(lane - 3) : in[i]) << i;
+        EXPECT_EQ(o[3], lane + 4 < 32 ? int64_t(at(lane + 4)) * 1000000007 : w) << i;
+        EXPECT_EQ(o[4], at(lane ^ 7)) << i;
+        EXPECT_EQ(o[5], ballot) << i;
+        EXPECT_EQ(o[6], any ? 1 : 0) << i;
+        EXPECT_EQ(o[7], all ? 1 : 0) << i;
+        EXPECT_EQ(o[8], sum) << i;
+        EXPECT_EQ(o[9], mx - mn) << i;
+    }
+}
+} // namespace

@@ -45,6 +45,12 @@
 ///   device and returns the old value; the ordering is relaxed (CUDA's atomicAdd): use fences for
 ///   ordering. Integer add/sub wrap; min/max follow the type's signedness; float add rounds as +.
 ///   cas writes `value` only where the old value equals `compare` (bitwise for integers).
+/// * Warp operations are collective over the 32 lanes of a warp (lane = the thread's linear index
+///   in its block modulo 32): every existing lane of the warp must execute the same operation
+///   together. shuffle_idx reads lane `lane % 32`; shuffle_up/down read `lane -/+ delta` and give
+///   the reader's own value outside [0, 32); shuffle_xor reads `lane ^ mask`. Reading a lane that
+///   does not exist (a partial last warp) is undefined. ballot gives the u32 whose bit i is lane
+///   i's condition; warp_any / warp_all are whether any / all of the lanes' conditions hold.
 /// * Return ends the thread's kernel early (a kernel returns no value).
 /// * Print writes its items separated by `sep` and followed by `end`, as one line of this
 ///   thread's output (lines of different threads do not mix; their order is unspecified). Integers
@@ -397,6 +403,25 @@ private:
     Atomic(AtomicOp o, Expr p, Expr i, Expr v, Expr c)
         : ExprNode(static_kind, p.type().element_type()), op(o), ptr(std::move(p)),
           index(std::move(i)), value(std::move(v)), compare(std::move(c)) {}
+};
+
+enum class WarpOp : uint8_t { ShuffleIdx, ShuffleUp, ShuffleDown, ShuffleXor, Ballot, Any, All };
+/// "shuffle_idx", "shuffle_up", "shuffle_down", "shuffle_xor", "ballot", "warp_any", "warp_all"
+std::string_view to_string(WarpOp op);
+std::optional<WarpOp> parse_warp_op(std::string_view name);
+inline bool is_shuffle(WarpOp op) { return op <= WarpOp::ShuffleXor; }
+
+/// A warp-collective operation (see [Note] IR semantics): shuffles take a value (32- or 64-bit
+/// integer or float) and an i32 lane, delta or mask; ballot, warp_any and warp_all take a bool.
+struct Warp final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Warp;
+    WarpOp op;
+    Expr value;
+    Expr lane; ///< shuffles only
+    static Expr make(WarpOp op, Expr value, Expr lane = Expr());
+
+private:
+    Warp(WarpOp o, Type t, Expr v, Expr l) : ExprNode(static_kind, t), op(o), value(std::move(v)), lane(std::move(l)) {}
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 
 #include "ember/dsl/Value.h"
 
+#include <optional>
 #include <source_location>
 #include <vector>
 
@@ -163,6 +164,113 @@ Value<T> atomic_cas(const ElementRef<T> &element, std::type_identity_t<detail::A
                     std::type_identity_t<detail::At<T>> value) {
     static_assert(detail::atomic_int<T>, "atomic_cas works on 32- and 64-bit integers");
     return detail::atomic<T>(ir::AtomicOp::Cas, element, value, &compare);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warp operations ([Note] IR semantics): every lane of the warp must execute them together.
+
+/// Lanes per warp on the targets ember has today (NVIDIA GPUs, and the CPU device's emulation).
+inline constexpr int64_t warp_size = 32;
+
+/// The thread's lane in its warp: its linear index in the block modulo warp_size.
+inline Int lane_id() {
+    return ((thread_idx.z * block_dim.y + thread_idx.y) * block_dim.x + thread_idx.x) % warp_size;
+}
+
+namespace detail {
+template <Operand L> Int32 lane_operand(const L &l, const std::source_location &loc) {
+    if constexpr (Traced<L>) {
+        static_assert(is_integer<traced_t<L>>, "a lane, delta or mask must be an integer");
+        return cast<int32_t>(l, loc);
+    } else {
+        static_assert(std::is_integral_v<L> && !std::is_same_v<L, bool>, "a lane, delta or mask must be an integer");
+        return to_value<int32_t>(static_cast<int32_t>(l), loc);
+    }
+}
+
+template <Traced X, Operand L>
+Value<traced_t<X>> shuffle(ir::WarpOp op, const X &x, const L &lane, const std::source_location &loc) {
+    using T = traced_t<X>;
+    static_assert((std::is_integral_v<T> || std::is_floating_point_v<T>) && !std::is_same_v<T, bool> &&
+                      (sizeof(T) == 4 || sizeof(T) == 8),
+                  "warp shuffles work on 32- and 64-bit integers and floats");
+    Value<T> v = to_value<T>(x, loc);
+    Int32 l = lane_operand(lane, loc);
+    Builder &b = require_builder("a warp shuffle", loc);
+    uint32_t trace = merge_trace(v.trace(), l.trace());
+    check_trace(trace, loc);
+    return Value<T>(b.bind(ir::Warp::make(op, v.expr(), l.expr())), b.id());
+}
+
+template <class R, Operand C> R vote(ir::WarpOp op, const C &cond, const std::source_location &loc) {
+    Bool c = to_value<bool>(cond, loc);
+    Builder &b = require_builder("a warp vote", loc);
+    check_trace(c.trace(), loc);
+    return R(b.bind(ir::Warp::make(op, c.expr())), b.id());
+}
+} // namespace detail
+
+/// The value of `x` in lane `lane % warp_size`.
+template <Traced X, Operand L>
+auto shuffle_idx(const X &x, const L &lane, std::source_location loc = std::source_location::current()) {
+    return detail::shuffle(ir::WarpOp::ShuffleIdx, x, lane, loc);
+}
+/// The value of `x` in lane `lane_id() - delta` (this lane's own value below lane 0).
+template <Traced X, Operand L>
+auto shuffle_up(const X &x, const L &delta, std::source_location loc = std::source_location::current()) {
+    return detail::shuffle(ir::WarpOp::ShuffleUp, x, delta, loc);
+}
+/// The value of `x` in lane `lane_id() + delta` (this lane's own value past the last lane).
+template <Traced X, Operand L>
+auto shuffle_down(const X &x, const L &delta, std::source_location loc = std::source_location::current()) {
+    return detail::shuffle(ir::WarpOp::ShuffleDown, x, delta, loc);
+}
+/// The value of `x` in lane `lane_id() ^ mask`.
+template <Traced X, Operand L>
+auto shuffle_xor(const X &x, const L &mask, std::source_location loc = std::source_location::current()) {
+    return detail::shuffle(ir::WarpOp::ShuffleXor, x, mask, loc);
+}
+/// Bit i set where lane i's condition holds.
+template <Operand C> UInt32 ballot(const C &cond, std::source_location loc = std::source_location::current()) {
+    return detail::vote<UInt32>(ir::WarpOp::Ballot, cond, loc);
+}
+/// Whether the condition holds in any lane of the warp.
+template <Operand C> Bool warp_any(const C &cond, std::source_location loc = std::source_location::current()) {
+    return detail::vote<Bool>(ir::WarpOp::Any, cond, loc);
+}
+/// Whether the condition holds in every lane of the warp.
+template <Operand C> Bool warp_all(const C &cond, std::source_location loc = std::source_location::current()) {
+    return detail::vote<Bool>(ir::WarpOp::All, cond, loc);
+}
+
+namespace detail {
+template <Traced X, class Op> auto warp_reduce(const X &x, Op op, const std::source_location &loc) {
+    using T = traced_t<X>;
+    Builder &b = require_builder("a warp reduction", loc);
+    std::optional<Value<T>> v;
+    v.emplace(to_value<T>(x, loc));
+    // A butterfly: after log2(32) steps every lane holds the whole warp's result. Each partial
+    // result is bound to a let, so that the IR stays linear.
+    for (int32_t offset = static_cast<int32_t>(warp_size) / 2; offset > 0; offset /= 2) {
+        Value<T> other = shuffle(ir::WarpOp::ShuffleXor, *v, offset, loc);
+        Value<T> next = op(*v, other);
+        v.emplace(b.bind(next.expr()), next.trace());
+    }
+    return *v;
+}
+} // namespace detail
+
+/// The sum of `x` over the warp, in every lane.
+template <Traced X> auto warp_sum(const X &x, std::source_location loc = std::source_location::current()) {
+    return detail::warp_reduce(x, [](const auto &a, const auto &b) { return a + b; }, loc);
+}
+/// The minimum of `x` over the warp, in every lane.
+template <Traced X> auto warp_min(const X &x, std::source_location loc = std::source_location::current()) {
+    return detail::warp_reduce(x, [](const auto &a, const auto &b) { return min(a, b); }, loc);
+}
+/// The maximum of `x` over the warp, in every lane.
+template <Traced X> auto warp_max(const X &x, std::source_location loc = std::source_location::current()) {
+    return detail::warp_reduce(x, [](const auto &a, const auto &b) { return max(a, b); }, loc);
 }
 
 /// Ends the kernel for this thread (the threads that do not reach it go on).
