@@ -402,7 +402,11 @@ llvm::Value *CodeGenLLVM::element_address(const ir::Expr &ptr, const ir::Expr &i
 llvm::Value *CodeGenLLVM::visit(const ir::Load *op) {
     llvm::Value *addr = element_address(op->ptr, op->index);
     llvm::Type *ty = memory_type(op->type);
-    llvm::Value *v = b_.CreateAlignedLoad(ty, addr, llvm::Align(op->type.bytes()));
+    llvm::LoadInst *v = b_.CreateAlignedLoad(ty, addr, llvm::Align(op->type.bytes()));
+    // A read-only pointer's memory does not change during the kernel (the contract of
+    // Ptr<const T>): NVPTX turns invariant loads into ld.global.nc.
+    if (op->ptr.type().readonly())
+        v->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
     if (op->type.is_bool()) return b_.CreateICmpNE(v, b_.getInt8(0));
     return v;
 }

@@ -211,4 +211,17 @@ EMBER_LIT_KERNEL(memory, {"dst", "src", "n"}, [](Ptr<float> dst, Ptr<float> src,
 // ASM-LABEL: kernel: memory
 // ASM:       memory:
 
+EMBER_LIT_KERNEL(read_only, {"in", "out"}, [](Ptr<const float> in, Ptr<float> out) {
+    out[global_idx.x] = in[global_idx.x] * 2.0f;
+})
+// IR-LABEL: kernel: read_only
+// IR:       kernel @read_only(%in: ptr<global const f32>, %out: ptr<global f32>) {
+// LLVM-LABEL: kernel: read_only
+// LLVM:     load float, ptr{{.*}}, align 4, !invariant.load
+// PTX-LABEL: kernel: read_only
+// The read-only data path.
+// PTX:      ld.global.nc.f32
+// ASM-LABEL: kernel: read_only
+// ASM:      read_only:
+
 EMBER_LIT_MAIN()

@@ -382,3 +382,26 @@ TEST_P(BuiltinsTest, WarpOperationsMatchAHostModel) {
     }
 }
 } // namespace
+
+namespace {
+const auto saxpy = kernel("saxpy", {"x", "y", "out", "a", "n"},
+                          [](Ptr<const float> x, Ptr<const float> y, Ptr<float> out, Float32 a, Int n) {
+                              auto i = global_idx.x;
+                              if_(i < n, [&] { out[i] = a * x[i] + y[i]; });
+                          });
+
+TEST_P(BuiltinsTest, ReadOnlyPointersTakeBuffers) {
+    const int64_t n = 5000;
+    std::vector<float> x(n), y(n), out(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = float(i), y[i] = float(n - i);
+    auto dx = ctx_->enqueue_create_buffer<float>(n);
+    auto dy = ctx_->enqueue_create_buffer<float>(n);
+    auto dout = ctx_->enqueue_create_buffer<float>(n);
+    ctx_->enqueue_copy(dx, x.data());
+    ctx_->enqueue_copy(dy, y.data());
+    ctx_->enqueue_function(saxpy, dx, dy, dout, 2.0f, n, grid_dim((n + 127) / 128), block_dim(128));
+    ctx_->enqueue_copy(out.data(), dout);
+    ctx_->synchronize();
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 2.0f * x[i] + y[i]) << i;
+}
+} // namespace

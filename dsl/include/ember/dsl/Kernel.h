@@ -47,6 +47,10 @@ template <Scalar T> struct param_traits<Ptr<T>> {
     static constexpr bool ok = true;
     static constexpr ir::Type type() { return Ptr<T>::ir_type(); }
 };
+template <Scalar T> struct param_traits<Ptr<const T>> {
+    static constexpr bool ok = true;
+    static constexpr ir::Type type() { return Ptr<const T>::ir_type(); }
+};
 
 void check_kernel_signature(const std::string &name, size_t num_params, size_t num_names,
                             const std::source_location &loc);

@@ -69,8 +69,9 @@ template <Scalar T> constexpr const char *scalar_name() { return detail::scalar_
 
 template <Scalar T> class Value;
 template <Scalar T> class Var;
-template <Scalar T, ir::AddressSpace S = ir::AddressSpace::Global> class Ptr;
+template <class T, ir::AddressSpace S = ir::AddressSpace::Global> class Ptr;
 template <Scalar T> class ElementRef;
+template <Scalar T> class ConstElementRef;
 struct SpecialRegDim;
 
 // ---------------------------------------------------------------------------------------------
@@ -89,6 +90,10 @@ template <class T> struct traced_traits<Var<T>> {
     using type = T;
 };
 template <class T> struct traced_traits<ElementRef<T>> {
+    static constexpr bool is_traced = true;
+    using type = T;
+};
+template <class T> struct traced_traits<ConstElementRef<T>> {
     static constexpr bool is_traced = true;
     using type = T;
 };
@@ -472,11 +477,40 @@ private:
     uint32_t trace_;
 };
 
+/// `p[i]` of a `Ptr<const T>`: reads only.
+template <Scalar T> class ConstElementRef {
+public:
+    using value_type = T;
+    ConstElementRef(ir::Expr ptr, ir::Expr index, uint32_t trace)
+        : ptr_(std::move(ptr)), index_(std::move(index)), trace_(trace) {}
+    Value<T> value() const {
+        detail::Builder &b = detail::require_builder("a load", std::source_location::current());
+        return Value<T>(b.bind(ir::Load::make(ptr_, index_)), detail::merge_trace(trace_, b.id()));
+    }
+    template <class X> const ConstElementRef &operator=(const X &) const {
+        static_assert(detail::always_false<X>, "cannot store through a Ptr<const T>: its memory is read-only");
+        return *this;
+    }
+    explicit operator bool() const = delete; // traced: use if_(cond, [&] { ... })
+
+private:
+    ir::Expr ptr_, index_;
+    uint32_t trace_;
+};
+
 /// A pointer to T in global memory (a kernel receives a `DeviceBuffer<T>` as a `Ptr<T>`), or in
 /// the block's shared memory (`Ptr<T, ir::AddressSpace::Shared>`, from `shared_array`).
-template <Scalar T, ir::AddressSpace S> class Ptr {
+///
+/// `Ptr<const T>` is read-only, with the contract of CUDA's `const __restrict__`: the memory it
+/// reads does not change while the kernel runs (through any pointer), so its loads may use the
+/// read-only data path (`ld.global.nc` on NVIDIA). Storing through it does not compile.
+template <class T, ir::AddressSpace S> class Ptr {
+    static_assert(Scalar<std::remove_const_t<T>>, "Ptr<T> points to a scalar type (Int, float, ...)");
+
 public:
-    using element_type = T;
+    using element_type = std::remove_const_t<T>;
+    static constexpr bool readonly = std::is_const_v<T>;
+    using reference = std::conditional_t<readonly, ConstElementRef<element_type>, ElementRef<element_type>>;
     Ptr(ir::Expr e, uint32_t trace) : expr_(std::move(e)), trace_(trace) {
         EMBER_ASSERT(expr_.type() == ir_type(), "Ptr<T> of the wrong IR type");
     }
@@ -484,12 +518,14 @@ public:
     Ptr &operator=(const Ptr &) = delete; // a traced value is immutable
 
     /// The element at `index` (any integer type, traced or a C++ integer).
-    ElementRef<T> operator[](detail::IndexArg index) const {
+    reference operator[](detail::IndexArg index) const {
         detail::check_trace(trace_, index.loc);
-        return ElementRef<T>(expr_, index.expr, detail::merge_trace(trace_, index.trace));
+        return reference(expr_, index.expr, detail::merge_trace(trace_, index.trace));
     }
 
-    static constexpr ir::Type ir_type() { return ir::Type::pointer(detail::scalar_info<T>::ir_type, S); }
+    static constexpr ir::Type ir_type() {
+        return ir::Type::pointer(detail::scalar_info<element_type>::ir_type, S, readonly);
+    }
     const ir::Expr &expr() const { return expr_; }
     uint32_t trace() const { return trace_; }
 

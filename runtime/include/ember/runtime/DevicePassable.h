@@ -10,7 +10,7 @@
 ///   uint64_t / uint32_t / ...         UInt64 / UInt32 / ...
 ///   float / double                    Float32 / Float64
 ///   bool                              Bool (passed as one byte)
-///   DeviceBuffer<T>                   Ptr<T>
+///   DeviceBuffer<T>                   Ptr<T>, or Ptr<const T> where the kernel only reads it
 ///
 /// Specialise it for your own types:
 ///
@@ -77,11 +77,17 @@ struct widens<Value<U>, Value<T>>
             (std::is_unsigned_v<U> && std::is_signed_v<T> && sizeof(U) < sizeof(T)))) ||
           (std::is_same_v<U, float> && std::is_same_v<T, double>)> {};
 
+/// A buffer may be passed where the kernel only reads it.
+template <class T> struct widens<Ptr<T>, Ptr<const T>> : std::true_type {};
+
 template <class P> struct param_repr;
 template <Scalar T> struct param_repr<Value<T>> {
     using type = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
 };
 template <Scalar T> struct param_repr<Ptr<T>> {
+    using type = uint64_t;
+};
+template <Scalar T> struct param_repr<Ptr<const T>> {
     using type = uint64_t;
 };
 } // namespace detail
