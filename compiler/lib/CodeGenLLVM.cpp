@@ -462,6 +462,12 @@ llvm::Error CodeGenLLVM::visit(const ir::Let *op) {
 
 llvm::Error CodeGenLLVM::visit(const ir::SharedArray *op) {
     const ir::Type elem = op->var->type.element_type();
+    if (op->count == 0) {
+        facts_.uses_dynamic_shared = true;
+        // An external symbol keeps its name in PTX, where "." is not allowed.
+        bind(op->var, target_.emit_dynamic_shared(b_, kernel_.name + "_dynamic_shared"));
+        return llvm::Error::success();
+    }
     const uint64_t offset = (facts_.static_shared_bytes + 15) / 16 * 16;
     llvm::Value *base = target_.emit_shared_array(b_, memory_type(elem), op->count, offset,
                                                   kernel_.name + ".shared." + llvm_name(*op->var));

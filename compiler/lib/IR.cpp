@@ -434,7 +434,6 @@ Stmt SharedArray::make(VariableRef var, uint64_t count) {
     EMBER_ASSERT(var->type.is_pointer() && var->type.space() == AddressSpace::Shared &&
                      !var->type.readonly(),
                  "SharedArray variable must be a ptr<shared T>");
-    EMBER_ASSERT(count > 0, "SharedArray of no elements");
     return Stmt(new SharedArray(std::move(var), count));
 }
 
@@ -729,5 +728,37 @@ Stmt IRMutator::visit(const Print *op) {
 }
 Stmt IRMutator::visit(const Continue *op) { return op; }
 Stmt IRMutator::visit(const Barrier *op) { return op; }
+
+} // namespace ember::ir
+
+namespace ember::ir {
+
+namespace {
+class SharedLayout final : public IRVisitor {
+public:
+    using IRVisitor::visit;
+    void visit(const SharedArray *op) override {
+        if (op->count == 0) {
+            dynamic = true;
+            return;
+        }
+        bytes = (bytes + 15) / 16 * 16 + op->count * op->var->type.element_type().bytes();
+    }
+    uint64_t bytes = 0;
+    bool dynamic = false;
+};
+} // namespace
+
+uint64_t static_shared_bytes(const Kernel &k) {
+    SharedLayout l;
+    l.visit(k.body);
+    return l.bytes;
+}
+
+bool uses_dynamic_shared(const Kernel &k) {
+    SharedLayout l;
+    l.visit(k.body);
+    return l.dynamic;
+}
 
 } // namespace ember::ir

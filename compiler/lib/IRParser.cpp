@@ -787,6 +787,12 @@ private:
         if (!elem.is_scalar() || elem.is_void())
             error(type_tok, "a shared array holds scalars, not " + elem.to_string());
         expect("[");
+        if (accept("]")) { // the dynamic shared memory
+            VariableRef var = Variable::make(std::string(name.text),
+                                             Type::pointer(elem.scalar(), AddressSpace::Shared), VarKind::Let);
+            bind(var);
+            return SharedArray::make(var, 0);
+        }
         const Token &count_tok = peek();
         if (count_tok.kind != Tok::Number || count_tok.text.find_first_not_of("0123456789") != std::string_view::npos)
             error(count_tok, "expected the number of elements, found " + describe(count_tok));

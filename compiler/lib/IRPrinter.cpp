@@ -274,7 +274,7 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
         out += ": ";
         out += to_string(op->var->type.element());
         out += '[';
-        out += std::to_string(op->count);
+        if (op->count) out += std::to_string(op->count);
         out += ']';
         break;
     }

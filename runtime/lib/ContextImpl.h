@@ -34,6 +34,8 @@ struct FunctionImpl {
     std::unique_ptr<LoadedFunction> loaded;
     double compile_seconds = 0;
     double load_seconds = 0;
+    /// The kernel's static shared memory (ir::static_shared_bytes).
+    uint64_t static_shared_bytes = 0;
 };
 
 /// "argument 1 ('size')" or "argument 1".

@@ -84,6 +84,15 @@ void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRe
         throw LogicError("kernel '" + k + "': block_dim " + dims_text(r.block) + " has " +
                          std::to_string(threads) + " threads but " + dev + " allows at most " +
                          std::to_string(lim.max_threads_per_block) + " threads per block");
+    if (r.shared_mem_bytes < 0)
+        throw LogicError("kernel '" + k + "': shared_mem_bytes(" + std::to_string(r.shared_mem_bytes) +
+                         ") is negative");
+    const int64_t shared = static_cast<int64_t>(fn.static_shared_bytes) + r.shared_mem_bytes;
+    if (shared > lim.max_shared_memory_per_block)
+        throw LogicError("kernel '" + k + "': " + std::to_string(fn.static_shared_bytes) +
+                         " bytes of static and " + std::to_string(r.shared_mem_bytes) +
+                         " bytes of dynamic shared memory make " + std::to_string(shared) + " but " + dev +
+                         " allows at most " + std::to_string(lim.max_shared_memory_per_block) + " per block");
 }
 
 } // namespace
@@ -160,6 +169,7 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     fn->backend = ctx->backend;
     fn->context = ctx.get();
     fn->kernel = kernel;
+    fn->static_shared_bytes = ir::static_shared_bytes(kernel->ir);
     CompileOptions co;
     co.keep_ir = opts.dump_ir.enabled();
     co.keep_llvm_opt = opts.dump_llvm.enabled();
@@ -194,6 +204,7 @@ void launch(ContextImpl &ctx, FunctionImpl &fn, const LaunchRequest &req, void *
     LaunchDims dims;
     dims.grid = {req.grid.x, req.grid.y, req.grid.z};
     dims.block = {req.block.x, req.block.y, req.block.z};
+    dims.shared_mem_bytes = static_cast<uint32_t>(req.shared_mem_bytes);
     ctx.backend->enqueue_launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
 }
 

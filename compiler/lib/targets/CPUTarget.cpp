@@ -52,8 +52,9 @@ std::string strict_fp_features(const std::string &triple, std::string features) 
 // =========================
 // The body function `<kernel>.body` takes the kernel's parameters and then one `ptr %ctx` to
 //     struct { i64 thread_idx[3]; i64 block_idx[3]; i64 block_dim[3]; i64 grid_dim[3];
-//              ptr shared; }
-// (13 x 8 bytes, the registers in SpecialRegKind order, then the block's shared memory), written
+//              ptr shared; ptr dynamic_shared; }
+// (14 x 8 bytes: the registers in SpecialRegKind order, then the block's shared memory and its
+// dynamic part), written
 // by the entry wrapper before each call. The body is internal and alwaysinline: after inlining,
 // SROA turns the context into plain SSA values and the per-thread calls into loops. Kernels with
 // a barrier run their threads as fibers instead ([Note] CPU fibers in CpuFibers.h). The layout is
@@ -65,8 +66,9 @@ constexpr unsigned ctx_slots = cpu_ctx_slots;
 static_assert(cpu_ctx_shared_slot == 12, "the shared base follows the 12 special registers");
 
 static_assert(offsetof(CpuLaunch, grid_dim) == 0 && offsetof(CpuLaunch, block_dim) == 24 &&
-                  offsetof(CpuLaunch, block_begin) == 48 && offsetof(CpuLaunch, block_end) == 56,
-              "finish_module reads CpuLaunch as 8 consecutive i64 fields");
+                  offsetof(CpuLaunch, block_begin) == 48 && offsetof(CpuLaunch, block_end) == 56 &&
+                  offsetof(CpuLaunch, shared_mem_bytes) == 64,
+              "finish_module reads CpuLaunch as 9 consecutive i64 fields");
 
 class CPUTarget final : public Target {
 public:
@@ -136,6 +138,14 @@ public:
         llvm::Value *slot = b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), ctx, cpu_ctx_shared_slot);
         llvm::Value *base = b.CreateAlignedLoad(b.getPtrTy(), slot, llvm::Align(8), "shared.base");
         return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), base, offset, name);
+    }
+
+    /// The block's dynamic shared memory, from its context slot.
+    llvm::Value *emit_dynamic_shared(llvm::IRBuilderBase &b, const llvm::Twine &name) const override {
+        llvm::Function *f = b.GetInsertBlock()->getParent();
+        llvm::Value *ctx = f->getArg(f->arg_size() - 1);
+        llvm::Value *slot = b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), ctx, cpu_ctx_dynamic_shared_slot);
+        return b.CreateAlignedLoad(b.getPtrTy(), slot, llvm::Align(8), name);
     }
 
     llvm::Error finish_module(llvm::Module &m, llvm::Function &body, const KernelFacts &facts) const override;
@@ -230,13 +240,18 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         store_ctx(ir::SpecialRegKind::BlockDim, d, block[d]);
         store_ctx(ir::SpecialRegKind::GridDim, d, grid[d]);
     }
-    if (facts.static_shared_bytes > 0) {
+    if (facts.static_shared_bytes > 0 || facts.uses_dynamic_shared) {
         // One block at a time runs in this call, so one buffer serves them all (its contents are
-        // undefined at the start of a block, as on GPUs).
-        AllocaInst *shared = b.CreateAlloca(Type::getInt8Ty(c), b.getInt64(facts.static_shared_bytes),
-                                            "shared");
+        // undefined at the start of a block, as on GPUs): the static arrays, then the launch's
+        // dynamic shared memory at the next 16-byte boundary.
+        const uint64_t dynamic_at = (facts.static_shared_bytes + 15) / 16 * 16;
+        Value *dynamic_bytes = launch_field(8, "shared_mem_bytes");
+        Value *total = b.CreateAdd(b.getInt64(dynamic_at), dynamic_bytes, "shared.bytes");
+        AllocaInst *shared = b.CreateAlloca(Type::getInt8Ty(c), total, "shared");
         shared->setAlignment(Align(64));
         b.CreateAlignedStore(shared, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_slot), Align(8));
+        b.CreateAlignedStore(b.CreateConstInBoundsGEP1_64(Type::getInt8Ty(c), shared, dynamic_at),
+                             b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_dynamic_shared_slot), Align(8));
     }
     call_args.push_back(ctx);
     b.CreateCondBr(b.CreateICmpSLT(begin, end), bb_block, bb_exit);

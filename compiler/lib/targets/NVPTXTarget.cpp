@@ -201,6 +201,18 @@ public:
         return g;
     }
 
+    /// CUDA's `extern __shared__`: an external array the driver places after the static ones.
+    llvm::Value *emit_dynamic_shared(llvm::IRBuilderBase &b, const llvm::Twine &name) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        auto *ty = llvm::ArrayType::get(b.getInt8Ty(), 0);
+        if (llvm::GlobalVariable *g = m.getNamedGlobal(name.str())) return g;
+        auto *g = new llvm::GlobalVariable(m, ty, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+                                           nullptr, name, nullptr, llvm::GlobalValue::NotThreadLocal,
+                                           shared_address_space());
+        g->setAlignment(llvm::Align(16));
+        return g;
+    }
+
     llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel, const KernelFacts &) const override {
         // LLVM 19 has no ptx_kernel calling convention yet: a kernel is marked by
         // !nvvm.annotations = !{!{ptr @k, !"kernel", i32 1}}.

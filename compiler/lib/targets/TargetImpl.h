@@ -92,6 +92,8 @@ public:
     /// into the block's shared memory (offsets are assigned by the code generator, 16-aligned).
     virtual llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count,
                                            uint64_t offset, const llvm::Twine &name) const = 0;
+    /// The address of the dynamic shared memory (sized by the launch).
+    virtual llvm::Value *emit_dynamic_shared(llvm::IRBuilderBase &b, const llvm::Twine &name) const = 0;
 
     /// A warp operation ([Note] IR semantics). Shuffles get and return the value's bits as an
     /// i32 or i64 and an i32 lane; ballot returns i32; warp_any/warp_all get and return i1.
@@ -103,6 +105,7 @@ public:
         uint64_t static_shared_bytes = 0;
         bool uses_barrier = false;
         bool uses_warp_ops = false;
+        bool uses_dynamic_shared = false;
     };
     /// Turns the body function into what the device loads: kernel annotations on NVPTX, the
     /// exported entry wrapper of [Note] CPU kernel ABI on the CPU.

@@ -189,6 +189,7 @@ public:
                         size_t) override {
         CpuKernelFn entry = static_cast<CpuFunction &>(fn).entry();
         CpuLaunch base{};
+        base.shared_mem_bytes = dims.shared_mem_bytes;
         for (int i = 0; i < 3; ++i) {
             base.grid_dim[i] = dims.grid[i];
             base.block_dim[i] = dims.block[i];

@@ -34,7 +34,9 @@ EMBER_LIT_KERNEL(tile_sum, {"in", "out"}, [](Ptr<float> in, Ptr<float> out) {
 // LLVM-CPU:  %shared.base = load ptr
 // LLVM-CPU:  getelementptr inbounds i8, ptr %shared.base{{[0-9]*}}, i64 1024
 // LLVM-CPU:  call void @__ember_cpu_barrier()
-// LLVM-CPU:  %shared = alloca i8, i64 1056, align 64
+// The static arrays (1056 bytes), then the launch's dynamic shared memory at a 16-byte boundary.
+// LLVM-CPU:  %shared.bytes = add i64 1056, %shared_mem_bytes
+// LLVM-CPU:  %shared = alloca i8, i64 %shared.bytes, align 64
 // LLVM-CPU:  call void @__ember_cpu_run_block(ptr @tile_sum.thread
 // LLVM:      ret void
 // PTX-LABEL: kernel: tile_sum
@@ -43,5 +45,24 @@ EMBER_LIT_KERNEL(tile_sum, {"in", "out"}, [](Ptr<float> in, Ptr<float> out) {
 // PTX:       st.shared.f32
 // PTX:       bar.sync 0;
 // PTX:       ld.shared.v4.f32
+
+EMBER_LIT_KERNEL(dynamic, {"out"}, [](Ptr<float> out) {
+    auto a = dynamic_shared<float>();
+    auto b = dynamic_shared<int32_t>();
+    a[thread_idx.x] = 1.0f;
+    barrier();
+    out[thread_idx.x] = a[0] + cast<float>(b[1]);
+})
+// IR-LABEL: kernel: dynamic
+// IR:       shared %0: f32[]
+// IR-NEXT:  shared %1: i32[]
+// LLVM-LABEL: kernel: dynamic
+// Both views alias the one dynamic array (CUDA's extern __shared__).
+// LLVM-NV:  @dynamic_dynamic_shared = external addrspace(3) global [0 x i8], align 16
+// LLVM-CPU: %dynamic_dynamic_shared = load ptr
+// LLVM-CPU: %shared.bytes = add i64 0, %shared_mem_bytes
+// LLVM:     ret void
+// PTX-LABEL: kernel: dynamic
+// PTX:      .extern .shared .align 16 .b8 dynamic_dynamic_shared[];
 
 EMBER_LIT_MAIN()

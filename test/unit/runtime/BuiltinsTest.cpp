@@ -405,3 +405,44 @@ TEST_P(BuiltinsTest, ReadOnlyPointersTakeBuffers) {
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 2.0f * x[i] + y[i]) << i;
 }
 } // namespace
+
+namespace {
+// Dynamic shared memory sized at the launch, next to a static array: each block reverses its
+// slice through the dynamic array and counts through the static one.
+const auto dyn_reverse = kernel("dyn_reverse", {"data"}, [](Ptr<int32_t> data) {
+    auto counter = shared_array<int32_t, 1>();
+    auto buf = dynamic_shared<int32_t>();
+    auto t = thread_idx.x, n = block_dim.x;
+    auto i = block_idx.x * n + t;
+    if_(t == 0, [&] { counter[0] = 0; });
+    buf[t] = data[i];
+    barrier();
+    atomic_add(counter[0], 1);
+    barrier();
+    data[i] = buf[n - 1 - t] + counter[0] * 1000;
+});
+
+TEST_P(BuiltinsTest, DynamicSharedMemorySizedAtLaunch) {
+    const int64_t blocks = 3, threads = 200;
+    std::vector<int32_t> data(blocks * threads);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = int32_t(i);
+    auto d = ctx_->enqueue_create_buffer<int32_t>(data.size());
+    ctx_->enqueue_copy(d, data.data());
+    ctx_->enqueue_function(dyn_reverse, d, grid_dim(blocks), block_dim(threads),
+                           shared_mem_bytes(threads * sizeof(int32_t)));
+    ctx_->enqueue_copy(data.data(), d);
+    ctx_->synchronize();
+    for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t t = 0; t < threads; ++t)
+            ASSERT_EQ(data[b * threads + t], b * threads + (threads - 1 - t) + threads * 1000) << b << " " << t;
+    // Over the device's limit: refused before the launch, naming both parts.
+    try {
+        ctx_->enqueue_function(dyn_reverse, d, grid_dim(1), block_dim(32), shared_mem_bytes(1 << 20));
+        FAIL() << "no error";
+    } catch (const LogicError &e) {
+        EXPECT_NE(std::string(e.what()).find("4 bytes of static and 1048576 bytes of dynamic shared memory"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+} // namespace

@@ -22,6 +22,8 @@ struct CpuLaunch {
     int64_t block_dim[3];
     int64_t block_begin;
     int64_t block_end;
+    /// Bytes of dynamic shared memory per block (the launch's shared_mem_bytes).
+    int64_t shared_mem_bytes;
 };
 
 using CpuKernelFn = void (*)(void **args, const CpuLaunch *launch);

@@ -59,6 +59,9 @@
 /// * Shared memory. `shared %s: T[N]` defines %s, a `ptr<shared T>` to N elements that every
 ///   thread of a block sees (one array per block, per kernel launch, whatever the statement's
 ///   position); its contents are undefined when the block starts. At most 48 KiB per kernel.
+///   `shared %d: T[]` is the dynamic shared memory, sized by the launch (`shared_mem_bytes`);
+///   every dynamic array of a kernel starts at the same address (they alias, as CUDA's
+///   `extern __shared__`). Accesses past the launch's size are undefined.
 /// * Barrier waits for every thread of the block, and makes the shared and global memory writes
 ///   of each thread before it visible to the block's threads after it (CUDA's __syncthreads).
 ///   Every thread of the block must reach the same barrier; a thread that has returned counts as
@@ -462,7 +465,8 @@ private:
 /// The most static shared memory a kernel may declare.
 inline constexpr uint64_t max_static_shared_bytes = 48 * 1024;
 
-/// Defines `var` (kind Let, type ptr<shared T>) as a static shared array of `count` elements.
+/// Defines `var` (kind Let, type ptr<shared T>) as a static shared array of `count` elements,
+/// or, when `count` is 0, as the dynamic shared memory.
 struct SharedArray final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::SharedArray;
     VariableRef var;
@@ -600,6 +604,12 @@ struct Kernel {
 struct Module {
     std::vector<Kernel> kernels;
 };
+
+/// The static shared memory `k` declares: its arrays one after the other in statement order, each
+/// at a 16-byte aligned offset (the layout every target uses).
+uint64_t static_shared_bytes(const Kernel &k);
+/// Whether `k` uses dynamic shared memory.
+bool uses_dynamic_shared(const Kernel &k);
 
 // ---------------------------------------------------------------------------------------------
 // Traversal.

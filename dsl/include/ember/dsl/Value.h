@@ -550,6 +550,15 @@ SharedPtr<T> shared_array(std::source_location loc = std::source_location::curre
     return SharedPtr<T>(ir::VarRef::make(var), b.id());
 }
 
+/// The block's dynamic shared memory, as T elements: as many bytes as the launch's
+/// `shared_mem_bytes(...)` (CUDA's `extern __shared__ T a[]`). Every call gives the same address.
+template <Scalar T> SharedPtr<T> dynamic_shared(std::source_location loc = std::source_location::current()) {
+    detail::Builder &b = detail::require_builder("dynamic_shared", loc);
+    ir::VariableRef var = ir::Variable::make("", SharedPtr<T>::ir_type(), ir::VarKind::Let);
+    b.emit(ir::SharedArray::make(var, 0), loc);
+    return SharedPtr<T>(ir::VarRef::make(var), b.id());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Operators.
 

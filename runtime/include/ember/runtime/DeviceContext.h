@@ -31,11 +31,19 @@ struct Dim {
     friend constexpr bool operator==(const Dim &, const Dim &) = default;
 };
 
+/// `shared_mem_bytes(n)` at a launch: bytes of dynamic shared memory per block (Mojo's
+/// `shared_mem_bytes=`), what `dynamic_shared<T>()` points to.
+struct LaunchSharedMem {
+    int64_t bytes = 0;
+};
+constexpr LaunchSharedMem shared_mem_bytes(int64_t bytes) { return {bytes}; }
+
 /// The launch parameters, when given as one object instead of `grid_dim(...)`/`block_dim(...)`:
 /// `ctx.enqueue_function(f, args..., LaunchConfig{.grid_dim = 1, .block_dim = 20})`.
 struct LaunchConfig {
     Dim grid_dim;
     Dim block_dim;
+    int64_t shared_mem_bytes = 0;
 };
 
 /// Where `compile_function` writes a stage: `true` prints it to stdout, a path writes that file,
@@ -69,6 +77,7 @@ struct FunctionImpl;
 
 struct LaunchRequest {
     Dim grid, block;
+    int64_t shared_mem_bytes = 0;
 };
 
 void launch(ContextImpl &ctx, FunctionImpl &fn, const LaunchRequest &req, void **args, size_t n);
@@ -85,6 +94,7 @@ template <class X> struct is_launch_option : std::false_type {};
 template <> struct is_launch_option<LaunchGrid> : std::true_type {};
 template <> struct is_launch_option<LaunchBlock> : std::true_type {};
 template <> struct is_launch_option<LaunchConfig> : std::true_type {};
+template <> struct is_launch_option<LaunchSharedMem> : std::true_type {};
 
 template <class... A> constexpr size_t trailing_launch_options() {
     constexpr bool flags[] = {false, is_launch_option<std::remove_cvref_t<A>>::value...};
@@ -199,7 +209,7 @@ public:
     }
 
     /// Enqueues `f` with `args...`, followed by `grid_dim(...)` and `block_dim(...)` (or one
-    /// `LaunchConfig`). Argument types are checked at compile time (see [Note] Argument checking).
+    /// `LaunchConfig`), and optionally `shared_mem_bytes(...)`. Argument types are checked at compile time (see [Note] Argument checking).
     template <class... P, class... A> void enqueue_function(const DeviceFunction<P...> &f, A &&...a) const {
         launch_with(*f.impl(), std::forward_as_tuple(std::forward<A>(a)...),
                     static_cast<std::tuple<P...> *>(nullptr));
@@ -260,7 +270,11 @@ private:
                              bool &has_block) {
         r.grid = c.grid_dim;
         r.block = c.block_dim;
+        r.shared_mem_bytes = c.shared_mem_bytes;
         has_grid = has_block = true;
+    }
+    static void apply_option(detail::LaunchRequest &r, const LaunchSharedMem &m, bool &, bool &) {
+        r.shared_mem_bytes = m.bytes;
     }
     [[noreturn]] static void throw_missing_dims(const detail::FunctionImpl &fn, bool has_grid,
                                                 bool has_block);
