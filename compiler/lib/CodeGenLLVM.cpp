@@ -125,6 +125,9 @@ llvm::Type *CodeGenLLVM::value_type(const ir::Type &t) const {
         // Local and constant pointers are rejected in run() before any code is generated.
         if (t.space() == ir::AddressSpace::Shared)
             return llvm::PointerType::get(ctx_, target_.shared_address_space());
+        // Local arrays are allocas, which LLVM keeps in the generic address space (NVPTX moves
+        // them to .local itself).
+        if (t.space() == ir::AddressSpace::Local) return llvm::PointerType::get(ctx_, 0);
         EMBER_ASSERT(t.space() == ir::AddressSpace::Global, "only global and shared pointers are lowered");
         return llvm::PointerType::get(ctx_, target_.global_address_space());
     }
@@ -473,6 +476,19 @@ llvm::Error CodeGenLLVM::visit(const ir::SharedArray *op) {
                                                   kernel_.name + ".shared." + llvm_name(*op->var));
     facts_.static_shared_bytes = offset + op->count * elem.bytes();
     bind(op->var, base);
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::LocalArray *op) {
+    llvm::Type *elem = memory_type(op->var->type.element_type());
+    llvm::AllocaInst *a = create_entry_alloca(llvm::ArrayType::get(elem, op->count), llvm_name(*op->var));
+    a->setAlignment(llvm::Align(16));
+    bind(op->var, a);
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Fence *op) {
+    target_.emit_fence(b_, op->scope);
     return llvm::Error::success();
 }
 

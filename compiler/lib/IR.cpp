@@ -437,6 +437,31 @@ Stmt SharedArray::make(VariableRef var, uint64_t count) {
     return Stmt(new SharedArray(std::move(var), count));
 }
 
+Stmt LocalArray::make(VariableRef var, uint64_t count) {
+    EMBER_ASSERT(var && var->kind == VarKind::Let, "LocalArray defines a Let variable");
+    EMBER_ASSERT(var->type.is_pointer() && var->type.space() == AddressSpace::Local && !var->type.readonly(),
+                 "LocalArray variable must be a ptr<local T>");
+    EMBER_ASSERT(count > 0, "LocalArray of no elements");
+    return Stmt(new LocalArray(std::move(var), count));
+}
+
+std::string_view to_string(FenceScope s) {
+    switch (s) {
+    case FenceScope::Block: return "block";
+    case FenceScope::Device: return "device";
+    case FenceScope::System: return "system";
+    }
+    EMBER_UNREACHABLE("invalid FenceScope");
+}
+
+std::optional<FenceScope> parse_fence_scope(std::string_view s) {
+    for (FenceScope f : {FenceScope::Block, FenceScope::Device, FenceScope::System})
+        if (s == to_string(f)) return f;
+    return std::nullopt;
+}
+
+Stmt Fence::make(FenceScope scope) { return Stmt(new Fence(scope)); }
+
 Stmt Break::make() { return Stmt(new Break); }
 Stmt Return::make() { return Stmt(new Return); }
 
@@ -539,6 +564,8 @@ void IRVisitor::visit(const While *op) {
     visit(op->body);
 }
 void IRVisitor::visit(const Break *) {}
+void IRVisitor::visit(const LocalArray *) {}
+void IRVisitor::visit(const Fence *) {}
 void IRVisitor::visit(const SharedArray *) {}
 void IRVisitor::visit(const Return *) {}
 void IRVisitor::visit(const Print *op) {
@@ -714,6 +741,8 @@ Stmt IRMutator::visit(const While *op) {
 }
 
 Stmt IRMutator::visit(const Break *op) { return op; }
+Stmt IRMutator::visit(const LocalArray *op) { return op; }
+Stmt IRMutator::visit(const Fence *op) { return op; }
 Stmt IRMutator::visit(const SharedArray *op) { return op; }
 Stmt IRMutator::visit(const Return *op) { return op; }
 Stmt IRMutator::visit(const Print *op) {

@@ -705,6 +705,14 @@ private:
         if (t.kind == Tok::Ident) {
             if (t.text == "let" || t.text == "var") return parse_definition();
             if (t.text == "shared") return parse_shared();
+            if (t.text == "local") return parse_local();
+            if (t.text == "fence") {
+                take();
+                const Token &scope = expect_kind(Tok::Ident, "fence scope");
+                std::optional<FenceScope> f = parse_fence_scope(scope.text);
+                if (!f) error(scope, "expected a fence scope (block, device or system), found " + describe(scope));
+                return Fence::make(*f);
+            }
             if (t.text == "if") return parse_if();
             if (t.text == "for") return parse_for();
             if (t.text == "while") {
@@ -808,6 +816,31 @@ private:
                                          Type::pointer(elem.scalar(), AddressSpace::Shared), VarKind::Let);
         bind(var);
         return SharedArray::make(var, count);
+    }
+
+    /// `local %a: T[N]`
+    Stmt parse_local() {
+        take();
+        const Token &name = expect_kind(Tok::VarName, "variable name");
+        check_fresh(name);
+        expect(":");
+        const Token &type_tok = peek();
+        Type elem = parse_type();
+        if (!elem.is_scalar() || elem.is_void())
+            error(type_tok, "a local array holds scalars, not " + elem.to_string());
+        expect("[");
+        const Token &count_tok = peek();
+        if (count_tok.kind != Tok::Number || count_tok.text.find_first_not_of("0123456789") != std::string_view::npos ||
+            count_tok.text.size() > 12)
+            error(count_tok, "expected the number of elements, found " + describe(count_tok));
+        take();
+        uint64_t count = std::stoull(std::string(count_tok.text));
+        if (count == 0) error(count_tok, "a local array needs at least one element");
+        expect("]");
+        VariableRef var = Variable::make(std::string(name.text),
+                                         Type::pointer(elem.scalar(), AddressSpace::Local), VarKind::Let);
+        bind(var);
+        return LocalArray::make(var, count);
     }
 
     Stmt parse_if() {

@@ -95,6 +95,7 @@ void IRTextPrinter::name_definitions(const Stmt &s) {
     case NodeKind::Let: define(s.as<Let>()->var.get()); return;
     case NodeKind::Declare: define(s.as<Declare>()->var.get()); return;
     case NodeKind::SharedArray: define(s.as<SharedArray>()->var.get()); return;
+    case NodeKind::LocalArray: define(s.as<LocalArray>()->var.get()); return;
     case NodeKind::If:
         name_definitions(s.as<If>()->then_body);
         name_definitions(s.as<If>()->else_body);
@@ -278,6 +279,21 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
         out += ']';
         break;
     }
+    case NodeKind::LocalArray: {
+        const auto *op = s.as<LocalArray>();
+        out += "local ";
+        out += name(op->var.get());
+        out += ": ";
+        out += to_string(op->var->type.element());
+        out += '[';
+        out += std::to_string(op->count);
+        out += ']';
+        break;
+    }
+    case NodeKind::Fence:
+        out += "fence ";
+        out += to_string(s.as<Fence>()->scope);
+        break;
     case NodeKind::Assign: {
         const auto *op = s.as<Assign>();
         out += name(op->var.get());

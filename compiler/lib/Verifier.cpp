@@ -233,6 +233,19 @@ private:
             define(op->var);
             return;
         }
+        case NodeKind::LocalArray: {
+            const auto *op = s.as<LocalArray>();
+            check_kind(op->var, VarKind::Let, s);
+            local_bytes_ += op->count * op->var->type.element_type().bytes();
+            if (local_bytes_ > max_local_bytes && !local_reported_) {
+                local_reported_ = true;
+                report("local arrays add up to more than " + std::to_string(max_local_bytes) +
+                       " bytes per thread (" + std::to_string(local_bytes_) + " at " + name(op->var) + ")");
+            }
+            define(op->var);
+            return;
+        }
+        case NodeKind::Fence: return;
         case NodeKind::Declare: {
             const auto *op = s.as<Declare>();
             expr(op->init, s);
@@ -321,6 +334,8 @@ private:
     std::unordered_set<const Variable *> all_defs_; // defined anywhere in the body
     int loop_depth_ = 0;
     uint64_t shared_bytes_ = 0;
+    uint64_t local_bytes_ = 0;
+    bool local_reported_ = false;
     bool shared_reported_ = false;
 };
 

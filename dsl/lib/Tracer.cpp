@@ -249,6 +249,16 @@ void return_(std::source_location loc) {
     detail::require_builder("return_", loc).emit(ir::Return::make(), loc);
 }
 
+void fence_block(std::source_location loc) {
+    detail::require_builder("fence_block", loc).emit(ir::Fence::make(ir::FenceScope::Block), loc);
+}
+void fence_device(std::source_location loc) {
+    detail::require_builder("fence_device", loc).emit(ir::Fence::make(ir::FenceScope::Device), loc);
+}
+void fence_system(std::source_location loc) {
+    detail::require_builder("fence_system", loc).emit(ir::Fence::make(ir::FenceScope::System), loc);
+}
+
 void barrier(std::source_location loc) {
     detail::require_builder("barrier", loc).emit(ir::Barrier::make(), loc);
 }

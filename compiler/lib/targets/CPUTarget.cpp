@@ -140,6 +140,13 @@ public:
         return b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), base, offset, name);
     }
 
+    /// The threads of one block run on one host thread (as loop iterations or fibers), so a block
+    /// fence only has to keep the compiler from reordering; wider fences are real ones.
+    void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const override {
+        b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent,
+                      scope == ir::FenceScope::Block ? llvm::SyncScope::SingleThread : llvm::SyncScope::System);
+    }
+
     /// The block's dynamic shared memory, from its context slot.
     llvm::Value *emit_dynamic_shared(llvm::IRBuilderBase &b, const llvm::Twine &name) const override {
         llvm::Function *f = b.GetInsertBlock()->getParent();

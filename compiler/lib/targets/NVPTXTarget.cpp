@@ -188,6 +188,14 @@ public:
         return b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
     }
 
+    /// membar.cta / membar.gl / membar.sys (CUDA's __threadfence_block / _ / _system).
+    void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const override {
+        llvm::Intrinsic::ID id = scope == ir::FenceScope::Block    ? llvm::Intrinsic::nvvm_membar_cta
+                                 : scope == ir::FenceScope::Device ? llvm::Intrinsic::nvvm_membar_gl
+                                                                   : llvm::Intrinsic::nvvm_membar_sys;
+        b.CreateIntrinsic(id, {}, {});
+    }
+
     unsigned shared_address_space() const override { return 3; }
 
     llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count, uint64_t,

@@ -92,6 +92,8 @@ public:
     /// into the block's shared memory (offsets are assigned by the code generator, 16-aligned).
     virtual llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count,
                                            uint64_t offset, const llvm::Twine &name) const = 0;
+    /// A memory fence of `scope` ([Note] IR semantics).
+    virtual void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const = 0;
     /// The address of the dynamic shared memory (sized by the launch).
     virtual llvm::Value *emit_dynamic_shared(llvm::IRBuilderBase &b, const llvm::Twine &name) const = 0;
 

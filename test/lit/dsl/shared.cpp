@@ -65,4 +65,31 @@ EMBER_LIT_KERNEL(dynamic, {"out"}, [](Ptr<float> out) {
 // PTX-LABEL: kernel: dynamic
 // PTX:      .extern .shared .align 16 .b8 dynamic_dynamic_shared[];
 
+EMBER_LIT_KERNEL(fences_and_locals, {"out"}, [](Ptr<int32_t> out) {
+    auto a = local_array<int32_t, 8>();
+    for_(0, 8, [&](Int j) { a[j] = cast<int32_t>(j * thread_idx.x); });
+    out[thread_idx.x] = a[thread_idx.x % 8];
+    fence_block();
+    fence_device();
+    fence_system();
+})
+// IR-LABEL: kernel: fences_and_locals
+// IR:       local %0: i32[8]
+// IR:       fence block
+// IR-NEXT:  fence device
+// IR-NEXT:  fence system
+// LLVM-LABEL: kernel: fences_and_locals
+// LLVM:     alloca [8 x i32], align 16
+// LLVM-NV:  call void @llvm.nvvm.membar.cta()
+// LLVM-NV:  call void @llvm.nvvm.membar.gl()
+// LLVM-NV:  call void @llvm.nvvm.membar.sys()
+// LLVM-CPU: fence syncscope("singlethread") seq_cst
+// LLVM-CPU: fence seq_cst
+// LLVM:     ret void
+// PTX-LABEL: kernel: fences_and_locals
+// PTX:      .local .align 16 .b8 __local_depot
+// PTX:      membar.cta;
+// PTX:      membar.gl;
+// PTX:      membar.sys;
+
 EMBER_LIT_MAIN()

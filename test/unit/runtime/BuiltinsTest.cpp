@@ -446,3 +446,78 @@ TEST_P(BuiltinsTest, DynamicSharedMemorySizedAtLaunch) {
     }
 }
 } // namespace
+
+namespace {
+// A per-thread array: each thread keeps 16 values, prefix-sums them in place, and writes the sums.
+const auto local_prefix = kernel("local_prefix", {"out"}, [](Ptr<int64_t> out) {
+    auto a = local_array<int64_t, 16>();
+    auto g = global_idx.x;
+    for_(0, 16, [&](Int j) { a[j] = g * 100 + j; });
+    for_(1, 16, [&](Int j) { a[j] += a[j - 1]; });
+    for_(0, 16, [&](Int j) { out[g * 16 + j] = a[j]; });
+});
+
+TEST_P(BuiltinsTest, LocalArraysArePerThread) {
+    const int64_t threads = 4 * 64;
+    std::vector<int64_t> out(threads * 16);
+    auto d = ctx_->enqueue_create_buffer<int64_t>(out.size());
+    ctx_->enqueue_function(local_prefix, d, grid_dim(4), block_dim(64));
+    ctx_->enqueue_copy(out.data(), d);
+    ctx_->synchronize();
+    for (int64_t g = 0; g < threads; ++g) {
+        int64_t sum = 0;
+        for (int64_t j = 0; j < 16; ++j) {
+            sum += g * 100 + j;
+            ASSERT_EQ(out[g * 16 + j], sum) << g << " " << j;
+        }
+    }
+}
+
+// CUDA's "last block" pattern: each block publishes its partial sum, fences, and counts itself
+// done; the block that counts last adds the partials up. Without the fence it may read stale data.
+const auto last_block_sum = kernel("last_block_sum", {"in", "partials", "done", "total", "n"},
+                                   [](Ptr<int64_t> in, Ptr<int64_t> partials, Ptr<uint32_t> done,
+                                      Ptr<int64_t> total, Int n) {
+    auto sums = shared_array<int64_t, 1>();
+    auto is_last = shared_array<int32_t, 1>();
+    auto t = thread_idx.x;
+    if_(t == 0, [&] { sums[0] = 0; });
+    barrier();
+    auto i = global_idx.x;
+    if_(i < n, [&] { atomic_add(sums[0], in[i]); });
+    barrier();
+    if_(t == 0, [&] {
+        partials[block_idx.x] = sums[0];
+        fence_device();
+        UInt32 ticket = atomic_add(done[0], 1u);
+        is_last[0] = select(ticket == cast<uint32_t>(grid_dim.x) - 1u, Int32(1), 0);
+    });
+    barrier();
+    if_(is_last[0] == 1 && t == 0, [&] {
+        Var<int64_t> acc(0);
+        for_(0, grid_dim.x, [&](Int b) { acc += partials[b]; });
+        total[0] = acc;
+    });
+});
+
+TEST_P(BuiltinsTest, FenceMakesPartialsVisibleToTheLastBlock) {
+    const int64_t n = 50000, blocks = (n + 255) / 256;
+    std::vector<int64_t> in(n);
+    int64_t want = 0;
+    for (int64_t i = 0; i < n; ++i) want += in[i] = (i % 17) - 8 + i / 1000;
+    auto din = ctx_->enqueue_create_buffer<int64_t>(n);
+    auto dpart = ctx_->enqueue_create_buffer<int64_t>(blocks);
+    auto ddone = ctx_->enqueue_create_buffer<uint32_t>(1);
+    auto dtotal = ctx_->enqueue_create_buffer<int64_t>(1);
+    const uint32_t zero = 0;
+    const int64_t none = -1;
+    ctx_->enqueue_copy(din, in.data());
+    ctx_->enqueue_copy(ddone, &zero);
+    ctx_->enqueue_copy(dtotal, &none);
+    ctx_->enqueue_function(last_block_sum, din, dpart, ddone, dtotal, n, grid_dim(blocks), block_dim(256));
+    int64_t total = 0;
+    ctx_->enqueue_copy(&total, dtotal);
+    ctx_->synchronize();
+    EXPECT_EQ(total, want);
+}
+} // namespace

@@ -62,6 +62,11 @@
 ///   `shared %d: T[]` is the dynamic shared memory, sized by the launch (`shared_mem_bytes`);
 ///   every dynamic array of a kernel starts at the same address (they alias, as CUDA's
 ///   `extern __shared__`). Accesses past the launch's size are undefined.
+/// * Local memory. `local %a: T[N]` defines %a, a `ptr<local T>` to N elements private to the
+///   thread (uninitialised), alive until the thread ends.
+/// * Fences order this thread's memory accesses as seen by other threads: `fence block` for the
+///   threads of its block, `fence device` for the whole device, `fence system` also for the host
+///   and other devices (CUDA's __threadfence_block / __threadfence / __threadfence_system).
 /// * Barrier waits for every thread of the block, and makes the shared and global memory writes
 ///   of each thread before it visible to the block's threads after it (CUDA's __syncthreads).
 ///   Every thread of the block must reach the same barrier; a thread that has returned counts as
@@ -477,6 +482,20 @@ private:
     SharedArray(VariableRef v, uint64_t n) : StmtNode(static_kind), var(std::move(v)), count(n) {}
 };
 
+/// Defines `var` (kind Let, type ptr<local T>) as a per-thread array of `count` elements.
+struct LocalArray final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::LocalArray;
+    VariableRef var;
+    uint64_t count;
+    static Stmt make(VariableRef var, uint64_t count);
+
+private:
+    LocalArray(VariableRef v, uint64_t n) : StmtNode(static_kind), var(std::move(v)), count(n) {}
+};
+
+/// The most local memory one thread's arrays may take (CUDA's limit).
+inline constexpr uint64_t max_local_bytes = 512 * 1024;
+
 /// Assigns a new value to a mutable variable.
 struct Assign final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::Assign;
@@ -579,6 +598,20 @@ struct Print final : StmtNode {
 private:
     Print(std::vector<PrintItem> i, std::string s, std::string e)
         : StmtNode(static_kind), items(std::move(i)), sep(std::move(s)), end(std::move(e)) {}
+};
+
+enum class FenceScope : uint8_t { Block, Device, System };
+std::string_view to_string(FenceScope s); // "block", "device", "system"
+std::optional<FenceScope> parse_fence_scope(std::string_view s);
+
+/// A memory fence of one scope (see [Note] IR semantics).
+struct Fence final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Fence;
+    FenceScope scope;
+    static Stmt make(FenceScope scope);
+
+private:
+    explicit Fence(FenceScope s) : StmtNode(static_kind), scope(s) {}
 };
 
 /// Ends the kernel for this thread.

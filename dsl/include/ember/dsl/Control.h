@@ -188,6 +188,13 @@ void while_(C &&cond, F &&body, std::source_location loc = std::source_location:
 void break_(std::source_location loc = std::source_location::current());
 /// Starts the next iteration of the innermost for_/while_.
 void continue_(std::source_location loc = std::source_location::current());
+/// Orders this thread's memory accesses for the threads of its block (__threadfence_block).
+void fence_block(std::source_location loc = std::source_location::current());
+/// Orders this thread's memory accesses for the whole device (__threadfence).
+void fence_device(std::source_location loc = std::source_location::current());
+/// Orders this thread's memory accesses also for the host and other devices
+/// (__threadfence_system).
+void fence_system(std::source_location loc = std::source_location::current());
 /// Waits until every thread of the block has reached this point (GPU targets).
 void barrier(std::source_location loc = std::source_location::current());
 

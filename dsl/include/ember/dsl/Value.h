@@ -550,6 +550,20 @@ SharedPtr<T> shared_array(std::source_location loc = std::source_location::curre
     return SharedPtr<T>(ir::VarRef::make(var), b.id());
 }
 
+/// A pointer to the thread's own local memory.
+template <Scalar T> using LocalPtr = Ptr<T, ir::AddressSpace::Local>;
+
+/// A per-thread array of N elements of T (uninitialised), like a C array in a CUDA kernel.
+template <Scalar T, uint64_t N>
+LocalPtr<T> local_array(std::source_location loc = std::source_location::current()) {
+    static_assert(N > 0, "a local array needs at least one element");
+    static_assert(N * sizeof(T) <= ir::max_local_bytes, "a thread has at most 512 KiB of local arrays");
+    detail::Builder &b = detail::require_builder("local_array", loc);
+    ir::VariableRef var = ir::Variable::make("", LocalPtr<T>::ir_type(), ir::VarKind::Let);
+    b.emit(ir::LocalArray::make(var, N), loc);
+    return LocalPtr<T>(ir::VarRef::make(var), b.id());
+}
+
 /// The block's dynamic shared memory, as T elements: as many bytes as the launch's
 /// `shared_mem_bytes(...)` (CUDA's `extern __shared__ T a[]`). Every call gives the same address.
 template <Scalar T> SharedPtr<T> dynamic_shared(std::source_location loc = std::source_location::current()) {
