@@ -279,27 +279,21 @@ private:
                 take();
                 return parse_literal(t, /*negative=*/true);
             }
-            take();
-            Expr a = parse_unary();
-            if (!a.type().is_arithmetic())
-                error(t, "operand of unary '-' must be a number, found " + a.type().to_string());
-            return Unary::make(UnaryOp::Neg, a);
+            return parse_unary_op(UnaryOp::Neg, "unary '-'", "a number");
         }
-        if (is("!")) {
-            take();
-            Expr a = parse_unary();
-            if (!a.type().is_bool())
-                error(t, "operand of '!' must be bool, found " + a.type().to_string());
-            return Unary::make(UnaryOp::Not, a);
-        }
-        if (is("~")) {
-            take();
-            Expr a = parse_unary();
-            if (!a.type().is_int())
-                error(t, "operand of '~' must be an integer, found " + a.type().to_string());
-            return Unary::make(UnaryOp::BitNot, a);
-        }
+        if (is("!")) return parse_unary_op(UnaryOp::Not, "'!'", "bool");
+        if (is("~")) return parse_unary_op(UnaryOp::BitNot, "'~'", "an integer");
         return parse_postfix();
+    }
+
+    /// The operator at the current token, applied to the unary expression after it; `what` and
+    /// `need` word the error (operand_requirement decides what is accepted).
+    Expr parse_unary_op(UnaryOp op, const char *what, const char *need) {
+        const Token &t = take();
+        Expr a = parse_unary();
+        if (!operand_requirement(op, a.type()).empty())
+            error(t, std::string("operand of ") + what + " must be " + need + ", found " + a.type().to_string());
+        return Unary::make(op, a);
     }
 
     Expr parse_postfix() {

@@ -267,6 +267,15 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     b.SetInsertPoint(bb_block);
     PHINode *linear = b.CreatePHI(i64, 2, "block.linear");
     linear->addIncoming(begin, bb_entry);
+    // The block loop's latch and the exit, shared by both ways of running a block's threads.
+    auto close_blocks = [&] {
+        b.SetInsertPoint(bb_block_latch);
+        Value *next_block = b.CreateAdd(linear, b.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
+        linear->addIncoming(next_block, bb_block_latch);
+        b.CreateCondBr(b.CreateICmpSLT(next_block, end), bb_block, bb_exit);
+        b.SetInsertPoint(bb_exit);
+        b.CreateRetVoid();
+    };
     Value *rest = b.CreateUDiv(linear, grid[0]);
     store_ctx(ir::SpecialRegKind::BlockIdx, 0, b.CreateURem(linear, grid[0], "block_idx.x"));
     store_ctx(ir::SpecialRegKind::BlockIdx, 1, b.CreateURem(rest, grid[1], "block_idx.y"));
@@ -287,12 +296,7 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         b.CreateCall(run_block, {thread, args, ctx});
         b.CreateBr(bb_block_latch);
         for (BasicBlock *unused : {bb_tz, bb_ty, bb_tx, bb_ty_latch, bb_tz_latch}) unused->eraseFromParent();
-        b.SetInsertPoint(bb_block_latch);
-        Value *next_block = b.CreateAdd(linear, b.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
-        linear->addIncoming(next_block, bb_block_latch);
-        b.CreateCondBr(b.CreateICmpSLT(next_block, end), bb_block, bb_exit);
-        b.SetInsertPoint(bb_exit);
-        b.CreateRetVoid();
+        close_blocks();
         return llvm::Error::success();
     }
     b.CreateBr(bb_tz);
@@ -322,13 +326,7 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     b.SetInsertPoint(bb_tz_latch);
     close_loop(tz, 2, bb_tz, bb_block_latch);
 
-    b.SetInsertPoint(bb_block_latch);
-    Value *next_block = b.CreateAdd(linear, b.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
-    linear->addIncoming(next_block, bb_block_latch);
-    b.CreateCondBr(b.CreateICmpSLT(next_block, end), bb_block, bb_exit);
-
-    b.SetInsertPoint(bb_exit);
-    b.CreateRetVoid();
+    close_blocks();
     return llvm::Error::success();
 }
 
