@@ -778,8 +778,10 @@ private:
         return is_let ? Let::make(var, value) : Declare::make(var, value);
     }
 
-    /// `shared %s: T[N]`
-    Stmt parse_shared() {
+    /// `shared %s: T[N]`, `shared %s: T[]` (the dynamic shared memory) and `local %a: T[N]`:
+    /// the array's variable (a pointer into `space`) and element count (0 for `[]`).
+    std::pair<VariableRef, uint64_t> parse_array(AddressSpace space, bool allow_dynamic) {
+        const char *what = space == AddressSpace::Shared ? "shared" : "local";
         take();
         const Token &name = expect_kind(Tok::VarName, "variable name");
         check_fresh(name);
@@ -787,53 +789,31 @@ private:
         const Token &type_tok = peek();
         Type elem = parse_type();
         if (!elem.is_scalar() || elem.is_void())
-            error(type_tok, "a shared array holds scalars, not " + elem.to_string());
+            error(type_tok, std::string("a ") + what + " array holds scalars, not " + elem.to_string());
         expect("[");
-        if (accept("]")) { // the dynamic shared memory
-            VariableRef var = Variable::make(std::string(name.text),
-                                             Type::pointer(elem.scalar(), AddressSpace::Shared), VarKind::Let);
-            bind(var);
-            return SharedArray::make(var, 0);
-        }
-        const Token &count_tok = peek();
-        if (count_tok.kind != Tok::Number || count_tok.text.find_first_not_of("0123456789") != std::string_view::npos)
-            error(count_tok, "expected the number of elements, found " + describe(count_tok));
-        take();
         uint64_t count = 0;
-        for (char c : count_tok.text) {
-            if (count > (UINT64_MAX - 9) / 10) error(count_tok, "shared array too large");
-            count = count * 10 + static_cast<uint64_t>(c - '0');
+        if (!(allow_dynamic && is("]"))) {
+            const Token &count_tok = peek();
+            if (count_tok.kind != Tok::Number ||
+                count_tok.text.find_first_not_of("0123456789") != std::string_view::npos || count_tok.text.size() > 12)
+                error(count_tok, "expected the number of elements, found " + describe(count_tok));
+            take();
+            count = std::stoull(std::string(count_tok.text));
+            if (count == 0) error(count_tok, std::string("a ") + what + " array needs at least one element");
         }
-        if (count == 0) error(count_tok, "a shared array needs at least one element");
         expect("]");
-        VariableRef var = Variable::make(std::string(name.text),
-                                         Type::pointer(elem.scalar(), AddressSpace::Shared), VarKind::Let);
+        VariableRef var = Variable::make(std::string(name.text), Type::pointer(elem.scalar(), space), VarKind::Let);
         bind(var);
+        return {var, count};
+    }
+
+    Stmt parse_shared() {
+        auto [var, count] = parse_array(AddressSpace::Shared, /*allow_dynamic=*/true);
         return SharedArray::make(var, count);
     }
 
-    /// `local %a: T[N]`
     Stmt parse_local() {
-        take();
-        const Token &name = expect_kind(Tok::VarName, "variable name");
-        check_fresh(name);
-        expect(":");
-        const Token &type_tok = peek();
-        Type elem = parse_type();
-        if (!elem.is_scalar() || elem.is_void())
-            error(type_tok, "a local array holds scalars, not " + elem.to_string());
-        expect("[");
-        const Token &count_tok = peek();
-        if (count_tok.kind != Tok::Number || count_tok.text.find_first_not_of("0123456789") != std::string_view::npos ||
-            count_tok.text.size() > 12)
-            error(count_tok, "expected the number of elements, found " + describe(count_tok));
-        take();
-        uint64_t count = std::stoull(std::string(count_tok.text));
-        if (count == 0) error(count_tok, "a local array needs at least one element");
-        expect("]");
-        VariableRef var = Variable::make(std::string(name.text),
-                                         Type::pointer(elem.scalar(), AddressSpace::Local), VarKind::Let);
-        bind(var);
+        auto [var, count] = parse_array(AddressSpace::Local, /*allow_dynamic=*/false);
         return LocalArray::make(var, count);
     }
 
