@@ -2,7 +2,7 @@
 /// The built-in functions and return_ on every api, against the C++ standard library on the host.
 #include "ember/ember.h"
 
-#include "Backend.h"
+#include "DeviceTest.h"
 
 #include <gtest/gtest.h>
 
@@ -18,13 +18,8 @@ using namespace ember;
 
 namespace {
 
-class BuiltinsTest : public ::testing::TestWithParam<std::string> {
+class BuiltinsTest : public ember::testing::DeviceTest {
 protected:
-    void SetUp() override {
-        if (GetParam() == "cuda" && detail::cuda_device_count() == 0)
-            GTEST_SKIP() << "no CUDA device on this machine (libcuda.so.1 missing or no GPU)";
-        ctx_ = std::make_unique<DeviceContext>(0, GetParam());
-    }
     template <class T> std::vector<T> run(const auto &k, const std::vector<T> &in, size_t outs_per_in) {
         auto din = ctx_->enqueue_create_buffer<T>(in.size());
         auto dout = ctx_->enqueue_create_buffer<T>(in.size() * outs_per_in);
@@ -36,7 +31,6 @@ protected:
         ctx_->synchronize();
         return out;
     }
-    std::unique_ptr<DeviceContext> ctx_;
 };
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -167,8 +161,7 @@ TEST_P(BuiltinsTest, ReturnEndsOnlyThatThread) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllApis, BuiltinsTest, ::testing::Values("cpu", "cuda"),
-                         [](const auto &info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(AllApis, BuiltinsTest, ember::testing::all_apis(), ember::testing::api_name);
 
 } // namespace
 

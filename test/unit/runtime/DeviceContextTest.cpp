@@ -4,7 +4,7 @@
 /// message elsewhere).
 #include "ember/ember.h"
 
-#include "Backend.h"
+#include "DeviceTest.h"
 #include "ContextImpl.h"
 
 #include <gtest/gtest.h>
@@ -37,15 +37,8 @@ const auto indices = kernel("indices", {"out", "coords"}, [](Ptr<int64_t> out, P
     coords[linear * 3 + 2] = global_idx.z;
 });
 
-class DeviceContextTest : public ::testing::TestWithParam<std::string> {
+class DeviceContextTest : public ember::testing::DeviceTest {
 protected:
-    void SetUp() override {
-        if (GetParam() == "cuda" && detail::cuda_device_count() == 0)
-            GTEST_SKIP() << "no CUDA device on this machine (libcuda.so.1 missing or no GPU)";
-        ctx_ = std::make_unique<DeviceContext>(0, GetParam());
-    }
-    DeviceContext &ctx() { return *ctx_; }
-    std::unique_ptr<DeviceContext> ctx_;
 };
 
 TEST_P(DeviceContextTest, ReportsItsApiAndName) {
@@ -247,8 +240,7 @@ TEST_P(DeviceContextTest, DumpOptionsWriteFiles) {
     std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllApis, DeviceContextTest, ::testing::Values("cpu", "cuda"),
-                         [](const auto &info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(AllApis, DeviceContextTest, ember::testing::all_apis(), ember::testing::api_name);
 
 } // namespace
 

@@ -442,17 +442,34 @@ private:
 // ---------------------------------------------------------------------------------------------
 // Ptr<T> and its elements.
 
-/// `p[i]`: reading loads (at the point of the read), assigning stores.
-template <Scalar T> class ElementRef {
+namespace detail {
+/// What both kinds of element share: the address, and the load where the value is read.
+template <Scalar T> class ElementBase {
 public:
     using value_type = T;
-    ElementRef(ir::Expr ptr, ir::Expr index, uint32_t trace)
+    ElementBase(ir::Expr ptr, ir::Expr index, uint32_t trace)
         : ptr_(std::move(ptr)), index_(std::move(index)), trace_(trace) {}
 
     Value<T> value() const {
-        detail::Builder &b = detail::require_builder("a load", std::source_location::current());
-        return Value<T>(b.bind(ir::Load::make(ptr_, index_)), detail::merge_trace(trace_, b.id()));
+        Builder &b = require_builder("a load", std::source_location::current());
+        return Value<T>(b.bind(ir::Load::make(ptr_, index_)), merge_trace(trace_, b.id()));
     }
+    explicit operator bool() const = delete; // traced: use if_(cond, [&] { ... })
+
+    const ir::Expr &ptr_expr() const { return ptr_; }
+    const ir::Expr &index_expr() const { return index_; }
+    uint32_t trace() const { return trace_; }
+
+protected:
+    ir::Expr ptr_, index_;
+    uint32_t trace_;
+};
+} // namespace detail
+
+/// `p[i]`: reading loads (at the point of the read), assigning stores.
+template <Scalar T> class ElementRef : public detail::ElementBase<T> {
+public:
+    using detail::ElementBase<T>::ElementBase;
     /// Stores a C++ number or a traced value of type T.
     const ElementRef &operator=(detail::At<T> x) const {
         store(x.value.expr(), x.loc);
@@ -462,40 +479,22 @@ public:
         store(other.value().expr(), std::source_location::current());
         return *this;
     }
-    explicit operator bool() const = delete; // traced: use if_(cond, [&] { ... })
-
-    const ir::Expr &ptr_expr() const { return ptr_; }
-    const ir::Expr &index_expr() const { return index_; }
-    uint32_t trace() const { return trace_; }
 
 private:
     void store(ir::Expr v, const std::source_location &loc) const {
-        detail::check_trace(trace_, loc);
-        detail::require_builder("a store", loc).emit(ir::Store::make(ptr_, index_, std::move(v)), loc);
+        detail::check_trace(this->trace_, loc);
+        detail::require_builder("a store", loc).emit(ir::Store::make(this->ptr_, this->index_, std::move(v)), loc);
     }
-    ir::Expr ptr_, index_;
-    uint32_t trace_;
 };
 
 /// `p[i]` of a `Ptr<const T>`: reads only.
-template <Scalar T> class ConstElementRef {
+template <Scalar T> class ConstElementRef : public detail::ElementBase<T> {
 public:
-    using value_type = T;
-    ConstElementRef(ir::Expr ptr, ir::Expr index, uint32_t trace)
-        : ptr_(std::move(ptr)), index_(std::move(index)), trace_(trace) {}
-    Value<T> value() const {
-        detail::Builder &b = detail::require_builder("a load", std::source_location::current());
-        return Value<T>(b.bind(ir::Load::make(ptr_, index_)), detail::merge_trace(trace_, b.id()));
-    }
+    using detail::ElementBase<T>::ElementBase;
     template <class X> const ConstElementRef &operator=(const X &) const {
         static_assert(detail::always_false<X>, "cannot store through a Ptr<const T>: its memory is read-only");
         return *this;
     }
-    explicit operator bool() const = delete; // traced: use if_(cond, [&] { ... })
-
-private:
-    ir::Expr ptr_, index_;
-    uint32_t trace_;
 };
 
 /// A pointer to T in global memory (a kernel receives a `DeviceBuffer<T>` as a `Ptr<T>`), or in
