@@ -4,6 +4,7 @@
 #include "CodeGenLLVM.h"
 
 #include "LLVMError.h"
+#include "math/MathLib.h"
 #include "ember/compiler/IRPrinter.h"
 
 #include <llvm/IR/BasicBlock.h>
@@ -43,6 +44,8 @@ private:
 #include "ember/compiler/IRNodes.def"
     llvm::Value *emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a, llvm::Value *b);
     llvm::Value *emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to);
+    /// A math library call, or a fast_ variant ([Note] Math library).
+    llvm::Value *emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value *> args);
     llvm::Value *element_address(const ir::Expr &ptr, const ir::Expr &index);
 
     // --- statements --------------------------------------------------------------------------
@@ -297,6 +300,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Warp *op) {
 llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
     std::vector<llvm::Value *> a;
     for (const ir::Expr &arg : op->args) a.push_back(emit(arg));
+    if (ir::is_math_library(op->op)) return emit_math(op->op, a);
     llvm::Value *x = a[0];
     llvm::Type *ty = x->getType();
     const ir::Type &t = op->args[0].type();
@@ -321,6 +325,8 @@ llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
     case ir::Intrinsic::Round: return unary(llvm::Intrinsic::round);
     case ir::Intrinsic::Fma: return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a[0], a[1], a[2]});
     case ir::Intrinsic::Copysign: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a[0], a[1]);
+    case ir::Intrinsic::Fmin: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a[0], a[1]);
+    case ir::Intrinsic::Fmax: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a[0], a[1]);
     case ir::Intrinsic::IsNan: return b_.CreateFCmpUNO(x, x);
     case ir::Intrinsic::IsInf:
     case ir::Intrinsic::IsFinite: {
@@ -329,8 +335,23 @@ llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
         // isfinite is false for NaN: "ordered and not equal".
         return op->op == ir::Intrinsic::IsInf ? b_.CreateFCmpOEQ(mag, inf) : b_.CreateFCmpONE(mag, inf);
     }
+    default: break; // the math library, handled above
     }
     EMBER_UNREACHABLE("unknown Intrinsic");
+}
+
+llvm::Value *CodeGenLLVM::emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value *> a) {
+    if (ir::is_fast_math(op)) {
+        // The hardware's approximation works on f32 (f64 for some): f16 and bf16 go through f32.
+        llvm::Value *x = a[0];
+        llvm::Type *ty = x->getType();
+        bool narrow = ty->isHalfTy() || ty->isBFloatTy();
+        if (narrow) x = b_.CreateFPExt(x, b_.getFloatTy());
+        if (llvm::Value *r = target_.emit_fast_math(b_, op, x)) return narrow ? b_.CreateFPTrunc(r, ty) : r;
+        op = ir::accurate_version(op);
+        if (op == ir::Intrinsic::Sqrt) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a[0]);
+    }
+    return emit_math_call(b_, op, a);
 }
 
 llvm::Value *CodeGenLLVM::visit(const ir::Compare *op) {

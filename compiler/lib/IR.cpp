@@ -214,6 +214,23 @@ constexpr IntrinsicInfo intrinsics[] = {
     {Intrinsic::Round, "round", 1},     {Intrinsic::Fma, "fma", 3},
     {Intrinsic::Copysign, "copysign", 2}, {Intrinsic::IsNan, "isnan", 1},
     {Intrinsic::IsInf, "isinf", 1},     {Intrinsic::IsFinite, "isfinite", 1},
+    {Intrinsic::Fmin, "fmin", 2},       {Intrinsic::Fmax, "fmax", 2},
+    {Intrinsic::Rsqrt, "rsqrt", 1},     {Intrinsic::Cbrt, "cbrt", 1},
+    {Intrinsic::Exp, "exp", 1},         {Intrinsic::Exp2, "exp2", 1},
+    {Intrinsic::Expm1, "expm1", 1},     {Intrinsic::Log, "log", 1},
+    {Intrinsic::Log2, "log2", 1},       {Intrinsic::Log10, "log10", 1},
+    {Intrinsic::Log1p, "log1p", 1},     {Intrinsic::Pow, "pow", 2},
+    {Intrinsic::Sin, "sin", 1},         {Intrinsic::Cos, "cos", 1},
+    {Intrinsic::Tan, "tan", 1},         {Intrinsic::Asin, "asin", 1},
+    {Intrinsic::Acos, "acos", 1},       {Intrinsic::Atan, "atan", 1},
+    {Intrinsic::Atan2, "atan2", 2},     {Intrinsic::Sinh, "sinh", 1},
+    {Intrinsic::Cosh, "cosh", 1},       {Intrinsic::Tanh, "tanh", 1},
+    {Intrinsic::Erf, "erf", 1},
+    {Intrinsic::FastExp, "fast_exp", 1},   {Intrinsic::FastExp2, "fast_exp2", 1},
+    {Intrinsic::FastLog, "fast_log", 1},   {Intrinsic::FastLog2, "fast_log2", 1},
+    {Intrinsic::FastSin, "fast_sin", 1},   {Intrinsic::FastCos, "fast_cos", 1},
+    {Intrinsic::FastTanh, "fast_tanh", 1}, {Intrinsic::FastRsqrt, "fast_rsqrt", 1},
+    {Intrinsic::FastSqrt, "fast_sqrt", 1},
 };
 const IntrinsicInfo &info(Intrinsic op) {
     for (const IntrinsicInfo &i : intrinsics)
@@ -247,6 +264,21 @@ Type result_type(Intrinsic op, Type t) {
     case Intrinsic::IsInf:
     case Intrinsic::IsFinite: return Type(ScalarType::Bool);
     default: return t;
+    }
+}
+
+Intrinsic accurate_version(Intrinsic op) {
+    switch (op) {
+    case Intrinsic::FastExp: return Intrinsic::Exp;
+    case Intrinsic::FastExp2: return Intrinsic::Exp2;
+    case Intrinsic::FastLog: return Intrinsic::Log;
+    case Intrinsic::FastLog2: return Intrinsic::Log2;
+    case Intrinsic::FastSin: return Intrinsic::Sin;
+    case Intrinsic::FastCos: return Intrinsic::Cos;
+    case Intrinsic::FastTanh: return Intrinsic::Tanh;
+    case Intrinsic::FastRsqrt: return Intrinsic::Rsqrt;
+    case Intrinsic::FastSqrt: return Intrinsic::Sqrt;
+    default: return op;
     }
 }
 

@@ -7,9 +7,12 @@
 #ifdef EMBER_WITH_NVPTX
 
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
+
+#include <cstdlib>
 
 namespace ember::detail {
 namespace {
@@ -133,6 +136,44 @@ public:
             return b.CreateFPTrunc(exact_fmod(b, b.CreateFPExt(x, f32), b.CreateFPExt(y, f32)), ty);
         }
         return exact_fmod(b, x, y);
+    }
+
+    /// PTX's approximate instructions (CUDA's __expf, __logf, __sinf, ...): ex2/lg2/sin/cos
+    /// .approx.f32 (subnormals kept, no .ftz), rsqrt.approx for f32 and f64, sqrt.approx.f32, and
+    /// tanh.approx.f32 from sm_75.
+    llvm::Value *emit_fast_math(llvm::IRBuilderBase &b, ir::Intrinsic op, llvm::Value *x) const override {
+        using ir::Intrinsic;
+        bool f32 = x->getType()->isFloatTy();
+        auto call = [&](llvm::Intrinsic::ID id, llvm::Value *v) { return b.CreateIntrinsic(id, {}, {v}); };
+        auto f = [&](double c) { return llvm::ConstantFP::get(x->getType(), c); };
+        if (op == Intrinsic::FastRsqrt)
+            return call(f32 ? llvm::Intrinsic::nvvm_rsqrt_approx_f : llvm::Intrinsic::nvvm_rsqrt_approx_d, x);
+        if (!f32) return nullptr;
+        switch (op) {
+        case Intrinsic::FastExp2: return call(llvm::Intrinsic::nvvm_ex2_approx_f, x);
+        case Intrinsic::FastExp:
+            return call(llvm::Intrinsic::nvvm_ex2_approx_f, b.CreateFMul(x, f(1.4426950408889634)));
+        case Intrinsic::FastLog2: return call(llvm::Intrinsic::nvvm_lg2_approx_f, x);
+        case Intrinsic::FastLog:
+            return b.CreateFMul(call(llvm::Intrinsic::nvvm_lg2_approx_f, x), f(0.6931471805599453));
+        case Intrinsic::FastSin: return call(llvm::Intrinsic::nvvm_sin_approx_f, x);
+        case Intrinsic::FastCos: return call(llvm::Intrinsic::nvvm_cos_approx_f, x);
+        case Intrinsic::FastSqrt: return call(llvm::Intrinsic::nvvm_sqrt_approx_f, x);
+        case Intrinsic::FastTanh: {
+            if (sm_version() < 75) return nullptr;
+            auto *fnty = llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy()}, false);
+            auto *asm_ = llvm::InlineAsm::get(fnty, "tanh.approx.f32 $0, $1;", "=f,f", false);
+            return b.CreateCall(asm_, {x});
+        }
+        default: return nullptr;
+        }
+    }
+
+    /// The XX of `sm_XX` (0 when the name has another form).
+    int sm_version() const {
+        const std::string &cpu = spec().cpu;
+        if (cpu.rfind("sm_", 0) != 0) return 0;
+        return std::atoi(cpu.c_str() + 3);
     }
 
     /// CUDA's device printf: vprintf(format, args) with the arguments packed into a local

@@ -102,6 +102,14 @@ public:
     virtual llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value,
                                    llvm::Value *lane) const = 0;
 
+    /// The hardware approximation of the fast_ math function `op` (fast_exp, ...) of the f32 or
+    /// f64 value `x`, or nullptr where the target has none (the code generator then calls the
+    /// accurate function). Error bounds of what a target returns are published in docs/math.md.
+    virtual llvm::Value *emit_fast_math(llvm::IRBuilderBase &b, ir::Intrinsic op, llvm::Value *x) const {
+        (void)b, (void)op, (void)x;
+        return nullptr;
+    }
+
     /// What the code generator learnt about the kernel, for finish_module.
     struct KernelFacts {
         uint64_t static_shared_bytes = 0;

@@ -40,7 +40,11 @@
 ///   clz and ctz count bits of the integer's width; clz(0) and ctz(0) are that width. sqrt is
 ///   correctly rounded; floor, ceil and trunc round as named; round rounds half away from zero
 ///   (C's round); fma(a, b, c) rounds once; copysign takes b's sign; isnan, isinf and isfinite
-///   give bool. All of them are exact on every target (no approximation).
+///   give bool; fmin and fmax are IEEE minNum/maxNum, like min and max. All of these are exact on
+///   every target. The math library (rsqrt, cbrt, exp ... erf) is ember's own code, the same
+///   on every target, with the error bounds docs/math.md publishes; f16 and bf16 arguments are
+///   computed in f32 and rounded. The `fast_` functions use approximate hardware instructions
+///   where the target has them (error bounds in docs/math.md) and the accurate function elsewhere.
 /// * Atomic read-modify-writes `ptr[index]` indivisibly with respect to every other atomic of the
 ///   device and returns the old value; the ordering is relaxed (CUDA's atomicAdd): use fences for
 ///   ordering. Integer add/sub wrap; min/max follow the type's signedness; float add rounds as +.
@@ -369,6 +373,12 @@ enum class Intrinsic : uint8_t {
     Abs, Popcount, Clz, Ctz,                 ///< abs: numbers; the others: integers
     Sqrt, Floor, Ceil, Trunc, Round, Fma, Copysign, ///< floats
     IsNan, IsInf, IsFinite,                  ///< floats -> bool
+    Fmin, Fmax,                              ///< floats, exact (IEEE minNum/maxNum)
+    // The math library (floats; see [Note] Math library in compiler/lib/math/MathLib.h).
+    Rsqrt, Cbrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Pow,
+    Sin, Cos, Tan, Asin, Acos, Atan, Atan2, Sinh, Cosh, Tanh, Erf,
+    // Opt-in approximations where the hardware has them; elsewhere the accurate function.
+    FastExp, FastExp2, FastLog, FastLog2, FastSin, FastCos, FastTanh, FastRsqrt, FastSqrt,
 };
 std::string_view to_string(Intrinsic op); // "abs", "popcount", ...
 std::optional<Intrinsic> parse_intrinsic(std::string_view name);
@@ -378,6 +388,11 @@ unsigned arity(Intrinsic op);
 std::string_view operand_requirement(Intrinsic op, Type t);
 /// The result type for arguments of type `t`.
 Type result_type(Intrinsic op, Type t);
+/// Whether `op` is a math library function (rsqrt ... erf) or a fast_ variant.
+inline bool is_math_library(Intrinsic op) { return op >= Intrinsic::Rsqrt; }
+inline bool is_fast_math(Intrinsic op) { return op >= Intrinsic::FastExp; }
+/// The accurate function a fast_ variant approximates (exp for fast_exp); `op` itself otherwise.
+Intrinsic accurate_version(Intrinsic op);
 
 /// `op(args...)`: a built-in function of arguments of one type.
 struct Call final : ExprNode {

@@ -77,6 +77,47 @@ EMBER_FLOAT_UNARY(floor, Floor, "Rounds toward negative infinity.")
 EMBER_FLOAT_UNARY(ceil, Ceil, "Rounds toward positive infinity.")
 EMBER_FLOAT_UNARY(trunc, Trunc, "Rounds toward zero.")
 EMBER_FLOAT_UNARY(round, Round, "Rounds to nearest, halfway cases away from zero (C's round).")
+// The math library: ember's own implementations, the same bits on every target; the error
+// bound of each function is in docs/math.md.
+EMBER_FLOAT_UNARY(rsqrt, Rsqrt, "1 / sqrt(x).")
+EMBER_FLOAT_UNARY(cbrt, Cbrt, "Cube root.")
+EMBER_FLOAT_UNARY(exp, Exp, "e^x.")
+EMBER_FLOAT_UNARY(exp2, Exp2, "2^x.")
+EMBER_FLOAT_UNARY(expm1, Expm1, "e^x - 1, accurate near 0.")
+EMBER_FLOAT_UNARY(log, Log, "Natural logarithm.")
+EMBER_FLOAT_UNARY(log2, Log2, "Base-2 logarithm.")
+EMBER_FLOAT_UNARY(log10, Log10, "Base-10 logarithm.")
+EMBER_FLOAT_UNARY(log1p, Log1p, "log(1 + x), accurate near 0.")
+EMBER_FLOAT_UNARY(sin, Sin, "Sine (radians).")
+EMBER_FLOAT_UNARY(cos, Cos, "Cosine (radians).")
+EMBER_FLOAT_UNARY(tan, Tan, "Tangent (radians).")
+EMBER_FLOAT_UNARY(asin, Asin, "Arc sine, in [-pi/2, pi/2].")
+EMBER_FLOAT_UNARY(acos, Acos, "Arc cosine, in [0, pi].")
+EMBER_FLOAT_UNARY(atan, Atan, "Arc tangent, in [-pi/2, pi/2].")
+EMBER_FLOAT_UNARY(sinh, Sinh, "Hyperbolic sine.")
+EMBER_FLOAT_UNARY(cosh, Cosh, "Hyperbolic cosine.")
+EMBER_FLOAT_UNARY(tanh, Tanh, "Hyperbolic tangent.")
+EMBER_FLOAT_UNARY(erf, Erf, "Error function.")
+/// |x| (C's fabs; the same as abs for floats).
+template <Traced X> auto fabs(const X &x, std::source_location loc = std::source_location::current()) {
+    static_assert(detail::is_float<traced_t<X>>, "fabs needs a floating-point value");
+    return detail::intrinsic<traced_t<X>>(ir::Intrinsic::Abs, loc, x);
+}
+
+/// Opt-in approximations: the hardware's fast instructions where the target has them (on NVIDIA
+/// GPUs CUDA's __expf, __logf, __sinf, ... for f32), the accurate function elsewhere. Their error
+/// bounds are in docs/math.md; sin and cos lose accuracy quickly outside [-pi, pi].
+namespace fast {
+EMBER_FLOAT_UNARY(exp, FastExp, "Approximate e^x.")
+EMBER_FLOAT_UNARY(exp2, FastExp2, "Approximate 2^x.")
+EMBER_FLOAT_UNARY(log, FastLog, "Approximate natural logarithm.")
+EMBER_FLOAT_UNARY(log2, FastLog2, "Approximate base-2 logarithm.")
+EMBER_FLOAT_UNARY(sin, FastSin, "Approximate sine.")
+EMBER_FLOAT_UNARY(cos, FastCos, "Approximate cosine.")
+EMBER_FLOAT_UNARY(tanh, FastTanh, "Approximate hyperbolic tangent.")
+EMBER_FLOAT_UNARY(rsqrt, FastRsqrt, "Approximate 1 / sqrt(x).")
+EMBER_FLOAT_UNARY(sqrt, FastSqrt, "Approximate square root.")
+} // namespace fast
 #undef EMBER_FLOAT_UNARY
 
 #define EMBER_FLOAT_PREDICATE(NAME, OP)                                                            \
@@ -108,6 +149,21 @@ auto copysign(const A &a, const B &b, std::source_location loc = std::source_loc
     static_assert(detail::is_float<T>, "copysign needs floating-point values");
     return detail::intrinsic<T>(ir::Intrinsic::Copysign, loc, a, b);
 }
+
+#define EMBER_FLOAT_BINARY(NAME, OP, WHAT)                                                         \
+    /** WHAT */                                                                                    \
+    template <class A, class B>                                                                    \
+        requires OperandPair<A, B>                                                                 \
+    auto NAME(const A &a, const B &b, std::source_location loc = std::source_location::current()) { \
+        using T = detail::common_t<A, B>;                                                          \
+        static_assert(detail::is_float<T>, #NAME " needs floating-point values");                 \
+        return detail::intrinsic<T>(ir::Intrinsic::OP, loc, a, b);                                 \
+    }
+EMBER_FLOAT_BINARY(pow, Pow, "a^b (C's pow, with its special cases).")
+EMBER_FLOAT_BINARY(atan2, Atan2, "The angle of the point (b, a), in [-pi, pi].")
+EMBER_FLOAT_BINARY(fmin, Fmin, "The smaller of a and b; a NaN operand gives the other one.")
+EMBER_FLOAT_BINARY(fmax, Fmax, "The larger of a and b; a NaN operand gives the other one.")
+#undef EMBER_FLOAT_BINARY
 
 /// min(max(x, lo), hi).
 template <class X, class L, class H>
