@@ -68,6 +68,11 @@ private:
     }
     /// After a failure: removes the function and frees the blocks that never got into it.
     void discard_function();
+    /// Defines the LLVM function of device function `f` (whose callees are defined already).
+    llvm::Error define_function(const ir::Function &f, llvm::Module &m);
+    /// Allocas go before a placeholder in the entry block; finish_body erases it.
+    void start_body();
+    void finish_body();
     void enter(llvm::BasicBlock *bb) {
         bb->insertInto(function_);
         b_.SetInsertPoint(bb);
@@ -91,6 +96,11 @@ private:
         llvm::BasicBlock *continue_to, *break_to;
     };
     std::vector<Loop> loops_;
+    /// The device functions defined in the module.
+    std::unordered_map<const ir::Function *, llvm::Function *> functions_;
+    /// The trailing implicit parameters of the function being generated (the CPU's context),
+    /// passed on to every call.
+    std::vector<llvm::Value *> implicit_args_;
 };
 
 /// The LLVM name of values bound to `var`. Variables the printer numbers (no name, or a name the
@@ -295,6 +305,15 @@ llvm::Value *CodeGenLLVM::visit(const ir::Warp *op) {
     llvm::Type *bits = b_.getIntNTy(ty->getPrimitiveSizeInBits().getFixedValue());
     llvm::Value *r = target_.emit_warp(b_, op->op, b_.CreateBitCast(v, bits), lane);
     return b_.CreateBitCast(r, ty);
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::Invoke *op) {
+    auto it = functions_.find(op->callee.get());
+    EMBER_ASSERT(it != functions_.end(), "call of @" + op->callee->name + " before its definition");
+    std::vector<llvm::Value *> args;
+    for (const ir::Expr &a : op->args) args.push_back(emit(a));
+    args.insert(args.end(), implicit_args_.begin(), implicit_args_.end());
+    return b_.CreateCall(it->second, args);
 }
 
 llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
@@ -687,11 +706,19 @@ llvm::Error CodeGenLLVM::visit(const ir::Print *op) {
     return llvm::Error::success();
 }
 
-llvm::Error CodeGenLLVM::visit(const ir::Return *) {
+llvm::Error CodeGenLLVM::visit(const ir::Return *op) {
     // The kernel function returns; on the CPU the body function is inlined into the thread loop,
-    // so returning ends only this thread.
-    b_.CreateRetVoid();
+    // so returning ends only this thread. A device function returns its value.
+    if (op->value)
+        b_.CreateRet(emit(op->value));
+    else
+        b_.CreateRetVoid();
     start_unreachable_block("after.return");
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::Evaluate *op) {
+    emit(op->value);
     return llvm::Error::success();
 }
 
@@ -723,17 +750,17 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
     for (llvm::Type *t : target_.implicit_params(ctx_)) params.push_back(t);
     auto *fn_ty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), params, /*isVarArg=*/false);
     const std::string fn_name = target_.body_function_name(kernel_.name);
+
+    // Device functions first (callees before callers), each an internal function that the
+    // optimiser inlines or not.
+    for (const ir::FunctionRef &f : ir::called_functions(kernel_.body))
+        if (llvm::Error err = define_function(*f, *module)) return err;
+
     function_ = llvm::Function::Create(fn_ty, llvm::GlobalValue::ExternalLinkage, fn_name, *module);
     function_->addFnAttr(llvm::Attribute::NoUnwind);
     for (unsigned i = 0; i < function_->arg_size(); ++i)
         function_->addParamAttr(i, llvm::Attribute::NoUndef);
-
-    llvm::BasicBlock *entry = new_block("entry");
-    enter(entry);
-    // Clang's trick: allocas go before a placeholder that is erased at the end, so they stay in
-    // the entry block in creation order.
-    alloca_point_ = new llvm::BitCastInst(llvm::PoisonValue::get(b_.getInt32Ty()), b_.getInt32Ty(),
-                                          "allocapt", entry);
+    start_body();
     for (size_t i = 0; i < num_kernel_params; ++i) {
         const ir::VariableRef &p = kernel_.params[i];
         llvm::Argument *arg = function_->getArg(i);
@@ -744,16 +771,17 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
             v = b_.CreateICmpNE(arg, b_.getInt8(0), name.empty() ? "" : name + ".bool");
         values_[p.get()] = v;
     }
-    for (size_t i = num_kernel_params; i < function_->arg_size(); ++i)
+    implicit_args_.clear();
+    for (size_t i = num_kernel_params; i < function_->arg_size(); ++i) {
         function_->getArg(i)->setName("ctx");
+        implicit_args_.push_back(function_->getArg(i));
+    }
 
     if (llvm::Error err = emit(kernel_.body)) {
         discard_function();
         return err;
     }
-    if (!b_.GetInsertBlock()->getTerminator()) b_.CreateRetVoid();
-    alloca_point_->eraseFromParent();
-    alloca_point_ = nullptr;
+    finish_body();
 
     if (llvm::Error err = target_.finish_module(*module, *function_, facts_)) return err;
 
@@ -764,6 +792,61 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
             where + ": ember generated invalid LLVM IR; this is a bug in ember, please report it",
             problems + "\n" + ir::print(kernel_));
     return module;
+}
+
+void CodeGenLLVM::start_body() {
+    blocks_.clear();
+    values_.clear();
+    loops_.clear();
+    llvm::BasicBlock *entry = new_block("entry");
+    enter(entry);
+    // Clang's trick: allocas go before a placeholder that is erased at the end, so they stay in
+    // the entry block in creation order.
+    alloca_point_ = new llvm::BitCastInst(llvm::PoisonValue::get(b_.getInt32Ty()), b_.getInt32Ty(),
+                                          "allocapt", entry);
+}
+
+void CodeGenLLVM::finish_body() {
+    if (!b_.GetInsertBlock()->getTerminator()) {
+        // A non-void function returns on every path (verified): the open block is unreachable.
+        if (function_->getReturnType()->isVoidTy())
+            b_.CreateRetVoid();
+        else
+            b_.CreateUnreachable();
+    }
+    alloca_point_->eraseFromParent();
+    alloca_point_ = nullptr;
+}
+
+llvm::Error CodeGenLLVM::define_function(const ir::Function &f, llvm::Module &m) {
+    std::vector<llvm::Type *> params;
+    for (const ir::VariableRef &p : f.params) params.push_back(value_type(p->type));
+    const size_t num_params = params.size();
+    for (llvm::Type *t : target_.implicit_params(ctx_)) params.push_back(t);
+    auto *fn_ty = llvm::FunctionType::get(value_type(f.ret), params, /*isVarArg=*/false);
+    function_ = llvm::Function::Create(fn_ty, llvm::GlobalValue::InternalLinkage, f.name, m);
+    function_->addFnAttr(llvm::Attribute::NoUnwind);
+    for (unsigned i = 0; i < function_->arg_size(); ++i)
+        function_->addParamAttr(i, llvm::Attribute::NoUndef);
+    start_body();
+    for (size_t i = 0; i < num_params; ++i) {
+        llvm::Argument *arg = function_->getArg(i);
+        arg->setName(llvm_name(*f.params[i]));
+        values_[f.params[i].get()] = arg;
+    }
+    implicit_args_.clear();
+    for (size_t i = num_params; i < function_->arg_size(); ++i) {
+        function_->getArg(i)->setName("ctx");
+        implicit_args_.push_back(function_->getArg(i));
+    }
+    if (llvm::Error err = emit(f.body)) {
+        discard_function();
+        return err;
+    }
+    finish_body();
+    functions_[&f] = function_;
+    function_ = nullptr;
+    return llvm::Error::success();
 }
 
 void CodeGenLLVM::discard_function() {

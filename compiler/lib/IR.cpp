@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <unordered_set>
 
 namespace ember::ir {
 
@@ -495,7 +496,28 @@ std::optional<FenceScope> parse_fence_scope(std::string_view s) {
 Stmt Fence::make(FenceScope scope) { return Stmt(new Fence(scope)); }
 
 Stmt Break::make() { return Stmt(new Break); }
-Stmt Return::make() { return Stmt(new Return); }
+Stmt Return::make(Expr value) { return Stmt(new Return(std::move(value))); }
+
+Stmt Evaluate::make(Expr value) {
+    EMBER_ASSERT(value, "Evaluate of a null expression");
+    return Stmt(new Evaluate(std::move(value)));
+}
+
+Ref<Function> Function::make(std::string name, std::vector<VariableRef> params, Type ret, Stmt body) {
+    for (const VariableRef &p : params) EMBER_ASSERT(p, "Function with a null parameter");
+    return Ref<Function>(new Function(std::move(name), std::move(params), ret, std::move(body)));
+}
+
+Expr Invoke::make(FunctionRef callee, std::vector<Expr> args) {
+    EMBER_ASSERT(callee, "Invoke of a null function");
+    EMBER_ASSERT(args.size() == callee->params.size(),
+                 "Invoke of @" + callee->name + " with " + std::to_string(args.size()) +
+                     " arguments for " + std::to_string(callee->params.size()) + " parameters");
+    for (size_t i = 0; i < args.size(); ++i)
+        EMBER_ASSERT(args[i] && args[i].type() == callee->params[i]->type,
+                     "Invoke of @" + callee->name + ": argument " + std::to_string(i) + " has the wrong type");
+    return Expr(new Invoke(std::move(callee), std::move(args)));
+}
 
 Stmt Print::make(std::vector<PrintItem> items, std::string sep, std::string end) {
     for (const PrintItem &i : items)
@@ -568,6 +590,9 @@ void IRVisitor::visit(const Warp *op) {
 void IRVisitor::visit(const Call *op) {
     for (const Expr &a : op->args) visit(a);
 }
+void IRVisitor::visit(const Invoke *op) {
+    for (const Expr &a : op->args) visit(a);
+}
 
 void IRVisitor::visit(const Block *op) {
     for (const Stmt &s : op->stmts) visit(s);
@@ -599,7 +624,10 @@ void IRVisitor::visit(const Break *) {}
 void IRVisitor::visit(const LocalArray *) {}
 void IRVisitor::visit(const Fence *) {}
 void IRVisitor::visit(const SharedArray *) {}
-void IRVisitor::visit(const Return *) {}
+void IRVisitor::visit(const Return *op) {
+    if (op->value) visit(op->value);
+}
+void IRVisitor::visit(const Evaluate *op) { visit(op->value); }
 void IRVisitor::visit(const Print *op) {
     for (const PrintItem &i : op->items)
         if (!i.is_text()) visit(i.value);
@@ -776,7 +804,27 @@ Stmt IRMutator::visit(const Break *op) { return op; }
 Stmt IRMutator::visit(const LocalArray *op) { return op; }
 Stmt IRMutator::visit(const Fence *op) { return op; }
 Stmt IRMutator::visit(const SharedArray *op) { return op; }
-Stmt IRMutator::visit(const Return *op) { return op; }
+Stmt IRMutator::visit(const Return *op) {
+    if (!op->value) return op;
+    Expr value = mutate(op->value);
+    if (value.same_as(op->value)) return op;
+    return Return::make(std::move(value));
+}
+Stmt IRMutator::visit(const Evaluate *op) {
+    Expr value = mutate(op->value);
+    if (value.same_as(op->value)) return op;
+    return Evaluate::make(std::move(value));
+}
+Expr IRMutator::visit(const Invoke *op) {
+    std::vector<Expr> args;
+    bool same = true;
+    for (const Expr &a : op->args) {
+        args.push_back(mutate(a));
+        same = same && args.back().same_as(a);
+    }
+    if (same) return op;
+    return Invoke::make(op->callee, std::move(args));
+}
 Stmt IRMutator::visit(const Print *op) {
     std::vector<PrintItem> items;
     bool same = true;
@@ -814,6 +862,37 @@ uint64_t static_shared_bytes(const Kernel &k) {
     SharedLayout l;
     l.visit(k.body);
     return l.bytes;
+}
+
+namespace {
+/// Collects called functions depth first, callees before callers.
+class CallGraph final : public IRVisitor {
+public:
+    using IRVisitor::visit;
+    void visit(const Invoke *op) override {
+        IRVisitor::visit(op);
+        const Function *f = op->callee.get();
+        if (!seen.insert(f).second) return;
+        visit(f->body);
+        order.push_back(op->callee);
+    }
+    void visit(const Barrier *) override { barrier = true; }
+    std::unordered_set<const Function *> seen;
+    std::vector<FunctionRef> order;
+    bool barrier = false;
+};
+} // namespace
+
+std::vector<FunctionRef> called_functions(const Stmt &body) {
+    CallGraph g;
+    g.visit(body);
+    return std::move(g.order);
+}
+
+bool uses_barrier(const Function &f) {
+    CallGraph g;
+    g.visit(f.body);
+    return g.barrier;
 }
 
 bool uses_dynamic_shared(const Kernel &k) {

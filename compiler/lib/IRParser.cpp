@@ -50,6 +50,17 @@ public:
         if (at_eof()) error(peek(), "expected 'kernel'");
         while (!at_eof()) {
             const Token &start = peek();
+            if (is("func")) {
+                FunctionRef f = parse_function();
+                try {
+                    verify_or_throw(*f);
+                } catch (const CompileError &e) {
+                    throw CompileError(location(start) + e.summary(), e.log());
+                }
+                functions_.emplace(f->name, f);
+                m.functions.push_back(f);
+                continue;
+            }
             Kernel k = parse_kernel();
             if (!names.insert(k.name).second) error(start, "redefinition of kernel @" + k.name);
             try {
@@ -161,8 +172,8 @@ private:
                 make(c == '%' ? Tok::VarName : Tok::KernName, begin, i, /*skip=*/1);
                 continue;
             }
-            static constexpr std::string_view two_char[] = {"&&", "||", "<<", ">>",
-                                                            "<=", ">=", "==", "!="};
+            static constexpr std::string_view two_char[] = {"&&", "||", "<<", ">>", "<=",
+                                                            ">=", "==", "!=", "->"};
             bool matched = false;
             for (std::string_view op : two_char) {
                 if (text_.substr(i, 2) == op) {
@@ -388,6 +399,7 @@ private:
             if (!v) error(t, "use of undefined variable %" + std::string(t.text));
             return VarRef::make(v);
         }
+        case Tok::KernName: return parse_invoke();
         case Tok::Ident: break;
         case Tok::Punct:
             if (t.text == "(") return parse_parenthesised();
@@ -628,6 +640,39 @@ private:
         return Atomic::make(op, load->ptr, load->index, value, compare);
     }
 
+    /// `@f(a, b, ...)`: a call of a device function defined earlier.
+    Expr parse_invoke() {
+        const Token &name = take();
+        std::string fname(name.text);
+        if (fname == current_function_)
+            error(name, "@" + fname + " calls itself: device functions cannot be recursive");
+        auto it = functions_.find(fname);
+        if (it == functions_.end())
+            error(name, "call of undefined function @" + fname + " (a function is defined before its callers)");
+        const FunctionRef &f = it->second;
+        expect("(");
+        std::vector<Expr> args;
+        if (!is(")")) {
+            do {
+                const Token &arg_tok = peek();
+                Expr a = parse_expr();
+                size_t i = args.size();
+                if (i >= f->params.size())
+                    error(arg_tok, "too many arguments for @" + fname + ", which takes " +
+                                       std::to_string(f->params.size()));
+                if (a.type() != f->params[i]->type)
+                    error(arg_tok, "argument " + std::to_string(i + 1) + " of @" + fname + " has type " +
+                                       a.type().to_string() + ", expected " + f->params[i]->type.to_string());
+                args.push_back(a);
+            } while (accept(","));
+        }
+        const Token &close = expect(")");
+        if (args.size() != f->params.size())
+            error(close, "@" + fname + " takes " + std::to_string(f->params.size()) + " arguments, found " +
+                             std::to_string(args.size()));
+        return Invoke::make(f, std::move(args));
+    }
+
     /// `name(a, b, ...)` of a built-in function: arguments of one type that the function takes.
     Expr parse_call(Intrinsic f) {
         const Token &name = take();
@@ -728,10 +773,17 @@ private:
             }
             if (t.text == "return") {
                 take();
-                return Return::make();
+                if (current_return_.is_void()) return Return::make();
+                const Token &value_tok = peek();
+                Expr v = parse_expr();
+                if (v.type() != current_return_)
+                    error(value_tok, "@" + current_function_ + " returns " + current_return_.to_string() +
+                                         ", found a value of type " + v.type().to_string());
+                return Return::make(v);
             }
             if (t.text == "print") return parse_print();
         }
+        if (t.kind == Tok::KernName) return Evaluate::make(parse_invoke());
         if (t.kind != Tok::VarName && !is("select") && !is("("))
             error(t, "expected statement, found " + describe(t));
         Expr target = parse_expr();
@@ -861,10 +913,9 @@ private:
         return e;
     }
 
-    Kernel parse_kernel() {
-        expect("kernel");
-        Kernel k;
-        k.name = std::string(expect_kind(Tok::KernName, "kernel name").text);
+    /// `(%a: T, ...)` in a fresh scope stack.
+    std::vector<VariableRef> parse_params() {
+        std::vector<VariableRef> params;
         scopes_.assign(1, {});
         loop_depth_ = 0;
         expect("(");
@@ -879,13 +930,45 @@ private:
                     error(type_tok, "parameter %" + std::string(name.text) + " cannot be void");
                 VariableRef var = Variable::make(std::string(name.text), type, VarKind::Param);
                 bind(var);
-                k.params.push_back(var);
+                params.push_back(var);
             } while (accept(","));
         }
         expect(")");
+        return params;
+    }
+
+    Kernel parse_kernel() {
+        expect("kernel");
+        Kernel k;
+        k.name = std::string(expect_kind(Tok::KernName, "kernel name").text);
+        k.params = parse_params();
+        current_function_.clear();
+        current_return_ = Type();
         k.body = parse_body();
         scopes_.clear();
         return k;
+    }
+
+    /// `func @f(%a: T, ...) -> R { ... }` (no `-> R` for a void function).
+    FunctionRef parse_function() {
+        expect("func");
+        const Token &name = expect_kind(Tok::KernName, "function name");
+        std::string fname(name.text);
+        if (functions_.count(fname)) error(name, "redefinition of function @" + fname);
+        std::vector<VariableRef> params = parse_params();
+        Type ret;
+        if (accept("->")) {
+            const Token &type_tok = peek();
+            ret = parse_type();
+            if (ret.is_void()) error(type_tok, "write no '-> void': a function without '->' returns nothing");
+        }
+        current_function_ = fname;
+        current_return_ = ret;
+        Stmt body = parse_body();
+        current_function_.clear();
+        current_return_ = Type();
+        scopes_.clear();
+        return Function::make(fname, std::move(params), ret, std::move(body));
     }
 
     std::string_view text_;
@@ -894,6 +977,11 @@ private:
     size_t pos_ = 0;
     std::vector<std::unordered_map<std::string, VariableRef>> scopes_;
     int loop_depth_ = 0;
+    /// The functions defined so far, by name.
+    std::unordered_map<std::string, FunctionRef> functions_;
+    /// The function being parsed (empty in a kernel) and its return type.
+    std::string current_function_;
+    Type current_return_;
 };
 
 } // namespace

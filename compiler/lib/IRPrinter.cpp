@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <unordered_set>
 
 namespace ember::ir {
 
@@ -240,6 +241,17 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
         out += ')';
         return;
     }
+    case NodeKind::Invoke: {
+        const auto *op = e.as<Invoke>();
+        out += function_name(op->callee.get());
+        out += '(';
+        for (size_t i = 0; i < op->args.size(); ++i) {
+            if (i) out += ", ";
+            print_expr(out, op->args[i]);
+        }
+        out += ')';
+        return;
+    }
     default: EMBER_UNREACHABLE("statement kind in an Expr");
     }
 }
@@ -356,7 +368,14 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
     case NodeKind::Break: out += "break"; break;
     case NodeKind::Continue: out += "continue"; break;
     case NodeKind::Barrier: out += "barrier"; break;
-    case NodeKind::Return: out += "return"; break;
+    case NodeKind::Return:
+        out += "return";
+        if (const Expr &v = s.as<Return>()->value) {
+            out += ' ';
+            print_expr(out, v);
+        }
+        break;
+    case NodeKind::Evaluate: print_expr(out, s.as<Evaluate>()->value); break;
     case NodeKind::Print: {
         const auto *op = s.as<Print>();
         out += "print(";
@@ -385,24 +404,54 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
     out += '\n';
 }
 
+void IRTextPrinter::print_signature(std::string &out, const std::vector<VariableRef> &params) {
+    out += '(';
+    for (size_t i = 0; i < params.size(); ++i) {
+        if (i) out += ", ";
+        if (!params[i]) {
+            out += "<null>";
+            continue;
+        }
+        out += name(params[i].get());
+        out += ": ";
+        out += params[i]->type.to_string();
+    }
+    out += ')';
+}
+
 void IRTextPrinter::print_kernel(std::string &out, const Kernel &k) {
     name_kernel(k);
     out += "kernel @";
     out += k.name;
-    out += '(';
-    for (size_t i = 0; i < k.params.size(); ++i) {
-        if (i) out += ", ";
-        if (!k.params[i]) {
-            out += "<null>";
-            continue;
-        }
-        out += name(k.params[i].get());
-        out += ": ";
-        out += k.params[i]->type.to_string();
-    }
-    out += ") {\n";
+    print_signature(out, k.params);
+    out += " {\n";
     print_stmt(out, k.body, 1);
     out += "}\n";
+}
+
+void IRTextPrinter::print_function(std::string &out, const Function &f) {
+    for (const VariableRef &p : f.params) define(p.get());
+    name_definitions(f.body);
+    out += "func ";
+    out += function_name(&f);
+    print_signature(out, f.params);
+    if (!f.ret.is_void()) {
+        out += " -> ";
+        out += f.ret.to_string();
+    }
+    out += " {\n";
+    print_stmt(out, f.body, 1);
+    out += "}\n";
+}
+
+const std::string &IRTextPrinter::function_name(const Function *f) {
+    auto it = functions_->names.find(f);
+    if (it != functions_->names.end()) return it->second;
+    std::string base = sanitize(f->name.empty() ? std::string("f") : f->name);
+    std::string candidate = base;
+    for (unsigned n = 1; functions_->used.count(candidate); ++n) candidate = base + "." + std::to_string(n);
+    functions_->used.insert(candidate);
+    return functions_->names.emplace(f, "@" + candidate).first->second;
 }
 
 std::string IRTextPrinter::stmt_line(const Stmt &s) {
@@ -417,19 +466,51 @@ std::string IRTextPrinter::stmt_line(const Stmt &s) {
 
 } // namespace detail
 
+namespace {
+/// Prints functions (each once, callees first) and kernels that share one table of function
+/// names, each with its own variable names.
+class UnitPrinter {
+public:
+    void function(const FunctionRef &f) {
+        if (!printed_.insert(f.get()).second) return;
+        for (const FunctionRef &callee : called_functions(f->body)) function(callee);
+        separate();
+        detail::IRTextPrinter(&names_).print_function(out_, *f);
+    }
+    void kernel(const Kernel &k) {
+        for (const FunctionRef &f : called_functions(k.body)) function(f);
+        separate();
+        detail::IRTextPrinter(&names_).print_kernel(out_, k);
+    }
+    std::string take() { return std::move(out_); }
+
+private:
+    void separate() {
+        if (!out_.empty()) out_ += '\n';
+    }
+    std::string out_;
+    detail::FunctionNames names_;
+    std::unordered_set<const Function *> printed_;
+};
+} // namespace
+
 std::string print(const Kernel &k) {
-    std::string out;
-    detail::IRTextPrinter().print_kernel(out, k);
-    return out;
+    UnitPrinter p;
+    p.kernel(k);
+    return p.take();
 }
 
 std::string print(const Module &m) {
-    std::string out;
-    for (size_t i = 0; i < m.kernels.size(); ++i) {
-        if (i) out += '\n';
-        detail::IRTextPrinter().print_kernel(out, m.kernels[i]);
-    }
-    return out;
+    UnitPrinter p;
+    for (const FunctionRef &f : m.functions) p.function(f);
+    for (const Kernel &k : m.kernels) p.kernel(k);
+    return p.take();
+}
+
+std::string print(const Function &f) {
+    UnitPrinter p;
+    p.function(FunctionRef(&f));
+    return p.take();
 }
 
 std::string print(const Expr &e) { return detail::IRTextPrinter().expr(e); }

@@ -17,8 +17,21 @@ namespace ember::ir::detail {
 /// Names are assigned by `name_kernel`/`name_definitions` in definition order (params, then the
 /// statements depth first); a variable met without a definition (a free variable of a lone
 /// expression, or a broken kernel) gets its name when it is first printed.
+/// The names of device functions in one printed unit (a module, or a kernel with its callees):
+/// `@name`, with `.1`, `.2`, ... for different functions of one name.
+struct FunctionNames {
+    std::unordered_map<const Function *, std::string> names;
+    std::unordered_set<std::string> used;
+};
+
 class IRTextPrinter {
 public:
+    /// `functions` is shared by the printers of one unit; without it, this printer has its own.
+    explicit IRTextPrinter(FunctionNames *functions = nullptr)
+        : functions_(functions ? functions : &own_functions_) {}
+    IRTextPrinter(const IRTextPrinter &) = delete;
+    IRTextPrinter &operator=(const IRTextPrinter &) = delete;
+
     /// Assigns the names of `k`'s params and of every variable its body defines.
     void name_kernel(const Kernel &k);
     /// Assigns the names of every variable `s` defines.
@@ -32,6 +45,10 @@ public:
     /// statements (nested Blocks are flattened: the grammar has no bare block).
     void print_stmt(std::string &out, const Stmt &s, int indent);
     void print_kernel(std::string &out, const Kernel &k);
+    /// `func @f(...) -> T { ... }` (its callees are printed separately).
+    void print_function(std::string &out, const Function &f);
+    /// `@name` of `f` in this unit.
+    const std::string &function_name(const Function *f);
 
     std::string expr(const Expr &e) {
         std::string s;
@@ -44,10 +61,13 @@ public:
 private:
     void define(const Variable *v);
     void print_body(std::string &out, const Stmt &body, int indent);
+    void print_signature(std::string &out, const std::vector<VariableRef> &params);
 
     std::unordered_map<const Variable *, std::string> names_;
     std::unordered_set<std::string> used_;
     unsigned anonymous_ = 0;
+    FunctionNames own_functions_;
+    FunctionNames *functions_;
 };
 
 } // namespace ember::ir::detail

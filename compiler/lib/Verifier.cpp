@@ -31,14 +31,35 @@ bool is_c_identifier(const std::string &s) {
     return true;
 }
 
-/// Walks one kernel with a stack of scopes and collects every problem.
+/// Does `s` end in a return on every path?
+bool always_returns(const Stmt &s) {
+    if (!s) return false;
+    if (s.as<Return>()) return true;
+    if (const auto *b = s.as<Block>()) return !b->stmts.empty() && always_returns(b->stmts.back());
+    if (const auto *i = s.as<If>()) return always_returns(i->then_body) && always_returns(i->else_body);
+    return false;
+}
+
+/// What the verifier checks: a kernel, or a device function (which has a return type).
+struct Callable {
+    bool is_kernel;
+    const std::string &name;
+    const std::vector<VariableRef> &params;
+    const Stmt &body;
+    Type ret;
+};
+
+/// Walks one kernel or device function with a stack of scopes and collects every problem.
 class Verifier {
 public:
-    explicit Verifier(const Kernel &k) : k_(k) { printer_.name_kernel(k); }
+    explicit Verifier(const Callable &k) : k_(k), what_(k.is_kernel ? "kernel '" : "function '@") {
+        for (const VariableRef &p : k.params) printer_.name(p.get());
+        printer_.name_definitions(k.body);
+    }
 
     std::vector<std::string> run() {
         if (k_.name.empty())
-            report("empty kernel name");
+            report(k_.is_kernel ? "empty kernel name" : "empty function name");
         else if (!is_c_identifier(k_.name))
             report("name is not a C identifier");
         collect_definitions(k_.body);
@@ -56,15 +77,19 @@ public:
             define(p);
         }
         if (!k_.body)
-            report("kernel has no body");
+            report("has no body");
         else if (!k_.body.as<Block>())
-            report("kernel body is a " + std::string(to_string(k_.body.kind())) + ", not a Block");
+            report("body is a " + std::string(to_string(k_.body.kind())) + ", not a Block");
+        if (!k_.is_kernel && k_.ret.is_pointer() && k_.ret.space() != AddressSpace::Global)
+            report("returns a " + k_.ret.to_string() + "; only global pointers can be returned");
+        if (!k_.is_kernel && !k_.ret.is_void() && k_.body && !always_returns(k_.body))
+            report("returns " + k_.ret.to_string() + " but does not end in 'return' on every path");
         stmt(k_.body);
         return std::move(problems_);
     }
 
 private:
-    void report(const std::string &msg) { problems_.push_back("kernel '" + k_.name + "': " + msg); }
+    void report(const std::string &msg) { problems_.push_back(what_ + k_.name + "': " + msg); }
     void report(const std::string &msg, const Stmt &s) {
         report(msg + " in '" + printer_.stmt_line(s) + "'");
     }
@@ -173,6 +198,23 @@ private:
         case NodeKind::Call:
             for (const Expr &a : e.as<Call>()->args) expr(a, s);
             return;
+        case NodeKind::Invoke: {
+            const auto *op = e.as<Invoke>();
+            for (const Expr &a : op->args) expr(a, s);
+            if (op->args.size() != op->callee->params.size()) {
+                report("call of @" + op->callee->name + " with " + std::to_string(op->args.size()) +
+                           " arguments for " + std::to_string(op->callee->params.size()) + " parameters",
+                       s);
+                return;
+            }
+            for (size_t i = 0; i < op->args.size(); ++i)
+                if (op->args[i] && op->args[i].type() != op->callee->params[i]->type)
+                    report("argument " + std::to_string(i) + " of @" + op->callee->name + " has type " +
+                               op->args[i].type().to_string() + ", expected " +
+                               op->callee->params[i]->type.to_string(),
+                           s);
+            return;
+        }
         case NodeKind::Warp:
             expr(e.as<Warp>()->value, s);
             if (e.as<Warp>()->lane) expr(e.as<Warp>()->lane, s);
@@ -223,6 +265,8 @@ private:
         case NodeKind::SharedArray: {
             const auto *op = s.as<SharedArray>();
             check_kind(op->var, VarKind::Let, s);
+            if (!k_.is_kernel)
+                report("shared arrays are declared in kernels; pass the pointer to the function", s);
             shared_bytes_ += op->count * op->var->type.element_type().bytes();
             if (shared_bytes_ > max_static_shared_bytes && !shared_reported_) {
                 shared_reported_ = true;
@@ -316,8 +360,27 @@ private:
         case NodeKind::Continue:
             if (loop_depth_ == 0) report("continue outside a loop");
             return;
-        case NodeKind::Barrier:
-        case NodeKind::Return: return;
+        case NodeKind::Barrier: return;
+        case NodeKind::Return: {
+            const Expr &v = s.as<Return>()->value;
+            if (k_.is_kernel || k_.ret.is_void()) {
+                if (v) report(std::string(k_.is_kernel ? "a kernel" : "a void function") + " returns no value", s);
+                return;
+            }
+            if (!v) {
+                report("'return' without a value in a function returning " + k_.ret.to_string(), s);
+                return;
+            }
+            expr(v, s);
+            check_type(v.type(), k_.ret, "returned value", s);
+            return;
+        }
+        case NodeKind::Evaluate: {
+            const Expr &v = s.as<Evaluate>()->value;
+            expr(v, s);
+            if (v && !v.as<Invoke>()) report("only function calls can be evaluated as statements", s);
+            return;
+        }
         case NodeKind::Print:
             for (const PrintItem &i : s.as<Print>()->items)
                 if (!i.is_text()) expr(i.value, s);
@@ -326,7 +389,8 @@ private:
         }
     }
 
-    const Kernel &k_;
+    const Callable &k_;
+    std::string what_;
     detail::IRTextPrinter printer_;
     std::vector<std::string> problems_;
     std::vector<std::unordered_set<const Variable *>> scopes_;
@@ -339,22 +403,47 @@ private:
     bool shared_reported_ = false;
 };
 
-} // namespace
+std::vector<std::string> verify_alone(const Callable &c) { return Verifier(c).run(); }
 
-std::vector<std::string> verify(const Kernel &k) { return Verifier(k).run(); }
+/// The problems of `body`'s callees, each checked once.
+void verify_callees(const Stmt &body, std::vector<std::string> &problems) {
+    for (const FunctionRef &f : called_functions(body)) {
+        std::vector<std::string> more = verify_alone({false, f->name, f->params, f->body, f->ret});
+        problems.insert(problems.end(), more.begin(), more.end());
+    }
+}
 
-void verify_or_throw(const Kernel &k) {
-    std::vector<std::string> problems = verify(k);
+void throw_problems(const std::string &what, const std::vector<std::string> &problems) {
     if (problems.empty()) return;
     std::string log;
     for (const std::string &p : problems) {
         if (!log.empty()) log += '\n';
         log += p;
     }
-    throw CompileError("kernel '" + k.name + "' failed verification (" +
-                           std::to_string(problems.size()) +
+    throw CompileError(what + " failed verification (" + std::to_string(problems.size()) +
                            (problems.size() == 1 ? " problem)" : " problems)"),
                        log);
 }
+
+} // namespace
+
+std::vector<std::string> verify(const Kernel &k) {
+    std::vector<std::string> problems;
+    verify_callees(k.body, problems);
+    std::vector<std::string> own = verify_alone({true, k.name, k.params, k.body, Type()});
+    problems.insert(problems.end(), own.begin(), own.end());
+    return problems;
+}
+
+std::vector<std::string> verify(const Function &f) {
+    std::vector<std::string> problems;
+    verify_callees(f.body, problems);
+    std::vector<std::string> own = verify_alone({false, f.name, f.params, f.body, f.ret});
+    problems.insert(problems.end(), own.begin(), own.end());
+    return problems;
+}
+
+void verify_or_throw(const Kernel &k) { throw_problems("kernel '" + k.name + "'", verify(k)); }
+void verify_or_throw(const Function &f) { throw_problems("function '@" + f.name + "'", verify(f)); }
 
 } // namespace ember::ir

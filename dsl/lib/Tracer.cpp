@@ -2,6 +2,7 @@
 /// The thread-local builder stack, trace-time checks and kernel finishing.
 #include "ember/dsl/Tracer.h"
 #include "ember/dsl/Builtins.h"
+#include "ember/dsl/Function.h"
 #include "ember/dsl/Kernel.h"
 #include "ember/dsl/Print.h"
 
@@ -40,7 +41,102 @@ void Builder::emit(ir::Stmt s, const std::source_location &loc) {
                        "declare variables (kernel '" + kernel_name_ + "')",
                        loc);
     EMBER_ASSERT(!blocks_.empty(), "emit with no open block");
+    // [Note] Divergence: a Var is thread-dependent after a thread-dependent value, or any value
+    // assigned in divergent code, went into it.
+    const ir::Variable *var = nullptr;
+    bool dependent = false;
+    if (const auto *d = s.as<ir::Declare>()) {
+        var = d->var.get();
+        dependent = thread_dependent(d->init);
+    } else if (const auto *a = s.as<ir::Assign>()) {
+        var = a->var.get();
+        dependent = thread_dependent(a->value);
+    }
+    if (var) {
+        if (dependent || divergence())
+            thread_dependent_vars_.insert(var);
+        else
+            thread_dependent_vars_.erase(var);
+    }
     blocks_.back().push_back(std::move(s));
+}
+
+namespace {
+/// Does `body` (or a function it calls) read something that differs between threads?
+class ReadsThread final : public ir::IRVisitor {
+public:
+    using ir::IRVisitor::visit;
+    void visit(const ir::SpecialReg *op) override { found |= op->reg == ir::SpecialRegKind::ThreadIdx; }
+    void visit(const ir::Warp *) override { found = true; }
+    void visit(const ir::Atomic *) override { found = true; }
+    void visit(const ir::Invoke *op) override {
+        ir::IRVisitor::visit(op);
+        if (seen_.insert(op->callee.get()).second) visit(op->callee->body);
+    }
+    bool found = false;
+
+private:
+    std::unordered_set<const ir::Function *> seen_;
+};
+} // namespace
+
+bool Builder::thread_dependent(const ir::Expr &e) const {
+    if (!e) return false;
+    switch (e.kind()) {
+    case ir::NodeKind::IntImm:
+    case ir::NodeKind::FloatImm:
+    case ir::NodeKind::BoolImm: return false;
+    case ir::NodeKind::SpecialReg: return e.as<ir::SpecialReg>()->reg == ir::SpecialRegKind::ThreadIdx;
+    case ir::NodeKind::VarRef: return thread_dependent_vars_.count(e.as<ir::VarRef>()->var.get()) != 0;
+    case ir::NodeKind::Warp:
+    case ir::NodeKind::Atomic: return true;
+    case ir::NodeKind::Invoke: {
+        const auto *op = e.as<ir::Invoke>();
+        for (const ir::Expr &a : op->args)
+            if (thread_dependent(a)) return true;
+        auto [it, fresh] = function_reads_thread_.try_emplace(op->callee.get(), false);
+        if (fresh) {
+            ReadsThread r;
+            r.visit(op->callee->body);
+            it->second = r.found;
+        }
+        return it->second;
+    }
+    default: break;
+    }
+    // Every other node depends on the thread exactly when one of its operands does.
+    struct Children final : ir::IRVisitor {
+        const Builder &b;
+        bool found = false;
+        explicit Children(const Builder &bb) : b(bb) {}
+        using ir::IRVisitor::visit;
+        void visit(const ir::SpecialReg *op) override { found |= b.thread_dependent(op); }
+        void visit(const ir::VarRef *op) override { found |= b.thread_dependent(op); }
+        void visit(const ir::Warp *) override { found = true; }
+        void visit(const ir::Atomic *) override { found = true; }
+        void visit(const ir::Invoke *op) override { found |= b.thread_dependent(op); }
+    } c(*this);
+    c.visit(e);
+    return c.found;
+}
+
+void Builder::push_divergence(bool divergent, const char *construct, const std::source_location &loc) {
+    divergence_.push_back({divergent ? construct : nullptr, loc});
+}
+
+void Builder::pop_divergence() {
+    EMBER_ASSERT(!divergence_.empty(), "unbalanced divergence scopes");
+    divergence_.pop_back();
+}
+
+const Builder::Divergence *Builder::divergence() const {
+    for (size_t i = divergence_.size(); i-- > 0;)
+        if (divergence_[i].construct) return &divergence_[i];
+    return nullptr;
+}
+
+std::string short_location(const std::source_location &loc) {
+    return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
 }
 
 ir::Expr Builder::bind(ir::Expr value) {
@@ -59,6 +155,7 @@ ir::Expr Builder::bind(ir::Expr value) {
     }
     ir::VariableRef v = ir::Variable::make("", value.type(), ir::VarKind::Let);
     EMBER_ASSERT(!blocks_.empty(), "bind with no open block");
+    if (thread_dependent(value)) thread_dependent_vars_.insert(v.get());
     blocks_.back().push_back(ir::Let::make(v, std::move(value)));
     return ir::VarRef::make(v);
 }
@@ -117,9 +214,8 @@ void check_trace(uint32_t value_trace, const std::source_location &loc) {
         throw DslError("a traced value of kernel " + trace_name(value_trace) +
                            " used outside a kernel",
                        loc);
-    throw DslError("a value traced in kernel " + trace_name(value_trace) + " used in kernel '" +
-                       builder_stack.back()->kernel_name() +
-                       "': pass it as a parameter instead",
+    throw DslError("a value traced in kernel " + trace_name(value_trace) + " used in " +
+                       builder_stack.back()->what() + ": pass it as a parameter instead",
                    loc);
 }
 
@@ -129,8 +225,8 @@ uint32_t merge_trace(uint32_t a, uint32_t b) {
     return kMixedTrace; // reported where the value is used, with the user's location
 }
 
-TraceScope::TraceScope(std::string kernel_name)
-    : builder_(std::move(kernel_name), next_trace_id.fetch_add(1)) {
+TraceScope::TraceScope(std::string kernel_name, bool is_function)
+    : builder_(std::move(kernel_name), next_trace_id.fetch_add(1), is_function) {
     builder_stack.push_back(&builder_);
 }
 
@@ -178,6 +274,45 @@ void check_kernel_signature(const std::string &name, size_t num_params, size_t n
         throw DslError("kernel '" + name + "': " + std::to_string(num_names) +
                            " parameter names given for " + std::to_string(num_params) + " parameters",
                        loc);
+}
+
+void check_function_name(const std::string &name, const std::source_location &loc) {
+    if (!is_identifier(name))
+        throw DslError("device function name '" + name + "' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)", loc);
+}
+
+std::shared_ptr<const FunctionInfo> finish_function(Builder &b, std::vector<ir::VariableRef> params, ir::Type ret) {
+    auto info = std::make_shared<FunctionInfo>();
+    info->ir = ir::Function::make(b.kernel_name(), std::move(params), ret, b.pop_block());
+    ir::verify_or_throw(*info->ir);
+    info->uses_barrier = ir::uses_barrier(*info->ir);
+    return info;
+}
+
+ir::Expr call_function(const FunctionInfo *f, std::vector<ir::Expr> args, std::vector<uint32_t> traces,
+                       const std::source_location &loc) {
+    Builder &b = require_builder("a device function call", loc);
+    if (!f)
+        throw DslError("call of a device function that is not defined yet, in " + b.what() +
+                           (b.is_function() ? " (a device function cannot call itself: recursion is not "
+                                              "supported on GPUs)"
+                                            : ""),
+                       loc);
+    for (uint32_t t : traces) check_trace(t, loc);
+    if (f->uses_barrier) {
+        if (const Builder::Divergence *d = b.divergence())
+            throw DslError("device function '" + f->ir->name + "' waits at a barrier() but is called where "
+                               "the threads of a block may not all arrive: the " + std::string(d->construct) +
+                               " at " + short_location(d->loc) + " depends on the thread (thread_idx) (" +
+                               b.what() + "; see [Note] Divergence)",
+                           loc);
+    }
+    ir::Expr call = ir::Invoke::make(f->ir, std::move(args));
+    if (f->ir->ret.is_void()) {
+        b.emit(ir::Evaluate::make(call), loc);
+        return {};
+    }
+    return b.bind(call);
 }
 
 std::shared_ptr<const KernelInfo> finish_kernel(Builder &b, std::vector<ir::VariableRef> params,
@@ -246,7 +381,28 @@ void detail::PrintBuilder::emit(const std::source_location &loc) {
 }
 
 void return_(std::source_location loc) {
-    detail::require_builder("return_", loc).emit(ir::Return::make(), loc);
+    detail::Builder &b = detail::require_builder("return_", loc);
+    if (!b.return_type.is_void())
+        throw DslError(b.what() + " returns " + b.return_type.to_string() + ": use return_(value)", loc);
+    b.emit(ir::Return::make(), loc);
+}
+
+ir::Type detail::current_return_type(const std::source_location &loc) {
+    return detail::require_builder("return_", loc).return_type;
+}
+
+void detail::return_value(ir::Expr value, uint32_t trace, const std::source_location &loc) {
+    detail::check_trace(trace, loc);
+    detail::Builder &b = detail::require_builder("return_", loc);
+    if (!b.is_function())
+        throw DslError("return_(value) in " + b.what() + ": a kernel returns no value (use return_())", loc);
+    if (b.return_type.is_void())
+        throw DslError("return_(value) in " + b.what() + ", which returns nothing: use return_()", loc);
+    if (value.type() != b.return_type)
+        throw DslError(b.what() + " returns " + b.return_type.to_string() + ", not " +
+                           value.type().to_string() + ": convert with cast<T>()",
+                       loc);
+    b.emit(ir::Return::make(std::move(value)), loc);
 }
 
 void fence_block(std::source_location loc) {
@@ -260,7 +416,14 @@ void fence_system(std::source_location loc) {
 }
 
 void barrier(std::source_location loc) {
-    detail::require_builder("barrier", loc).emit(ir::Barrier::make(), loc);
+    detail::Builder &b = detail::require_builder("barrier", loc);
+    if (const detail::Builder::Divergence *d = b.divergence())
+        throw DslError("barrier() where the threads of a block may not all arrive: the " +
+                           std::string(d->construct) + " at " + detail::short_location(d->loc) +
+                           " depends on the thread (thread_idx), so some threads would skip it (" +
+                           b.what() + "; see [Note] Divergence)",
+                       loc);
+    b.emit(ir::Barrier::make(), loc);
 }
 
 } // namespace ember

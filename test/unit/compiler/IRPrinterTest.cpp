@@ -58,7 +58,7 @@ TEST(IRPrinterTest, PrintsScalarAddExactly) {
 TEST(IRPrinterTest, ModuleSeparatesKernelsByOneBlankLine) {
     Kernel a{"a", {}, Block::make({Barrier::make()})};
     Kernel b{"b", {}, Block::make({})};
-    EXPECT_EQ(print(Module{{a, b}}), "kernel @a() {\n  barrier\n}\n\nkernel @b() {\n}\n");
+    EXPECT_EQ(print(Module{{}, {a, b}}), "kernel @a() {\n  barrier\n}\n\nkernel @b() {\n}\n");
 }
 
 TEST(IRPrinterTest, NumbersAnonymousAndUniquifiesDuplicateNames) {

@@ -75,9 +75,9 @@ TEST(VerifierTest, EmptyKernelName) {
 }
 
 TEST(VerifierTest, MissingOrNonBlockBody) {
-    EXPECT_EQ(verify(Kernel{"k", {}, Stmt()}), Problems{"kernel 'k': kernel has no body"});
+    EXPECT_EQ(verify(Kernel{"k", {}, Stmt()}), Problems{"kernel 'k': has no body"});
     EXPECT_EQ(verify(Kernel{"k", {}, Barrier::make()}),
-              Problems{"kernel 'k': kernel body is a Barrier, not a Block"});
+              Problems{"kernel 'k': body is a Barrier, not a Block"});
 }
 
 TEST(VerifierTest, VariableUsedOutsideItsScope) {

@@ -55,7 +55,19 @@
 ///   the reader's own value outside [0, 32); shuffle_xor reads `lane ^ mask`. Reading a lane that
 ///   does not exist (a partial last warp) is undefined. ballot gives the u32 whose bit i is lane
 ///   i's condition; warp_any / warp_all are whether any / all of the lanes' conditions hold.
-/// * Return ends the thread's kernel early (a kernel returns no value).
+/// * Return ends the thread's kernel early (a kernel returns no value), or ends a device
+///   function call, with the function's value when it returns one.
+/// * Device functions. `func @f(%a: T, ...) -> R { ... }` defines a function that kernels and
+///   other functions call as `@f(args)` (an Invoke), passing arguments by value (pointers are
+///   values: the callee reads and writes the caller's memory through them). Calls evaluate their
+///   arguments left to right, then run the body; a function of a non-void type ends in a
+///   `return e` on every path (the verifier checks), a void one is called as a statement
+///   (Evaluate). A call sees the caller's thread: special registers, barrier, warp operations and
+///   print act as if written at the call site. Recursion cannot be expressed: a function is built
+///   from its finished body, so it can only call functions that existed before it (the parser
+///   and the front end reject a call of the function being defined). Shared arrays are declared
+///   in kernels (a function gets the pointer as an argument). Whether a call is inlined is up to
+///   the compiler.
 /// * Print writes its items separated by `sep` and followed by `end`, as one line of this
 ///   thread's output (lines of different threads do not mix; their order is unspecified). Integers
 ///   print in decimal, bool as True or False, floats as C's printf `%g` (6 significant digits).
@@ -214,6 +226,23 @@ public:
         return get() && get()->kind == T::static_kind ? static_cast<const T *>(get()) : nullptr;
     }
 };
+
+/// A device function (see [Note] IR semantics: Device functions): typed parameters
+/// (VarKind::Param), a return type (void for none) and a body (a Block). Immutable and shared by
+/// reference: every Invoke of it points to this object, so a kernel with its callees is one
+/// self-contained graph.
+struct Function final : RefCounted {
+    std::string name;
+    std::vector<VariableRef> params;
+    Type ret;
+    Stmt body;
+    static Ref<Function> make(std::string name, std::vector<VariableRef> params, Type ret, Stmt body);
+
+private:
+    Function(std::string n, std::vector<VariableRef> p, Type r, Stmt b)
+        : name(std::move(n)), params(std::move(p)), ret(r), body(std::move(b)) {}
+};
+using FunctionRef = Ref<Function>;
 
 // ---------------------------------------------------------------------------------------------
 // Expressions. Each `make` checks its invariants with EMBER_ASSERT (a violation is a bug in the
@@ -447,6 +476,20 @@ private:
     Warp(WarpOp o, Type t, Expr v, Expr l) : ExprNode(static_kind, t), op(o), value(std::move(v)), lane(std::move(l)) {}
 };
 
+/// `@f(args...)`: a call of a device function; the type is the function's return type. It may
+/// write memory, so the front end binds it to a `let` (or, for a void function, an Evaluate)
+/// where the user wrote it.
+struct Invoke final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Invoke;
+    FunctionRef callee;
+    std::vector<Expr> args;
+    static Expr make(FunctionRef callee, std::vector<Expr> args);
+
+private:
+    Invoke(FunctionRef f, std::vector<Expr> a)
+        : ExprNode(static_kind, f->ret), callee(std::move(f)), args(std::move(a)) {}
+};
+
 // ---------------------------------------------------------------------------------------------
 // Statements.
 
@@ -629,13 +672,24 @@ private:
     explicit Fence(FenceScope s) : StmtNode(static_kind), scope(s) {}
 };
 
-/// Ends the kernel for this thread.
+/// Ends the kernel for this thread, or the device function call (with `value`, null for none).
 struct Return final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::Return;
-    static Stmt make();
+    Expr value;
+    static Stmt make(Expr value = Expr());
 
 private:
-    Return() : StmtNode(static_kind) {}
+    explicit Return(Expr v) : StmtNode(static_kind), value(std::move(v)) {}
+};
+
+/// Evaluates `value` for its effect and drops the result: the call of a void device function.
+struct Evaluate final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Evaluate;
+    Expr value;
+    static Stmt make(Expr value);
+
+private:
+    explicit Evaluate(Expr v) : StmtNode(static_kind), value(std::move(v)) {}
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -648,10 +702,17 @@ struct Kernel {
     Stmt body;
 };
 
-/// What the parser returns and `ember-compile` consumes: one or more kernels.
+/// What the parser returns and `ember-compile` consumes: device functions and kernels.
 struct Module {
+    std::vector<FunctionRef> functions;
     std::vector<Kernel> kernels;
 };
+
+/// The device functions `body` calls, directly or through other functions, each once, callees
+/// before their callers (the order in which they print and are defined).
+std::vector<FunctionRef> called_functions(const Stmt &body);
+/// Whether `f` or a function it calls contains a barrier.
+bool uses_barrier(const Function &f);
 
 /// The static shared memory `k` declares: its arrays one after the other in statement order, each
 /// at a 16-byte aligned offset (the layout every target uses).

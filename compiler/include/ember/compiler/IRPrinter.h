@@ -12,7 +12,11 @@
 /// * One statement per line, two-space indentation, `//` comments to the end of a line.
 /// * Statements: `let %x: T = e`, `var %x: T = e`, `%x = e`, `p[i] = e`,
 ///   `if e { ... } else { ... }`, `for %i: T = b to e step s { ... }`, `while e { ... }`,
-///   `break`, `continue`, `barrier`.
+///   `break`, `continue`, `barrier`, `return`, `return e` (in functions), and `@f(args)`
+///   (calling a void function).
+/// * Device functions: `func @f(%a: T, ...) -> R { ... }` (no `-> R` for void), defined before
+///   the kernels and functions that call them; a printed kernel is preceded by the functions it
+///   calls, so that it parses alone. A call is `@f(args)`.
 /// * Expressions: `42:i32`, `1.5:f32` (shortest round-trip decimal; `inf`, `-inf`, `nan`),
 ///   `true`, `false`, `%x`, `thread_idx.x` (and block_idx, block_dim, grid_dim; .x .y .z),
 ///   every binary operator fully parenthesised `(a + b)` (`&&`/`||` for bool, `&`/`|` for ints),
@@ -33,6 +37,8 @@ namespace ember::ir {
 
 std::string print(const Kernel &k);
 std::string print(const Module &m);
+/// A device function, after the functions it calls.
+std::string print(const Function &f);
 /// An expression or statement alone (names as if it were a kernel body); for messages and tests.
 std::string print(const Expr &e);
 std::string print(const Stmt &s);

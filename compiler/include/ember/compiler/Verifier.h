@@ -22,6 +22,12 @@ std::vector<std::string> verify(const Kernel &k);
 
 /// Throws `ember::CompileError` with all problems in its log when `verify` finds any.
 void verify_or_throw(const Kernel &k);
+/// The same for a device function and the functions it calls: also a return type that is not
+/// returned on every path, `return` without a value in a non-void function (or with one in a
+/// void function), a returned value of another type, call arguments that do not match the
+/// parameters, and shared arrays (kernels declare them). A kernel's check includes its callees.
+std::vector<std::string> verify(const Function &f);
+void verify_or_throw(const Function &f);
 
 } // namespace ember::ir
 

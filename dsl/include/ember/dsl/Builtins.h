@@ -329,8 +329,48 @@ template <Traced X> auto warp_max(const X &x, std::source_location loc = std::so
     return detail::warp_reduce(x, [](const auto &a, const auto &b) { return max(a, b); }, loc);
 }
 
-/// Ends the kernel for this thread (the threads that do not reach it go on).
+/// Ends the kernel (or a void device function) for this thread (the threads that do not reach
+/// it go on).
 void return_(std::source_location loc = std::source_location::current());
+
+namespace detail {
+void return_value(ir::Expr value, uint32_t trace, const std::source_location &loc);
+ir::Type current_return_type(const std::source_location &loc);
+/// A C++ number as a constant of the IR type `t` (known only while tracing), by the rules of
+/// host_constant.
+template <HostScalar U> ir::Expr host_constant_for(ir::Type t, U v, const std::source_location &loc) {
+    using S = std::remove_cvref_t<U>;
+    if (!t.is_scalar() || t.is_void())
+        throw DslError("a C++ number cannot be returned as " + t.to_string(), loc);
+    if constexpr (std::is_same_v<S, bool>) {
+        if (!t.is_bool()) throw DslError("a C++ bool does not convert to " + t.to_string(), loc);
+        return ir::BoolImm::make(v);
+    } else {
+        if (t.is_bool()) throw DslError("a C++ number does not convert to bool; compare it (x != 0)", loc);
+        if constexpr (std::is_floating_point_v<S>) {
+            if (!t.is_float())
+                throw DslError("a C++ floating-point value does not convert to " + t.to_string() +
+                                   " implicitly; use cast<T>()",
+                               loc);
+            return host_constant_float(t, static_cast<double>(v));
+        } else {
+            if (t.is_float()) return host_constant_float(t, static_cast<double>(v));
+            return host_constant_int(t, static_cast<int64_t>(v), std::is_unsigned_v<S>, static_cast<uint64_t>(v), loc);
+        }
+    }
+}
+} // namespace detail
+
+/// Returns `value` from the device function being traced (of exactly its return type; a C++
+/// number is converted to it).
+template <Operand X> void return_(const X &value, std::source_location loc = std::source_location::current()) {
+    if constexpr (Traced<X>) {
+        Value<traced_t<X>> v = detail::to_value<traced_t<X>>(value, loc);
+        detail::return_value(v.expr(), v.trace(), loc);
+    } else {
+        detail::return_value(detail::host_constant_for(detail::current_return_type(loc), value, loc), 0, loc);
+    }
+}
 
 } // namespace ember
 

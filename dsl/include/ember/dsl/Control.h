@@ -37,8 +37,8 @@ template <class F> void check_body() {
 /// The result of `if_`: `.elif_(cond, body)` and `.else_(body)` extend the same `if`.
 class IfChain {
 public:
-    IfChain(detail::Builder &b, ir::Expr cond, ir::Stmt then_body, ir::Stmt emitted)
-        : builder_(&b), emitted_(std::move(emitted)) {
+    IfChain(detail::Builder &b, ir::Expr cond, ir::Stmt then_body, ir::Stmt emitted, bool divergent)
+        : builder_(&b), emitted_(std::move(emitted)), divergent_(divergent) {
         arms_.push_back({{}, std::move(cond), std::move(then_body)});
     }
 
@@ -48,7 +48,13 @@ public:
         Bool c = detail::to_value<bool>(cond, loc);
         check_open("elif_", loc);
         std::vector<ir::Stmt> prelude = take_condition_prelude(loc);
-        ir::Stmt block = detail::trace_block(*builder_, std::forward<F>(body));
+        // Each arm runs only where the earlier conditions failed: it diverges when any did.
+        divergent_ = divergent_ || builder_->thread_dependent(c.expr());
+        ir::Stmt block;
+        {
+            detail::DivergenceScope d(*builder_, divergent_, "elif_", loc);
+            block = detail::trace_block(*builder_, std::forward<F>(body));
+        }
         arms_.push_back({std::move(prelude), c.expr(), std::move(block)});
         rebuild(loc);
         return *this;
@@ -58,7 +64,10 @@ public:
         detail::check_body<F>();
         check_open("else_", loc);
         if (!take_condition_prelude(loc).empty()) EMBER_UNREACHABLE("else_ has no condition");
-        else_body_ = detail::trace_block(*builder_, std::forward<F>(body));
+        {
+            detail::DivergenceScope d(*builder_, divergent_, "else_", loc);
+            else_body_ = detail::trace_block(*builder_, std::forward<F>(body));
+        }
         rebuild(loc);
         closed_ = true;
     }
@@ -78,6 +87,7 @@ private:
     std::vector<Arm> arms_;
     ir::Stmt else_body_;
     bool closed_ = false;
+    bool divergent_; ///< some condition of the chain depends on the thread
 };
 
 /// Runs `body` on the device for the threads where `cond` (a Bool) holds.
@@ -88,10 +98,15 @@ IfChain if_(const C &cond, F &&body, std::source_location loc = std::source_loca
     detail::check_body<F>();
     Bool c = detail::to_value<bool>(cond, loc);
     detail::Builder &b = detail::require_builder("if_", loc);
-    ir::Stmt then_body = detail::trace_block(b, std::forward<F>(body));
+    const bool divergent = b.thread_dependent(c.expr());
+    ir::Stmt then_body;
+    {
+        detail::DivergenceScope d(b, divergent, "if_", loc);
+        then_body = detail::trace_block(b, std::forward<F>(body));
+    }
     ir::Stmt s = ir::If::make(c.expr(), then_body);
     b.emit(s, loc);
-    return IfChain(b, c.expr(), then_body, s);
+    return IfChain(b, c.expr(), then_body, s, divergent);
 }
 
 namespace detail {
@@ -120,9 +135,13 @@ void trace_for(const Value<T> &begin, const Value<T> &end, const Value<T> &step,
     Builder &b = require_builder("for_", loc);
     ir::VariableRef var = ir::Variable::make("", ir_type_of<T>(), ir::VarKind::LoopIndex);
     Value<T> index(ir::VarRef::make(var), b.id());
+    const bool divergent =
+        b.thread_dependent(begin.expr()) || b.thread_dependent(end.expr()) || b.thread_dependent(step.expr());
+    if (divergent) b.mark_thread_dependent(var.get());
     ++b.loop_depth;
     ir::Stmt block;
     try {
+        DivergenceScope d(b, divergent, "for_", loc);
         block = trace_block(b, [&] { std::invoke(body, index); });
     } catch (...) {
         --b.loop_depth;
@@ -175,6 +194,7 @@ void while_(C &&cond, F &&body, std::source_location loc = std::source_location:
     ++b.loop_depth;
     ir::Stmt block;
     try {
+        detail::DivergenceScope d(b, b.thread_dependent(c.expr()), "while_", loc);
         block = detail::trace_block(b, std::forward<F>(body));
     } catch (...) {
         --b.loop_depth;

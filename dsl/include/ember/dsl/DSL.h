@@ -5,6 +5,7 @@
 
 #include "ember/dsl/Builtins.h"
 #include "ember/dsl/Control.h"
+#include "ember/dsl/Function.h"
 #include "ember/dsl/Kernel.h"
 #include "ember/dsl/Print.h"
 #include "ember/dsl/Value.h"

@@ -43,14 +43,13 @@ template <Scalar T> struct param_traits<Value<T>> {
     static constexpr bool ok = true;
     static constexpr ir::Type type() { return ir_type_of<T>(); }
 };
-template <Scalar T> struct param_traits<Ptr<T>> {
+template <class T, ir::AddressSpace S> struct param_traits<Ptr<T, S>> {
     static constexpr bool ok = true;
-    static constexpr ir::Type type() { return Ptr<T>::ir_type(); }
+    static constexpr bool global = S == ir::AddressSpace::Global;
+    static constexpr ir::Type type() { return Ptr<T, S>::ir_type(); }
 };
-template <Scalar T> struct param_traits<Ptr<const T>> {
-    static constexpr bool ok = true;
-    static constexpr ir::Type type() { return Ptr<const T>::ir_type(); }
-};
+template <class P> constexpr bool is_non_global_ptr = false;
+template <class T, ir::AddressSpace S> constexpr bool is_non_global_ptr<Ptr<T, S>> = S != ir::AddressSpace::Global;
 
 void check_kernel_signature(const std::string &name, size_t num_params, size_t num_names,
                             const std::source_location &loc);
@@ -90,6 +89,9 @@ namespace detail {
 template <class F, class... P>
 auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::tuple<P...> *,
                   const std::source_location &loc) {
+    static_assert((!is_non_global_ptr<P> && ...),
+                  "a kernel parameter points to global memory (Ptr<T>); shared and local pointers "
+                  "are passed to device functions, not kernels");
     check_kernel_signature(name, sizeof...(P), names.size(), loc);
     if (names.empty()) names.resize(sizeof...(P));
     TraceScope scope(name);

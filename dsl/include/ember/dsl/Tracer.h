@@ -11,7 +11,20 @@
 /// * Inside a `while_` condition the builder is in expression-only mode: loads and reads stay
 ///   inline (the condition is re-evaluated every iteration) and statements are rejected.
 /// * Every value remembers the trace it came from (0 = none: constants and special registers),
-///   so a value of one kernel cannot leak into another.
+///   so a value of one kernel cannot leak into another. A device function is traced on its own
+///   builder (its own trace), so a kernel's values cannot leak into it either.
+///
+/// [Note] Divergence
+/// =================
+/// The builder follows which values can be seen to differ between the threads of a block:
+/// values computed from thread_idx (and lane_id, global_idx), warp operations, atomics, loads
+/// from such addresses, calls of functions that read them, and the lets, loop indices and Vars
+/// they are stored in (a Var assigned in divergent code counts as thread-dependent). An if_,
+/// elif_, else_, for_ or while_ whose condition or bounds are thread-dependent makes its body
+/// divergent. A barrier() there, or a call of a device function that waits at a barrier, is a
+/// DslError: the threads of the block would not all reach it (a hang or undefined behaviour on
+/// GPUs). The analysis only reports what it can see: a condition read from memory through a
+/// uniform address, or a parameter of a device function, is taken to be uniform.
 #ifndef EMBER_DSL_TRACER_H
 #define EMBER_DSL_TRACER_H
 
@@ -21,16 +34,42 @@
 #include <cstdint>
 #include <source_location>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ember::detail {
 
 class Builder {
 public:
-    Builder(std::string kernel_name, uint32_t id) : kernel_name_(std::move(kernel_name)), id_(id) {}
+    Builder(std::string kernel_name, uint32_t id, bool is_function = false)
+        : kernel_name_(std::move(kernel_name)), id_(id), is_function_(is_function) {}
 
     const std::string &kernel_name() const { return kernel_name_; }
     uint32_t id() const { return id_; }
+    /// Whether this traces a device function (else a kernel).
+    bool is_function() const { return is_function_; }
+    /// "kernel 'k'" or "device function 'f'", for messages.
+    std::string what() const {
+        return (is_function_ ? "device function '" : "kernel '") + kernel_name_ + "'";
+    }
+    /// A device function's return type (void for none and for kernels).
+    ir::Type return_type;
+
+    // [Note] Divergence.
+    struct Divergence {
+        const char *construct; ///< "if_", "for_", ...
+        std::source_location loc;
+    };
+    /// Whether `e` can be seen to differ between the threads of a block.
+    bool thread_dependent(const ir::Expr &e) const;
+    /// Enters the body of `construct`; `divergent` when its condition is thread-dependent.
+    void push_divergence(bool divergent, const char *construct, const std::source_location &loc);
+    void pop_divergence();
+    /// The innermost enclosing construct that makes the current code divergent, or null.
+    const Divergence *divergence() const;
+    /// Records that `v` (a let or loop index) holds a thread-dependent value.
+    void mark_thread_dependent(const ir::Variable *v) { thread_dependent_vars_.insert(v); }
 
     void emit(ir::Stmt s, const std::source_location &loc);
     /// Binds `value` to a fresh `let` and returns a reference to it; returns `value` unchanged in
@@ -52,8 +91,31 @@ public:
 private:
     std::string kernel_name_;
     uint32_t id_;
+    bool is_function_;
     std::vector<std::vector<ir::Stmt>> blocks_;
+    std::vector<Divergence> divergence_; ///< construct == nullptr: a uniform construct
+    std::unordered_set<const ir::Variable *> thread_dependent_vars_;
+    /// Device functions whose results depend on the thread (cached).
+    mutable std::unordered_map<const ir::Function *, bool> function_reads_thread_;
 };
+
+/// RAII: Builder::push_divergence / pop_divergence.
+class DivergenceScope {
+public:
+    DivergenceScope(Builder &b, bool divergent, const char *construct, const std::source_location &loc)
+        : b_(b) {
+        b_.push_divergence(divergent, construct, loc);
+    }
+    ~DivergenceScope() { b_.pop_divergence(); }
+    DivergenceScope(const DivergenceScope &) = delete;
+    DivergenceScope &operator=(const DivergenceScope &) = delete;
+
+private:
+    Builder &b_;
+};
+
+/// "file:line" of `loc`, for messages that point at another place than the error's own.
+std::string short_location(const std::source_location &loc);
 
 /// The innermost builder of this thread, or null outside any kernel trace.
 Builder *current_builder() noexcept;
@@ -65,10 +127,11 @@ inline constexpr uint32_t kMixedTrace = 0xFFFFFFFFu;
 void check_trace(uint32_t value_trace, const std::source_location &loc);
 uint32_t current_trace_id() noexcept;
 
-/// RAII: pushes a builder for `kernel_name` and pops it again, also on exceptions.
+/// RAII: pushes a builder for `kernel_name` (a device function's name when `is_function`) and
+/// pops it again, also on exceptions.
 class TraceScope {
 public:
-    explicit TraceScope(std::string kernel_name);
+    explicit TraceScope(std::string kernel_name, bool is_function = false);
     ~TraceScope();
     TraceScope(const TraceScope &) = delete;
     TraceScope &operator=(const TraceScope &) = delete;

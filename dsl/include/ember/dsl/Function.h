@@ -1,0 +1,138 @@
+/// \file
+/// `device_function("name", lambda)`: a function traced once into the IR, callable from kernels
+/// and other device functions with typed parameters and a return value.
+///
+///     auto square = ember::device_function("square", [](ember::Float32 x) { return x * x; });
+///     auto k = ember::kernel("k", [&](ember::Ptr<float> p) { p[0] = square(p[1]); });
+///
+/// Parameters are DSL values (`Value<T>`, `Ptr<T>` in any address space); the lambda returns
+/// nothing, a `Value<T>` or a `Ptr<T>` (global). `return_(value)` returns early. The body is traced
+/// when device_function() runs, on its own trace: it sees only its parameters. Each call appears
+/// in the kernel's IR as `@name(args)`; the compiler decides whether to inline it. Recursion is
+/// rejected: the function is not callable until its trace has finished (a call from its own body
+/// goes through a handle that is still empty, which throws DslError).
+#ifndef EMBER_DSL_FUNCTION_H
+#define EMBER_DSL_FUNCTION_H
+
+#include "ember/dsl/Builtins.h"
+#include "ember/dsl/Kernel.h"
+#include "ember/dsl/Value.h"
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+namespace ember {
+
+namespace detail {
+/// What a traced device function is, shared by every copy of its handle.
+struct FunctionInfo {
+    ir::FunctionRef ir;
+    bool uses_barrier = false;
+};
+
+template <class R> struct function_result {
+    static constexpr bool ok = false;
+};
+template <> struct function_result<void> {
+    static constexpr bool ok = true;
+    static ir::Type type() { return ir::Type(); }
+};
+template <Scalar T> struct function_result<Value<T>> {
+    static constexpr bool ok = true;
+    static ir::Type type() { return ir_type_of<T>(); }
+};
+template <class T> struct function_result<Ptr<T>> {
+    static constexpr bool ok = true;
+    static ir::Type type() { return Ptr<T>::ir_type(); }
+};
+
+void check_function_name(const std::string &name, const std::source_location &loc);
+std::shared_ptr<const FunctionInfo> finish_function(Builder &b, std::vector<ir::VariableRef> params, ir::Type ret);
+/// Emits a call of `f` in the current trace and returns its value (null for a void function):
+/// bound to a let where the user wrote it. Checks the arguments' traces and [Note] Divergence.
+ir::Expr call_function(const FunctionInfo *f, std::vector<ir::Expr> args, std::vector<uint32_t> traces,
+                       const std::source_location &loc);
+
+/// A call argument for a parameter of type P, converted where the user wrote it.
+template <class P> struct ArgOf;
+template <Scalar T> struct ArgOf<Value<T>> : At<T> {
+    using At<T>::At;
+    ir::Expr expr() const { return this->value.expr(); }
+    uint32_t trace() const { return this->value.trace(); }
+};
+template <class T, ir::AddressSpace S> struct ArgOf<Ptr<T, S>> {
+    Ptr<T, S> ptr;
+    ArgOf(const Ptr<T, S> &p) : ptr(p) {} // NOLINT: implicit
+    ir::Expr expr() const { return ptr.expr(); }
+    uint32_t trace() const { return ptr.trace(); }
+};
+} // namespace detail
+
+template <class Signature> class DeviceFn;
+
+/// A traced device function returning R (void, Value<T> or Ptr<T>) from parameters P...
+/// Cheap to copy. A default-constructed handle is empty until assigned.
+template <class R, class... P> class DeviceFn<R(P...)> {
+public:
+    DeviceFn() = default;
+    explicit DeviceFn(std::shared_ptr<const detail::FunctionInfo> info) : info_(std::move(info)) {}
+
+    /// Calls the function where the user wrote it (inside a kernel or device function trace).
+    R operator()(detail::ArgOf<P>... args, std::source_location loc = std::source_location::current()) const {
+        ir::Expr r = detail::call_function(info_.get(), {args.expr()...}, {args.trace()...}, loc);
+        if constexpr (!std::is_void_v<R>) return R(r, detail::current_trace_id());
+    }
+
+    const std::string &name() const { return info_->ir->name; }
+    const ir::FunctionRef &ir() const { return info_->ir; }
+    explicit operator bool() const { return info_ != nullptr; }
+
+private:
+    std::shared_ptr<const detail::FunctionInfo> info_;
+};
+
+namespace detail {
+template <class R, class F, class... Params>
+DeviceFn<R(Params...)> trace_function(std::string name, F &f, std::tuple<Params...> *,
+                                      const std::source_location &loc) {
+    check_function_name(name, loc);
+    TraceScope scope(name, /*is_function=*/true);
+    Builder &b = scope.builder();
+    b.return_type = function_result<R>::type();
+    b.push_block();
+    std::vector<ir::VariableRef> vars;
+    std::vector<std::string> names(sizeof...(Params));
+    auto args = [&]<size_t... I>(std::index_sequence<I...>) {
+        return std::tuple<Params...>{make_param<Params>(I, names, vars, b.id())...};
+    }(std::index_sequence_for<Params...>{});
+    if constexpr (std::is_void_v<R>) {
+        std::apply(f, args);
+    } else {
+        R r = std::apply(f, args);
+        check_trace(r.trace(), loc);
+        b.emit(ir::Return::make(r.expr()), loc);
+    }
+    return DeviceFn<R(Params...)>(finish_function(b, std::move(vars), function_result<R>::type()));
+}
+} // namespace detail
+
+/// Traces `body` (a lambda with DSL-typed parameters) into the device function `name`.
+template <class F>
+auto device_function(std::string name, F &&body, std::source_location loc = std::source_location::current()) {
+    using Fn = std::remove_cvref_t<F>;
+    static_assert(requires { &Fn::operator(); },
+                  "device_function() needs a lambda with explicit parameter types (no auto parameters)");
+    using traits = detail::lambda_traits<Fn>;
+    using R = std::remove_cvref_t<typename traits::result>;
+    static_assert(detail::function_result<R>::ok,
+                  "a device function returns nothing, a DSL value (Int, Float32, ... : Value<T>) "
+                  "or a global Ptr<T>");
+    return detail::trace_function<R>(std::move(name), body, static_cast<typename traits::params *>(nullptr), loc);
+}
+
+} // namespace ember
+
+#endif // EMBER_DSL_FUNCTION_H
