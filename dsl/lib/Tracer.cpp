@@ -205,8 +205,9 @@ Builder &require_builder(const char *what, const std::source_location &loc) {
 void check_trace(uint32_t value_trace, const std::source_location &loc) {
     if (value_trace == 0) return;
     if (value_trace == kMixedTrace)
-        throw DslError("an expression combines values traced in different kernels; pass values "
-                       "to a kernel as parameters",
+        throw DslError("an expression combines values traced in different kernels or device "
+                       "functions" + (builder_stack.empty() ? std::string() : " (in " + builder_stack.back()->what() + ")") +
+                       "; pass values to a kernel or device function as parameters",
                        loc);
     uint32_t cur = current_trace_id();
     if (cur == value_trace) return;
@@ -388,16 +389,18 @@ void return_(std::source_location loc) {
 }
 
 ir::Type detail::current_return_type(const std::source_location &loc) {
-    return detail::require_builder("return_", loc).return_type;
-}
-
-void detail::return_value(ir::Expr value, uint32_t trace, const std::source_location &loc) {
-    detail::check_trace(trace, loc);
     detail::Builder &b = detail::require_builder("return_", loc);
     if (!b.is_function())
         throw DslError("return_(value) in " + b.what() + ": a kernel returns no value (use return_())", loc);
     if (b.return_type.is_void())
         throw DslError("return_(value) in " + b.what() + ", which returns nothing: use return_()", loc);
+    return b.return_type;
+}
+
+void detail::return_value(ir::Expr value, uint32_t trace, const std::source_location &loc) {
+    detail::check_trace(trace, loc);
+    detail::Builder &b = detail::require_builder("return_", loc);
+    current_return_type(loc);
     if (value.type() != b.return_type)
         throw DslError(b.what() + " returns " + b.return_type.to_string() + ", not " +
                            value.type().to_string() + ": convert with cast<T>()",
