@@ -276,6 +276,8 @@ llvm::Value *CodeGenLLVM::visit(const ir::Atomic *op) {
     // Relaxed ordering, as CUDA's atomic functions ([Note] IR semantics: Atomic).
     constexpr auto order = llvm::AtomicOrdering::Monotonic;
     const llvm::MaybeAlign align(t.bytes());
+    if (op->scope != ir::FenceScope::Device)
+        if (llvm::Value *r = target_.emit_scoped_atomic(b_, op->op, t, addr, value, compare, op->scope)) return r;
     if (op->op == ir::AtomicOp::Cas) {
         llvm::Value *pair = b_.CreateAtomicCmpXchg(addr, compare, value, align, order, order);
         return b_.CreateExtractValue(pair, 0);

@@ -324,7 +324,7 @@ std::string_view operand_requirement(AtomicOp op, Type t) {
     return int_32_64 ? "" : "32- or 64-bit integers";
 }
 
-Expr Atomic::make(AtomicOp op, Expr ptr, Expr index, Expr value, Expr compare) {
+Expr Atomic::make(AtomicOp op, Expr ptr, Expr index, Expr value, Expr compare, FenceScope scope) {
     EMBER_ASSERT(ptr && index && value, "Atomic with a null operand");
     EMBER_ASSERT(ptr.type().is_pointer() && !ptr.type().readonly(), "Atomic through a non-writable pointer");
     EMBER_ASSERT(index.type().is_int(), "Atomic index of type " + index.type().to_string());
@@ -335,7 +335,8 @@ Expr Atomic::make(AtomicOp op, Expr ptr, Expr index, Expr value, Expr compare) {
     EMBER_ASSERT(!compare || compare.type() == t, "Atomic compare of the wrong type");
     std::string_view need = operand_requirement(op, t);
     EMBER_ASSERT(need.empty(), "atomic_" + std::string(to_string(op)) + " needs " + std::string(need));
-    return Expr(new Atomic(op, std::move(ptr), std::move(index), std::move(value), std::move(compare)));
+    EMBER_ASSERT(scope <= FenceScope::System, "invalid atomic scope");
+    return Expr(new Atomic(op, std::move(ptr), std::move(index), std::move(value), std::move(compare), scope));
 }
 
 namespace {
@@ -698,7 +699,7 @@ Expr IRMutator::visit(const Atomic *op) {
     Expr v = mutate(op->value);
     if (p.same_as(op->ptr) && i.same_as(op->index) && c.same_as(op->compare) && v.same_as(op->value))
         return op;
-    return Atomic::make(op->op, std::move(p), std::move(i), std::move(v), std::move(c));
+    return Atomic::make(op->op, std::move(p), std::move(i), std::move(v), std::move(c), op->scope);
 }
 
 Expr IRMutator::visit(const Warp *op) {

@@ -614,6 +614,13 @@ private:
     /// `atomic_<op>(p[i], value)` or `atomic_cas(p[i], compare, value)`.
     Expr parse_atomic(AtomicOp op) {
         const Token &name = take();
+        FenceScope scope = FenceScope::Device;
+        if (accept(".")) {
+            const Token &s = expect_kind(Tok::Ident, "atomic scope");
+            std::optional<FenceScope> f = parse_fence_scope(s.text);
+            if (!f) error(s, "expected an atomic scope (block, device or system), found " + describe(s));
+            scope = *f;
+        }
         expect("(");
         const Token &elem_tok = peek();
         Expr elem = parse_expr();
@@ -637,7 +644,7 @@ private:
         if (op == AtomicOp::Cas) compare = operand("the compared value");
         Expr value = operand("the value");
         expect(")");
-        return Atomic::make(op, load->ptr, load->index, value, compare);
+        return Atomic::make(op, load->ptr, load->index, value, compare, scope);
     }
 
     /// `@f(a, b, ...)`: a call of a device function defined earlier.

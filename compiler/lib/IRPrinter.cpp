@@ -205,6 +205,10 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
         const auto *op = e.as<Atomic>();
         out += "atomic_";
         out += to_string(op->op);
+        if (op->scope != FenceScope::Device) {
+            out += '.';
+            out += to_string(op->scope);
+        }
         out += '(';
         print_expr(out, op->ptr);
         out += '[';

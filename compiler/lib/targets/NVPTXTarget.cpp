@@ -169,6 +169,53 @@ public:
         }
     }
 
+    /// `atom.cta` / `atom.sys` through inline PTX: LLVM 19's NVPTX back end ignores syncscope on
+    /// atomic instructions (everything is .gpu). Generic addressing serves global and shared
+    /// pointers alike; the semantics is .relaxed, as for every ember atomic.
+    llvm::Value *emit_scoped_atomic(llvm::IRBuilderBase &b, ir::AtomicOp op, ir::Type t, llvm::Value *addr,
+                                    llvm::Value *value, llvm::Value *compare,
+                                    ir::FenceScope scope) const override {
+        const bool wide = t.bits() == 64;
+        std::string type;
+        const char *name = nullptr;
+        switch (op) {
+        case ir::AtomicOp::Add:
+        case ir::AtomicOp::Sub:
+            name = "add";
+            type = t.is_float() ? (wide ? "f64" : "f32") : (wide ? "u64" : "u32");
+            if (op == ir::AtomicOp::Sub) value = b.CreateNeg(value);
+            break;
+        case ir::AtomicOp::Min:
+        case ir::AtomicOp::Max:
+            name = op == ir::AtomicOp::Min ? "min" : "max";
+            type = std::string(t.is_signed_int() ? "s" : "u") + (wide ? "64" : "32");
+            break;
+        case ir::AtomicOp::Exchange: name = "exch"; type = wide ? "b64" : "b32"; break;
+        case ir::AtomicOp::Cas: name = "cas"; type = wide ? "b64" : "b32"; break;
+        case ir::AtomicOp::And: name = "and"; type = wide ? "b64" : "b32"; break;
+        case ir::AtomicOp::Or: name = "or"; type = wide ? "b64" : "b32"; break;
+        case ir::AtomicOp::Xor: name = "xor"; type = wide ? "b64" : "b32"; break;
+        }
+        const char *reg = t.is_float() ? (wide ? "d" : "f") : (wide ? "l" : "r");
+        std::string text = std::string("atom.") + (scope == ir::FenceScope::Block ? "cta" : "sys") + "." +
+                           name + "." + type + " $0, [$1], $2" + (compare ? ", $3;" : ";");
+        std::string constraints = std::string("=") + reg + ",l," + reg + (compare ? std::string(",") + reg : "") +
+                                  ",~{memory}";
+        llvm::Value *generic = b.CreatePtrToInt(
+            b.CreateAddrSpaceCast(addr, llvm::PointerType::get(b.getContext(), 0)), b.getInt64Ty());
+        llvm::Type *ty = value->getType();
+        std::vector<llvm::Type *> params{b.getInt64Ty(), ty};
+        std::vector<llvm::Value *> args{generic};
+        // cas: atom.cas d, [a], compare, new.
+        if (compare) {
+            params.push_back(ty);
+            args.push_back(compare);
+        }
+        args.push_back(value);
+        auto *fnty = llvm::FunctionType::get(ty, params, false);
+        return b.CreateCall(llvm::InlineAsm::get(fnty, text, constraints, /*hasSideEffects=*/true), args);
+    }
+
     /// The XX of `sm_XX` (0 when the name has another form).
     int sm_version() const {
         const std::string &cpu = spec().cpu;

@@ -110,6 +110,16 @@ public:
         return nullptr;
     }
 
+    /// An atomic of block or system scope ([Note] IR semantics: Atomic) at `addr`, returning the
+    /// old value; `compare` is null except for cas. nullptr where LLVM's atomic instructions
+    /// (device scope) already serve every scope, as on the CPU, whose atomics are system-wide.
+    virtual llvm::Value *emit_scoped_atomic(llvm::IRBuilderBase &b, ir::AtomicOp op, ir::Type type,
+                                            llvm::Value *addr, llvm::Value *value, llvm::Value *compare,
+                                            ir::FenceScope scope) const {
+        (void)b, (void)op, (void)type, (void)addr, (void)value, (void)compare, (void)scope;
+        return nullptr;
+    }
+
     /// What the code generator learnt about the kernel, for finish_module.
     struct KernelFacts {
         uint64_t static_shared_bytes = 0;

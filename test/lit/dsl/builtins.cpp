@@ -120,4 +120,30 @@ EMBER_LIT_KERNEL(atomics, {"c", "f", "u"}, [](Ptr<int32_t> c, Ptr<double> f, Ptr
 // ASM-LABEL: kernel: atomics
 // ASM:      lock
 
+// Scopes: block (shared memory here) and system; device is the default.
+EMBER_LIT_KERNEL(scoped_atomics, {"c", "f"}, [](Ptr<uint32_t> c, Ptr<float> f) {
+    auto s = shared_array<uint32_t, 4>();
+    Int32 zero = 0;
+    s[0] = 0u;
+    barrier();
+    UInt32 old = atomic_add(s[zero], 1u, MemoryScope::Block);
+    atomic_max(c[0], old, MemoryScope::System);
+    atomic_add(f[0], 1.5f, MemoryScope::System);
+    atomic_cas(c[1], 0u, old, MemoryScope::Block);
+    atomic_sub(c[2], 3u, MemoryScope::Block);
+})
+// IR-LABEL: kernel: scoped_atomics
+// IR:       atomic_add.block(%{{[0-9]+}}[0:i32], 1:u32)
+// IR:       atomic_max.system(%c[0:i64], %{{[0-9]+}})
+// IR:       atomic_add.system(%f[0:i64], 1.5:f32)
+// IR:       atomic_cas.block(%c[1:i64], 0:u32, %{{[0-9]+}})
+// PTX-LABEL: kernel: scoped_atomics
+// PTX:      atom.cta.add.u32
+// PTX:      atom.sys.max.u32
+// PTX:      atom.sys.add.f32
+// PTX:      atom.cta.cas.b32
+// PTX:      atom.cta.add.u32
+// ASM-LABEL: kernel: scoped_atomics
+// ASM:      lock
+
 EMBER_LIT_MAIN()

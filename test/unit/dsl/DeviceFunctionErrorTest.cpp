@@ -70,7 +70,7 @@ TEST(DeviceFunctionErrorTest, BarrierInDivergentCodeNamesTheCondition) {
 TEST(DeviceFunctionErrorTest, DivergenceFollowsLetsVarsLoopsAndElse) {
     // Through a let and a Var.
     EXPECT_TRUE(has(error_of([] {
-        kernel("k", [](Ptr<int32_t> p) {
+        kernel("k", [](Ptr<int32_t>) {
             Var<int64_t> t = thread_idx.x * 2;
             Int u = t + 1;
             if_(u > 5, [&] { barrier(); });
@@ -78,7 +78,7 @@ TEST(DeviceFunctionErrorTest, DivergenceFollowsLetsVarsLoopsAndElse) {
     }), "barrier()"));
     // A loop whose trip count depends on the thread; an else_ of a divergent if_.
     EXPECT_TRUE(has(error_of([] {
-        kernel("k", [](Ptr<int32_t> p) { for_(0, thread_idx.x, [&](Int) { barrier(); }); });
+        kernel("k", [](Ptr<int32_t>) { for_(0, thread_idx.x, [&](Int) { barrier(); }); });
     }), "the for_ at"));
     EXPECT_TRUE(has(error_of([] {
         kernel("k", [](Ptr<int32_t> p) {
@@ -122,7 +122,7 @@ TEST(DeviceFunctionErrorTest, AFunctionWithABarrierCalledInDivergentCode) {
 TEST(DeviceFunctionErrorTest, FunctionResultsThatReadTheThreadAreThreadDependent) {
     auto my_lane = device_function("my_lane", [] { return thread_idx.x % 32; });
     EXPECT_TRUE(has(error_of([&] {
-        kernel("k", [&](Ptr<float> p) { if_(my_lane() == 0, [&] { barrier(); }); });
+        kernel("k", [&](Ptr<float>) { if_(my_lane() == 0, [&] { barrier(); }); });
     }), "barrier()"));
 }
 

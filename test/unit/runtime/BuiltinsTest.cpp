@@ -216,6 +216,46 @@ const auto atomics = kernel("atomics", {"i", "u", "f", "d", "hist", "n"},
     });
 });
 
+// Block-scoped atomics on shared memory and system-scoped ones on global memory.
+const auto scoped_atomics = kernel("scoped_atomics", [](Ptr<int32_t> out, Ptr<double> sum) {
+    auto counts = shared_array<int32_t, 8>();
+    Int t = thread_idx.x;
+    if_(t < 8, [&] { counts[t] = 0; });
+    barrier();
+    atomic_add(counts[t % 4], 1, MemoryScope::Block);
+    atomic_max(counts[4], cast<int32_t>(t), MemoryScope::Block);
+    Int32 old = atomic_cas(counts[5], 0, -5, MemoryScope::Block); // one thread per block wins
+    if_(old == 0, [&] { atomic_add(counts[6], 1, MemoryScope::Block); });
+    atomic_xor(counts[7], cast<int32_t>(t), MemoryScope::Block);
+    barrier();
+    if_(t < 8, [&] { atomic_add(out[t], counts[t], MemoryScope::System); });
+    atomic_add(sum[0], 0.5, MemoryScope::System);
+    atomic_sub(out[8], 1, MemoryScope::System);
+});
+
+TEST_P(BuiltinsTest, ScopedAtomics) {
+    const int blocks = 8, threads = 128;
+    std::vector<int32_t> out(9, 0);
+    std::vector<double> sum{0};
+    auto dout = ctx_->enqueue_create_buffer<int32_t>(out.size());
+    auto dsum = ctx_->enqueue_create_buffer<double>(1);
+    ctx_->enqueue_copy(dout, out.data());
+    ctx_->enqueue_copy(dsum, sum.data());
+    ctx_->enqueue_function(scoped_atomics, dout, dsum, grid_dim(blocks), block_dim(threads));
+    ctx_->enqueue_copy(out.data(), dout);
+    ctx_->enqueue_copy(sum.data(), dsum);
+    ctx_->synchronize();
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(out[k], blocks * threads / 4) << k;
+    EXPECT_EQ(out[4], blocks * (threads - 1));
+    EXPECT_EQ(out[5], -5 * blocks);
+    EXPECT_EQ(out[6], blocks) << "exactly one cas per block must win";
+    int32_t x = 0;
+    for (int t = 0; t < threads; ++t) x ^= t;
+    EXPECT_EQ(out[7], blocks * x);
+    EXPECT_EQ(out[8], -blocks * threads);
+    EXPECT_EQ(sum[0], 0.5 * blocks * threads);
+}
+
 TEST_P(BuiltinsTest, AtomicsAreExactUnderContention) {
     const int64_t n = 64 * 256;
     std::vector<int32_t> i0{0, 0, 1 << 30, -1, -1, 0, 0, -1, 0, -1, 0};

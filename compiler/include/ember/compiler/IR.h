@@ -48,7 +48,10 @@
 /// * Atomic read-modify-writes `ptr[index]` indivisibly with respect to every other atomic of the
 ///   device and returns the old value; the ordering is relaxed (CUDA's atomicAdd): use fences for
 ///   ordering. Integer add/sub wrap; min/max follow the type's signedness; float add rounds as +.
-///   cas writes `value` only where the old value equals `compare` (bitwise for integers).
+///   cas writes `value` only where the old value equals `compare` (bitwise for integers). An
+///   atomic of scope `block` is indivisible only with respect to the atomics of its block (cheaper
+///   on GPUs, e.g. for shared memory), `device` (the default) for the device, and `system` also
+///   for the host and other devices (CUDA's atomicAdd_block / atomicAdd / atomicAdd_system).
 /// * Warp operations are collective over the 32 lanes of a warp (lane = the thread's linear index
 ///   in its block modulo 32): every existing lane of the warp must execute the same operation
 ///   together. shuffle_idx reads lane `lane % 32`; shuffle_up/down read `lane -/+ delta` and give
@@ -434,6 +437,12 @@ private:
     Call(Intrinsic o, Type t, std::vector<Expr> a) : ExprNode(static_kind, t), op(o), args(std::move(a)) {}
 };
 
+/// The threads a fence or an atomic is ordered or indivisible for: the block, the device, or the
+/// system (the host and other devices too).
+enum class FenceScope : uint8_t { Block, Device, System };
+std::string_view to_string(FenceScope s); // "block", "device", "system"
+std::optional<FenceScope> parse_fence_scope(std::string_view s);
+
 enum class AtomicOp : uint8_t { Add, Sub, Min, Max, Exchange, Cas, And, Or, Xor };
 /// "add", "sub", "min", "max", "exchange", "cas", "and", "or", "xor" (printed as atomic_<name>)
 std::string_view to_string(AtomicOp op);
@@ -444,17 +453,21 @@ std::string_view operand_requirement(AtomicOp op, Type t);
 
 /// `atomic_<op>(ptr[index], value)` or `atomic_cas(ptr[index], compare, value)`: returns the old
 /// element. It writes memory, so the front end binds it to a `let` where the user wrote it.
+/// `scope` is the set of threads it is indivisible for (printed `atomic_add.block(...)`; device,
+/// the default, is not printed).
 struct Atomic final : ExprNode {
     static constexpr NodeKind static_kind = NodeKind::Atomic;
     AtomicOp op;
     Expr ptr, index, value;
     Expr compare; ///< Cas only
-    static Expr make(AtomicOp op, Expr ptr, Expr index, Expr value, Expr compare = Expr());
+    FenceScope scope;
+    static Expr make(AtomicOp op, Expr ptr, Expr index, Expr value, Expr compare = Expr(),
+                     FenceScope scope = FenceScope::Device);
 
 private:
-    Atomic(AtomicOp o, Expr p, Expr i, Expr v, Expr c)
+    Atomic(AtomicOp o, Expr p, Expr i, Expr v, Expr c, FenceScope s)
         : ExprNode(static_kind, p.type().element_type()), op(o), ptr(std::move(p)),
-          index(std::move(i)), value(std::move(v)), compare(std::move(c)) {}
+          index(std::move(i)), value(std::move(v)), compare(std::move(c)), scope(s) {}
 };
 
 enum class WarpOp : uint8_t { ShuffleIdx, ShuffleUp, ShuffleDown, ShuffleXor, Ballot, Any, All };
@@ -658,9 +671,6 @@ private:
         : StmtNode(static_kind), items(std::move(i)), sep(std::move(s)), end(std::move(e)) {}
 };
 
-enum class FenceScope : uint8_t { Block, Device, System };
-std::string_view to_string(FenceScope s); // "block", "device", "system"
-std::optional<FenceScope> parse_fence_scope(std::string_view s);
 
 /// A memory fence of one scope (see [Note] IR semantics).
 struct Fence final : StmtNode {

@@ -180,28 +180,39 @@ auto clamp(const X &x, const L &lo, const H &hi, std::source_location loc = std:
 // Atomics: `atomic_add(p[i], v)` updates p[i] indivisibly and returns its old value (relaxed
 // ordering, as CUDA's atomicAdd; see [Note] IR semantics: Atomic).
 
+/// The threads an atomic is indivisible for (CUDA's atomicAdd_block / atomicAdd /
+/// atomicAdd_system): `Block` is cheaper where only the block's threads update the element (e.g.
+/// shared memory), `System` is needed where the host or other devices update it too.
+enum class MemoryScope : uint8_t { Block, Device, System };
+static_assert(static_cast<int>(MemoryScope::Block) == static_cast<int>(ir::FenceScope::Block) &&
+                  static_cast<int>(MemoryScope::System) == static_cast<int>(ir::FenceScope::System),
+              "MemoryScope mirrors ir::FenceScope");
+
 namespace detail {
 template <class T> constexpr bool atomic_int = std::is_integral_v<T> && !std::is_same_v<T, bool> &&
                                                (sizeof(T) == 4 || sizeof(T) == 8);
 template <class T> constexpr bool atomic_float = std::is_same_v<T, float> || std::is_same_v<T, double>;
 
 template <Scalar T>
-Value<T> atomic(ir::AtomicOp op, const ElementRef<T> &e, const At<T> &value, const At<T> *compare) {
+Value<T> atomic(ir::AtomicOp op, const ElementRef<T> &e, const At<T> &value, const At<T> *compare,
+                MemoryScope scope) {
     Builder &b = require_builder("an atomic", value.loc);
     uint32_t trace = merge_trace(e.trace(), value.value.trace());
     if (compare) trace = merge_trace(trace, compare->value.trace());
     check_trace(trace, value.loc);
     ir::Expr a = ir::Atomic::make(op, e.ptr_expr(), e.index_expr(), value.value.expr(),
-                                  compare ? compare->value.expr() : ir::Expr());
+                                  compare ? compare->value.expr() : ir::Expr(),
+                                  static_cast<ir::FenceScope>(scope));
     return Value<T>(b.bind(a), b.id());
 }
 } // namespace detail
 
 #define EMBER_ATOMIC(NAME, OP, REQ, WHAT)                                                          \
     template <Scalar T>                                                                            \
-    Value<T> NAME(const ElementRef<T> &element, std::type_identity_t<detail::At<T>> value) {      \
+    Value<T> NAME(const ElementRef<T> &element, std::type_identity_t<detail::At<T>> value,         \
+                  MemoryScope scope = MemoryScope::Device) {                                       \
         static_assert(REQ, #NAME " works on " WHAT);                                               \
-        return detail::atomic<T>(ir::AtomicOp::OP, element, value, nullptr);                          \
+        return detail::atomic<T>(ir::AtomicOp::OP, element, value, nullptr, scope);                \
     }
 EMBER_ATOMIC(atomic_add, Add, detail::atomic_int<T> || detail::atomic_float<T>,
              "32- and 64-bit integers and Float32/Float64")
@@ -217,9 +228,9 @@ EMBER_ATOMIC(atomic_xor, Xor, detail::atomic_int<T>, "32- and 64-bit integers")
 /// Writes `value` to the element where it equals `compare`; returns the old element either way.
 template <Scalar T>
 Value<T> atomic_cas(const ElementRef<T> &element, std::type_identity_t<detail::At<T>> compare,
-                    std::type_identity_t<detail::At<T>> value) {
+                    std::type_identity_t<detail::At<T>> value, MemoryScope scope = MemoryScope::Device) {
     static_assert(detail::atomic_int<T>, "atomic_cas works on 32- and 64-bit integers");
-    return detail::atomic<T>(ir::AtomicOp::Cas, element, value, &compare);
+    return detail::atomic<T>(ir::AtomicOp::Cas, element, value, &compare, scope);
 }
 
 // ---------------------------------------------------------------------------------------------
