@@ -762,6 +762,8 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
     function_->addFnAttr(llvm::Attribute::NoUnwind);
     for (unsigned i = 0; i < function_->arg_size(); ++i)
         function_->addParamAttr(i, llvm::Attribute::NoUndef);
+    for (size_t i = 0; i < num_kernel_params; ++i)
+        if (kernel_.params[i]->noalias) function_->addParamAttr(i, llvm::Attribute::NoAlias);
     start_body();
     for (size_t i = 0; i < num_kernel_params; ++i) {
         const ir::VariableRef &p = kernel_.params[i];
@@ -830,6 +832,8 @@ llvm::Error CodeGenLLVM::define_function(const ir::Function &f, llvm::Module &m)
     function_->addFnAttr(llvm::Attribute::NoUnwind);
     for (unsigned i = 0; i < function_->arg_size(); ++i)
         function_->addParamAttr(i, llvm::Attribute::NoUndef);
+    for (size_t i = 0; i < num_params; ++i)
+        if (f.params[i]->noalias) function_->addParamAttr(i, llvm::Attribute::NoAlias);
     start_body();
     for (size_t i = 0; i < num_params; ++i) {
         llvm::Argument *arg = function_->getArg(i);

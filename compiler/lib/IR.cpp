@@ -93,9 +93,9 @@ std::string_view to_string(CompareOp op) {
 // ---------------------------------------------------------------------------------------------
 // Variables and expressions.
 
-VariableRef Variable::make(std::string name, Type type, VarKind kind) {
+VariableRef Variable::make(std::string name, Type type, VarKind kind, bool noalias) {
     EMBER_ASSERT(kind <= VarKind::LoopIndex, "invalid VarKind");
-    return VariableRef(new Variable(std::move(name), type, kind));
+    return VariableRef(new Variable(std::move(name), type, kind, noalias));
 }
 
 Expr IntImm::make(Type t, int64_t value) {

@@ -935,7 +935,12 @@ private:
                 Type type = parse_type();
                 if (type.is_void())
                     error(type_tok, "parameter %" + std::string(name.text) + " cannot be void");
-                VariableRef var = Variable::make(std::string(name.text), type, VarKind::Param);
+                const Token &attr = peek();
+                bool noalias = accept("noalias");
+                if (noalias && !type.is_pointer())
+                    error(attr, "only pointer parameters can be noalias, %" + std::string(name.text) + " is " +
+                                    type.to_string());
+                VariableRef var = Variable::make(std::string(name.text), type, VarKind::Param, noalias);
                 bind(var);
                 params.push_back(var);
             } while (accept(","));

@@ -419,6 +419,7 @@ void IRTextPrinter::print_signature(std::string &out, const std::vector<Variable
         out += name(params[i].get());
         out += ": ";
         out += params[i]->type.to_string();
+        if (params[i]->noalias) out += " noalias";
     }
     out += ')';
 }

@@ -71,6 +71,8 @@ public:
                 continue;
             }
             if (p->type.is_void()) report("parameter " + name(p) + " has void type");
+            if (p->noalias && !p->type.is_pointer())
+                report("parameter " + name(p) + " is noalias but not a pointer");
             if (p->kind != VarKind::Param)
                 report("parameter " + name(p) + " is a " + std::string(kind_name(p->kind)) +
                        " variable, not a param");

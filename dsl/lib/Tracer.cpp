@@ -277,9 +277,14 @@ void check_kernel_signature(const std::string &name, size_t num_params, size_t n
                        loc);
 }
 
-void check_function_name(const std::string &name, const std::source_location &loc) {
+void check_function_name(const std::string &name, size_t num_params, size_t num_names,
+                         const std::source_location &loc) {
     if (!is_identifier(name))
         throw DslError("device function name '" + name + "' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)", loc);
+    if (num_names != 0 && num_names != num_params)
+        throw DslError("device function '" + name + "': " + std::to_string(num_names) +
+                           " parameter names given for " + std::to_string(num_params) + " parameters",
+                       loc);
 }
 
 std::shared_ptr<const FunctionInfo> finish_function(Builder &b, std::vector<ir::VariableRef> params, ir::Type ret) {

@@ -146,4 +146,18 @@ EMBER_LIT_KERNEL(scoped_atomics, {"c", "f"}, [](Ptr<uint32_t> c, Ptr<float> f) {
 // ASM-LABEL: kernel: scoped_atomics
 // ASM:      lock
 
+// noalias (C's restrict) on a kernel's pointer parameter, and on a device function's.
+const auto scale_into = device_function("scale_into", {"y", "x", "i"}, [](NoAlias<Ptr<float>> y, Ptr<const float> x, Int i) {
+    y[i] = x[i] * 2.0f;
+});
+EMBER_LIT_KERNEL(restrict_params, {"y", "x", "n"}, [](NoAlias<Ptr<float>> y, Ptr<const float> x, Int n) {
+    for_(0, n, [&](Int i) { scale_into(y, x, i); });
+})
+// IR-LABEL: kernel: restrict_params
+// IR:       func @scale_into(%y: ptr<global f32> noalias, %x: ptr<global const f32>, %i: i64) {
+// IR:       kernel @restrict_params(%y: ptr<global f32> noalias, %x: ptr<global const f32>, %n: i64) {
+// LLVM-LABEL: kernel: restrict_params
+// LLVM-NV:  define void @restrict_params(ptr addrspace(1) noalias noundef %y,
+// LLVM-CPU: define internal void @restrict_params.body(ptr noalias noundef %y,
+
 EMBER_LIT_MAIN()

@@ -25,7 +25,11 @@
 /// * Memory. `Load`/`Store` address `ptr[index]` in elements of the pointee type; the index is any
 ///   integer type, sign- or zero-extended by its own signedness. An access outside the memory an
 ///   allocation covers is undefined (as in CUDA): on the CPU device it may crash the process.
-///   Stores through a `const` (read-only) pointer are rejected by the verifier.
+///   Stores through a `const` (read-only) pointer are rejected by the verifier. A pointer
+///   parameter marked `noalias` asserts (C's `restrict`) that, while the kernel or call runs,
+///   memory accessed through it is accessed through no pointer that is not derived from it; the
+///   compiler may reorder and combine its accesses accordingly. A kernel that breaks the
+///   assertion is undefined.
 /// * Special registers are `i64` values: thread_idx.{x,y,z} in [0, block_dim), block_idx in
 ///   [0, grid_dim), block_dim and grid_dim >= 1. They are constant for a thread's lifetime.
 /// * Variables. A `Variable` is an identity: two variables with the same name are different
@@ -181,11 +185,13 @@ struct Variable final : RefCounted {
     std::string name;
     Type type;
     VarKind kind;
+    /// A pointer parameter the user asserts does not alias (C's `restrict`; [Note] IR semantics).
+    bool noalias = false;
 
-    static Ref<Variable> make(std::string name, Type type, VarKind kind);
+    static Ref<Variable> make(std::string name, Type type, VarKind kind, bool noalias = false);
 
 private:
-    Variable(std::string n, Type t, VarKind k) : name(std::move(n)), type(t), kind(k) {}
+    Variable(std::string n, Type t, VarKind k, bool na) : name(std::move(n)), type(t), kind(k), noalias(na) {}
 };
 using VariableRef = Ref<Variable>;
 

@@ -18,8 +18,10 @@
 #include "ember/dsl/Kernel.h"
 #include "ember/dsl/Value.h"
 
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -49,7 +51,8 @@ template <class T> struct function_result<Ptr<T>> {
     static ir::Type type() { return Ptr<T>::ir_type(); }
 };
 
-void check_function_name(const std::string &name, const std::source_location &loc);
+void check_function_name(const std::string &name, size_t num_params, size_t num_names,
+                         const std::source_location &loc);
 std::shared_ptr<const FunctionInfo> finish_function(Builder &b, std::vector<ir::VariableRef> params, ir::Type ret);
 /// Emits a call of `f` in the current trace and returns its value (null for a void function):
 /// bound to a let where the user wrote it. Checks the arguments' traces and [Note] Divergence.
@@ -68,6 +71,9 @@ template <class T, ir::AddressSpace S> struct ArgOf<Ptr<T, S>> {
     ArgOf(const Ptr<T, S> &p) : ptr(p) {} // NOLINT: implicit
     ir::Expr expr() const { return ptr.expr(); }
     uint32_t trace() const { return ptr.trace(); }
+};
+template <class T, ir::AddressSpace S> struct ArgOf<NoAlias<Ptr<T, S>>> : ArgOf<Ptr<T, S>> {
+    using ArgOf<Ptr<T, S>>::ArgOf;
 };
 } // namespace detail
 
@@ -96,15 +102,15 @@ private:
 
 namespace detail {
 template <class R, class F, class... Params>
-DeviceFn<R(Params...)> trace_function(std::string name, F &f, std::tuple<Params...> *,
-                                      const std::source_location &loc) {
-    check_function_name(name, loc);
+DeviceFn<R(Params...)> trace_function(std::string name, std::vector<std::string> names, F &f,
+                                      std::tuple<Params...> *, const std::source_location &loc) {
+    check_function_name(name, sizeof...(Params), names.size(), loc);
+    if (names.empty()) names.resize(sizeof...(Params));
     TraceScope scope(name, /*is_function=*/true);
     Builder &b = scope.builder();
     b.return_type = function_result<R>::type();
     b.push_block();
     std::vector<ir::VariableRef> vars;
-    std::vector<std::string> names(sizeof...(Params));
     auto args = [&]<size_t... I>(std::index_sequence<I...>) {
         return std::tuple<Params...>{make_param<Params>(I, names, vars, b.id())...};
     }(std::index_sequence_for<Params...>{});
@@ -119,9 +125,11 @@ DeviceFn<R(Params...)> trace_function(std::string name, F &f, std::tuple<Params.
 }
 } // namespace detail
 
-/// Traces `body` (a lambda with DSL-typed parameters) into the device function `name`.
+/// Traces `body` (a lambda with DSL-typed parameters) into the device function `name`, whose
+/// parameters are called `param_names` in the IR.
 template <class F>
-auto device_function(std::string name, F &&body, std::source_location loc = std::source_location::current()) {
+auto device_function(std::string name, std::initializer_list<std::string_view> param_names, F &&body,
+                     std::source_location loc = std::source_location::current()) {
     using Fn = std::remove_cvref_t<F>;
     static_assert(requires { &Fn::operator(); },
                   "device_function() needs a lambda with explicit parameter types (no auto parameters)");
@@ -130,7 +138,14 @@ auto device_function(std::string name, F &&body, std::source_location loc = std:
     static_assert(detail::function_result<R>::ok,
                   "a device function returns nothing, a DSL value (Int, Float32, ... : Value<T>) "
                   "or a global Ptr<T>");
-    return detail::trace_function<R>(std::move(name), body, static_cast<typename traits::params *>(nullptr), loc);
+    return detail::trace_function<R>(std::move(name), std::vector<std::string>(param_names.begin(), param_names.end()),
+                                     body, static_cast<typename traits::params *>(nullptr), loc);
+}
+
+/// As above, with anonymous parameters (printed as %0, %1, ...).
+template <class F>
+auto device_function(std::string name, F &&body, std::source_location loc = std::source_location::current()) {
+    return device_function(std::move(name), {}, std::forward<F>(body), loc);
 }
 
 } // namespace ember

@@ -38,18 +38,26 @@ template <class C, class R, class... A> struct lambda_traits<R (C::*)(A...)> {
 
 template <class P> struct param_traits {
     static constexpr bool ok = false;
+    static constexpr bool noalias = false;
 };
 template <Scalar T> struct param_traits<Value<T>> {
     static constexpr bool ok = true;
+    static constexpr bool noalias = false;
     static constexpr ir::Type type() { return ir_type_of<T>(); }
 };
 template <class T, ir::AddressSpace S> struct param_traits<Ptr<T, S>> {
     static constexpr bool ok = true;
+    static constexpr bool noalias = false;
     static constexpr bool global = S == ir::AddressSpace::Global;
     static constexpr ir::Type type() { return Ptr<T, S>::ir_type(); }
 };
+template <class T, ir::AddressSpace S> struct param_traits<NoAlias<Ptr<T, S>>> : param_traits<Ptr<T, S>> {
+    static constexpr bool noalias = true;
+};
 template <class P> constexpr bool is_non_global_ptr = false;
 template <class T, ir::AddressSpace S> constexpr bool is_non_global_ptr<Ptr<T, S>> = S != ir::AddressSpace::Global;
+template <class T, ir::AddressSpace S>
+constexpr bool is_non_global_ptr<NoAlias<Ptr<T, S>>> = S != ir::AddressSpace::Global;
 
 void check_kernel_signature(const std::string &name, size_t num_params, size_t num_names,
                             const std::source_location &loc);
@@ -62,7 +70,8 @@ P make_param(size_t i, const std::vector<std::string> &names,
     static_assert(param_traits<P>::ok,
                   "a kernel parameter must be a DSL value type: Int, Int32, Float32, Bool, ... "
                   "(Value<T>) or Ptr<T>");
-    ir::VariableRef v = ir::Variable::make(names[i], param_traits<P>::type(), ir::VarKind::Param);
+    ir::VariableRef v =
+        ir::Variable::make(names[i], param_traits<P>::type(), ir::VarKind::Param, param_traits<P>::noalias);
     vars.push_back(v);
     return P(ir::VarRef::make(v), trace);
 }

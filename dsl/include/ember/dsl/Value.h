@@ -534,6 +534,19 @@ private:
 };
 
 /// A pointer into the block's shared memory.
+/// A pointer parameter with C's `restrict` contract: while the kernel (or device function) runs,
+/// the memory it accesses is accessed through no other pointer, so the compiler may reorder,
+/// combine and vectorise its loads and stores. Used exactly like the pointer it wraps:
+///
+///     kernel("axpy", [](NoAlias<Ptr<float>> y, Ptr<const float> x, Float32 a, Int n) { ... });
+///
+/// Breaking the contract (passing overlapping buffers) makes the kernel's results undefined.
+template <class P> class NoAlias : public P {
+public:
+    using P::P;
+    NoAlias(const P &p) : P(p) {} // NOLINT: implicit
+};
+
 template <Scalar T> using SharedPtr = Ptr<T, ir::AddressSpace::Shared>;
 
 /// A static shared array of N elements of T: one per block, seen by all of its threads, contents

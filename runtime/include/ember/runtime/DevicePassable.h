@@ -79,6 +79,8 @@ struct widens<Value<U>, Value<T>>
 
 /// A buffer may be passed where the kernel only reads it.
 template <class T> struct widens<Ptr<T>, Ptr<const T>> : std::true_type {};
+/// A buffer is passed for a NoAlias pointer as for the pointer itself.
+template <class From, class P> struct widens<From, NoAlias<P>> : widens<From, P> {};
 
 template <class P> struct param_repr;
 template <Scalar T> struct param_repr<Value<T>> {
@@ -90,6 +92,7 @@ template <Scalar T> struct param_repr<Ptr<T>> {
 template <Scalar T> struct param_repr<Ptr<const T>> {
     using type = uint64_t;
 };
+template <class P> struct param_repr<NoAlias<P>> : param_repr<P> {};
 } // namespace detail
 
 // Named so that the compiler's "in instantiation of" line reads as the error message.
