@@ -160,4 +160,19 @@ EMBER_LIT_KERNEL(restrict_params, {"y", "x", "n"}, [](NoAlias<Ptr<float>> y, Ptr
 // LLVM-NV:  define void @restrict_params(ptr addrspace(1) noalias noundef %y,
 // LLVM-CPU: define internal void @restrict_params.body(ptr noalias noundef %y,
 
+// 16-bit floats: host types half/bfloat16, DSL Float16/BFloat16, IR f16/bf16.
+EMBER_LIT_KERNEL(halves, {"h", "b", "s"}, [](Ptr<half> h, Ptr<bfloat16> b, Float16 s) {
+    Float16 x = h[0] * s + 1.0f;
+    h[1] = x;
+    b[0] = cast<bfloat16>(x) * b[1];
+})
+// IR-LABEL: kernel: halves
+// IR:       kernel @halves(%h: ptr<global f16>, %b: ptr<global bf16>, %s: f16) {
+// IR:       ((%0 * %s) + 1.0:f16)
+// LLVM-LABEL: kernel: halves
+// LLVM:     fmul half
+// LLVM:     fmul bfloat
+// PTX-LABEL: kernel: halves
+// PTX:      .param .align 2 .b8 halves_param_2[2]
+
 EMBER_LIT_MAIN()

@@ -40,7 +40,7 @@ template <> struct first_traced<> {
 };
 template <class... X> using first_traced_t = typename first_traced<X...>::type;
 
-template <class T> constexpr bool is_float = std::is_floating_point_v<T>;
+template <class T> constexpr bool is_float = is_float_type<T>;
 } // namespace detail
 
 /// |x|; abs of the most negative integer is itself (wrapping), abs of a float clears its sign.
@@ -358,7 +358,7 @@ template <HostScalar U> ir::Expr host_constant_for(ir::Type t, U v, const std::s
         return ir::BoolImm::make(v);
     } else {
         if (t.is_bool()) throw DslError("a C++ number does not convert to bool; compare it (x != 0)", loc);
-        if constexpr (std::is_floating_point_v<S>) {
+        if constexpr (is_float_type<S>) {
             if (!t.is_float())
                 throw DslError("a C++ floating-point value does not convert to " + t.to_string() +
                                    " implicitly; use cast<T>()",

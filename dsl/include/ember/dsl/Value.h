@@ -15,6 +15,7 @@
 #ifndef EMBER_DSL_VALUE_H
 #define EMBER_DSL_VALUE_H
 
+#include "ember/Float16.h"
 #include "ember/dsl/Tracer.h"
 
 #include <concepts>
@@ -48,6 +49,8 @@ EMBER_SCALAR(uint8_t, U8, "UInt8")
 EMBER_SCALAR(uint16_t, U16, "UInt16")
 EMBER_SCALAR(uint32_t, U32, "UInt32")
 EMBER_SCALAR(uint64_t, U64, "UInt64")
+EMBER_SCALAR(half, F16, "Float16")
+EMBER_SCALAR(bfloat16, BF16, "BFloat16")
 EMBER_SCALAR(float, F32, "Float32")
 EMBER_SCALAR(double, F64, "Float64")
 #undef EMBER_SCALAR
@@ -56,6 +59,9 @@ template <> struct scalar_info<long long> : scalar_info<int64_t> {};
 template <> struct scalar_info<unsigned long long> : scalar_info<uint64_t> {};
 
 template <class T> constexpr bool always_false = false;
+/// float, double, half and bfloat16.
+template <class T>
+constexpr bool is_float_type = std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 } // namespace detail
 
 /// The C++ types a traced scalar can have.
@@ -108,7 +114,8 @@ template <class X>
 concept Traced = detail::traced_traits<std::remove_cvref_t<X>>::is_traced;
 /// A plain C++ number or bool (becomes a constant when it meets a traced operand).
 template <class X>
-concept HostScalar = std::is_arithmetic_v<std::remove_cvref_t<X>>;
+concept HostScalar = std::is_arithmetic_v<std::remove_cvref_t<X>> || std::is_same_v<std::remove_cvref_t<X>, half> ||
+                     std::is_same_v<std::remove_cvref_t<X>, bfloat16>;
 template <class X>
 concept Operand = Traced<X> || HostScalar<X>;
 
@@ -129,12 +136,15 @@ template <Scalar T, HostScalar U> ir::Expr host_constant(U v, const std::source_
     } else if constexpr (std::is_same_v<S, bool>) {
         static_assert(always_false<S>, "a C++ bool does not convert to a number; use select()");
         return {};
-    } else if constexpr (std::is_floating_point_v<S>) {
-        static_assert(std::is_floating_point_v<T>,
+    } else if constexpr (is_float_type<S>) {
+        static_assert(is_float_type<T>,
                       "a C++ floating-point value does not convert to an integer type implicitly; "
                       "use cast<T>() or an integer literal");
-        return host_constant_float(ir_type_of<T>(), static_cast<double>(v));
-    } else if constexpr (std::is_floating_point_v<T>) {
+        if constexpr (std::is_floating_point_v<S>)
+            return host_constant_float(ir_type_of<T>(), static_cast<double>(v));
+        else // half, bfloat16: exact in float
+            return host_constant_float(ir_type_of<T>(), static_cast<double>(static_cast<float>(v)));
+    } else if constexpr (is_float_type<T>) {
         return host_constant_float(ir_type_of<T>(), static_cast<double>(v));
     } else {
         return host_constant_int(ir_type_of<T>(), static_cast<int64_t>(v), std::is_unsigned_v<S>,
@@ -191,6 +201,8 @@ using UInt8 = Value<uint8_t>;
 using UInt16 = Value<uint16_t>;
 using UInt32 = Value<uint32_t>;
 using UInt64 = Value<uint64_t>;
+using Float16 = Value<half>;
+using BFloat16 = Value<bfloat16>;
 using Float32 = Value<float>;
 using Float64 = Value<double>;
 
@@ -589,7 +601,7 @@ template <Scalar T> SharedPtr<T> dynamic_shared(std::source_location loc = std::
 // Operators.
 
 namespace detail {
-template <class T> constexpr bool is_number = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
+template <class T> constexpr bool is_number = (std::is_arithmetic_v<T> || is_float_type<T>) && !std::is_same_v<T, bool>;
 template <class T> constexpr bool is_integer = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
 template <class L, class R> constexpr bool operands_match_v() {

@@ -6,6 +6,7 @@
 #define EMBER_RUNTIME_BUFFER_H
 
 #include "ember/Error.h"
+#include "ember/Float16.h"
 
 #include <charconv>
 #include <cstddef>
@@ -71,11 +72,15 @@ void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const 
 template <class T> void format_element(std::ostream &os, const T &v) {
     if constexpr (std::is_same_v<T, bool>) {
         os << (v ? "True" : "False");
-    } else if constexpr (std::is_floating_point_v<T>) {
+    } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
         // Shortest text that reads back as the same value, always with a '.' or exponent, as
-        // Mojo prints floats: 0.0, 20.0, 0.1, 1e+20.
+        // Mojo prints floats: 0.0, 20.0, 0.1, 1e+20. (16-bit floats print as the float they are.)
         char buf[64];
-        auto r = std::to_chars(buf, buf + sizeof buf, v);
+        std::to_chars_result r;
+        if constexpr (std::is_floating_point_v<T>)
+            r = std::to_chars(buf, buf + sizeof buf, v);
+        else
+            r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
         std::string s(buf, r.ptr);
         if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
         os << s;
