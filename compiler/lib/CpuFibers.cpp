@@ -5,13 +5,67 @@
 #include "ember/Error.h"
 
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
+
+#if defined(__x86_64__)
+#define EMBER_FIBER_ASM 1
+#else
+#include <ucontext.h>
+#define EMBER_FIBER_ASM 0
+#endif
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
+
+#if EMBER_FIBER_ASM
+// The context switch: saves the callee-saved registers, the SSE control/status (MXCSR) and the
+// x87 control word on the current stack, stores the stack pointer in *from, and resumes the
+// context whose stack pointer is `to`. No system call (swapcontext saves the signal mask with
+// one, which made every barrier cost a microsecond or more per thread).
+extern "C" void ember_fiber_switch(void **from, void *to);
+extern "C" void ember_fiber_entry();
+asm(R"(
+    .text
+    .p2align 4
+    .globl ember_fiber_switch
+    .hidden ember_fiber_switch
+    .type ember_fiber_switch, @function
+ember_fiber_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size ember_fiber_switch, .-ember_fiber_switch
+
+    .p2align 4
+    .globl ember_fiber_entry
+    .hidden ember_fiber_entry
+    .type ember_fiber_entry, @function
+ember_fiber_entry:
+    call ember_fiber_main
+    ud2
+    .size ember_fiber_entry, .-ember_fiber_entry
+)");
+#endif
 
 namespace ember::detail {
 
@@ -22,7 +76,11 @@ constexpr size_t stack_bytes = 256 * 1024;
 enum class FiberState : uint8_t { Ready, AtBarrier, AtWarp, Done };
 
 struct Fiber {
+#if EMBER_FIBER_ASM
+    void *sp = nullptr; ///< the saved stack pointer while the fiber is switched out
+#else
     ucontext_t context;
+#endif
     int64_t ctx[cpu_ctx_slots];
     FiberState state = FiberState::Ready;
     uint64_t posted = 0;   // this lane's value in a warp operation
@@ -54,7 +112,11 @@ private:
 };
 
 struct Scheduler {
+#if EMBER_FIBER_ASM
+    void *main_sp = nullptr;
+#else
     ucontext_t main;
+#endif
     std::vector<Fiber> fibers;
     size_t current = 0;
     CpuThreadFn thread = nullptr;
@@ -64,16 +126,67 @@ struct Scheduler {
 thread_local Scheduler *active = nullptr;
 thread_local Stacks stacks;
 
-// makecontext passes int arguments only: the fiber's index.
-void trampoline(int index) {
-    Scheduler &s = *active;
-    Fiber &f = s.fibers[static_cast<size_t>(index)];
-    s.thread(s.args, f.ctx);
-    f.state = FiberState::Done;
-    // Returning resumes uc_link: the scheduler.
+/// Switches from the scheduler to fiber `f`, and back when it waits or ends.
+void resume(Scheduler &s, Fiber &f) {
+#if EMBER_FIBER_ASM
+    ember_fiber_switch(&s.main_sp, f.sp);
+#else
+    swapcontext(&s.main, &f.context);
+#endif
 }
 
+/// Switches from the current fiber `f` back to the scheduler.
+void suspend(Scheduler &s, Fiber &f) {
+#if EMBER_FIBER_ASM
+    ember_fiber_switch(&f.sp, s.main_sp);
+#else
+    swapcontext(&f.context, &s.main);
+#endif
+}
+
+/// The body of every fiber: runs the current GPU thread, then returns to the scheduler for good.
+void run_current() {
+    Scheduler &s = *active;
+    Fiber &f = s.fibers[s.current];
+    s.thread(s.args, f.ctx);
+    f.state = FiberState::Done;
+}
+
+#if EMBER_FIBER_ASM
+/// A fresh fiber's stack: what ember_fiber_switch pops (MXCSR and x87 control word, six
+/// registers), then the return address ember_fiber_entry, which leaves the stack pointer 16-byte
+/// aligned for its call, as the ABI wants.
+void *initial_stack(void *stack) {
+    auto top = reinterpret_cast<uintptr_t>(stack) + stack_bytes;
+    top &= ~uintptr_t(15);
+    auto *sp = reinterpret_cast<uint64_t *>(top - 64);
+    uint32_t mxcsr;
+    uint16_t fcw;
+    asm volatile("stmxcsr %0" : "=m"(mxcsr));
+    asm volatile("fnstcw %0" : "=m"(fcw));
+    sp[0] = mxcsr | (uint64_t(fcw) << 32);
+    for (int r = 1; r <= 6; ++r) sp[r] = 0; // r15 r14 r13 r12 rbx rbp
+    sp[7] = reinterpret_cast<uint64_t>(&ember_fiber_entry);
+    return sp;
+}
+#else
+// makecontext passes int arguments only.
+void trampoline(int) {
+    run_current();
+    // Returning resumes uc_link: the scheduler.
+}
+#endif
+
 } // namespace
+
+#if EMBER_FIBER_ASM
+extern "C" __attribute__((used, visibility("hidden"))) void ember_fiber_main() {
+    run_current();
+    Scheduler &s = *active;
+    ember_fiber_switch(&s.fibers[s.current].sp, s.main_sp); // never comes back
+    __builtin_unreachable();
+}
+#endif
 
 void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
     const int64_t bx = ctx[6], by = ctx[7], bz = ctx[8];
@@ -90,11 +203,15 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
         f.ctx[1] = (linear / bx) % by;
         f.ctx[2] = linear / (bx * by);
         f.stack = stacks.get(i);
+#if EMBER_FIBER_ASM
+        f.sp = initial_stack(f.stack);
+#else
         getcontext(&f.context);
         f.context.uc_stack.ss_sp = f.stack;
         f.context.uc_stack.ss_size = stack_bytes;
         f.context.uc_link = &s.main;
         makecontext(&f.context, reinterpret_cast<void (*)()>(&trampoline), 1, static_cast<int>(i));
+#endif
     }
     Scheduler *outer = active;
     active = &s;
@@ -106,7 +223,7 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
         for (size_t i = 0; i < n; ++i) {
             if (s.fibers[i].state != FiberState::Ready) continue;
             s.current = i;
-            swapcontext(&s.main, &s.fibers[i].context);
+            resume(s, s.fibers[i]);
         }
         size_t live = 0, at_barrier = 0;
         bool released = false;
@@ -146,7 +263,7 @@ namespace {
 void wait(Scheduler &s, FiberState why) {
     Fiber &f = s.fibers[s.current];
     f.state = why;
-    swapcontext(&f.context, &s.main);
+    suspend(s, f);
 }
 } // namespace
 
@@ -183,11 +300,6 @@ uint64_t ember_cpu_warp(int32_t op, uint64_t bits, int32_t lane_arg) {
     return result;
 }
 
-void ember_cpu_barrier() {
-    Scheduler &s = *active;
-    Fiber &f = s.fibers[s.current];
-    f.state = FiberState::AtBarrier;
-    swapcontext(&f.context, &s.main);
-}
+void ember_cpu_barrier() { wait(*active, FiberState::AtBarrier); }
 
 } // namespace ember::detail

@@ -14,6 +14,10 @@
 /// warp's live fibers have all posted, each reads the lane it wants; a second rendezvous keeps
 /// the slots until every lane has read. Stacks (256 KiB reserved, committed
 /// as used, with a guard page below) are cached per host thread and reused by later blocks.
+/// On x86-64 a switch is a few instructions of our own (callee-saved registers, MXCSR and the x87
+/// control word; no system call): it made the barrier-heavy examples about 6x faster than
+/// swapcontext, which saves the signal mask with a system call at every switch. Other hosts use
+/// ucontext.
 #ifndef EMBER_COMPILER_CPUFIBERS_H
 #define EMBER_COMPILER_CPUFIBERS_H
 
