@@ -11,7 +11,7 @@ both errors are printed (as powers of two) next to the coefficients.
 
 The fits are those named in the comments of compiler/lib/math/MathExpLog.cpp:
   exp   (e^r - 1 - r - r^2/2) / r^3          on |r| <= 0.3466 (ln2/2 and a margin)
-  log   (2 atanh(u/2) - u - u^3/12) / u^5     as a function of v = u^2 on [0, 0.1178]
+  log   (2 atanh(u/2) - u - u^3/12 - u^5/80) / u^7   as a function of v = u^2 on [0, 0.1178]
         (u = 2f/(2+f), f = m - 1, m in [sqrt(1/2), sqrt(2)]: |u| <= 0.34315)
   cbrt  m^(-1/3)                              on [1, 2]
 """
@@ -92,9 +92,9 @@ def exp_tail(r):
 
 def log_tail(v):
     if v < mp.mpf(10) ** -12:
-        return mp.mpf(1) / 80 + v / 448
+        return mp.mpf(1) / 448 + v / 2304
     u = mp.sqrt(v)
-    return (2 * mp.atanh(u / 2) - u - u ** 3 / 12) / u ** 5
+    return (2 * mp.atanh(u / 2) - u - u ** 3 / 12 - u ** 5 / 80) / u ** 7
 
 
 def rcbrt(m):
@@ -104,7 +104,7 @@ def rcbrt(m):
 FITS = {
     # name: (function, a, b, {type: degree})
     "exp": (exp_tail, -0.3466, 0.3466, {"f32": 4, "f64": 9}),
-    "log": (log_tail, 0.0, 0.1178, {"f32": 3, "f64": 7}),
+    "log": (log_tail, 0.0, 0.1178, {"f32": 2, "f64": 6}),
     "cbrt": (rcbrt, 1.0, 2.0, {"f32": 3, "f64": 5}),
 }
 

@@ -22,14 +22,14 @@
 //
 // log family. x = 2^e m with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^N first),
 // f = m - 1 (exact), u = 2f / (2 + f) in double-word (one division for the reciprocal; the residual
-// 2f - (2 + f) u_hi is exact with an fma), and log(1 + f) = 2 atanh(u/2) = u + u^3/12 + u^5 G(u^2)
-// with G a minimax polynomial on u^2 <= 0.1178. log = e ln2 + that, with ln2_hi short enough that
+// 2f - (2 + f) u_hi is exact with an fma), and log(1 + f) = 2 atanh(u/2) =
+// u + u^3/12 + u^5/80 + u^7 G(u^2) with G a minimax polynomial on u^2 <= 0.1178. log = e ln2 + that, with ln2_hi short enough that
 // e ln2_hi is exact; log2 and log10 multiply the double-word log(1 + f) by a double-word constant
 // and add e (times log10(2)) last, so log2(2^n) = n exactly. log1p takes 1 + x as two_sum(1, x)
 // and feeds the rounding error of that sum into f's low word.
 //
-// pow. |x|^y = exp(y log|x|) with log|x| in double-word to about 2^-(2p-8) (the u^3/12 term in
-// double-word too), y log|x| as two_prod + fma, and the exp core above taking the low word. The
+// pow. |x|^y = exp(y log|x|) with log|x| in double-word to about 2^-(2p-8) (the u^3/12 and
+// u^5/80 terms in double-word too: |y log x| reaches 745, so log needs p + 13 bits), y log|x| as two_prod + fma, and the exp core above taking the low word. The
 // C99 Annex F special cases (F.9.4.4) are selects on top.
 //
 // cbrt. |x| = 2^(3q + rem) m, a = 2^rem m in [1, 8); a^(-1/3) from a minimax polynomial on m and
@@ -75,6 +75,7 @@ constexpr double kLog2eHi = 0x1.71547652b82fep+0, kLog2eLo = 0x1.777d0ffda0d24p-
 constexpr double kLog10eHi = 0x1.bcb7b1526e50ep-2, kLog10eLo = 0x1.95355baaafad3p-57;
 constexpr double kLog10of2Hi = 0x1.34413509f79ffp-2, kLog10of2Lo = -0x1.9dc1da994fd21p-59;
 constexpr double kTwelfthHi = 0x1.5555555555555p-4, kTwelfthLo = 0x1.5555555555555p-58;
+constexpr double kEightiethHi = 0x1.999999999999ap-7, kEightiethLo = -0x1.999999999999ap-61;
 
 // scripts/math_remez.py exp: (e^r - 1 - r - r^2/2) / r^3 on |r| <= 0.3466. Relative error after
 // rounding 2^-23.6 (f32, degree 4) and 2^-53.0 (f64, degree 9); the term is below 2^-7.2 of the
@@ -84,18 +85,24 @@ constexpr double kExpPoly64[] = {0x1.5555555555556p-3, 0x1.5555555555554p-5, 0x1
                                  0x1.6c16c16c1811ep-10, 0x1.a01a01a7c0f31p-13, 0x1.a01a0198a8499p-16,
                                  0x1.71de0db915c3bp-19, 0x1.27e502c6348b3p-22, 0x1.af38931b60eb4p-26,
                                  0x1.1f2a253136517p-29};
-// scripts/math_remez.py log: G(v) = (2 atanh(u/2) - u - u^3/12) / u^5, v = u^2 in [0, 0.1178].
-// Relative error 2^-25.6 (f32, degree 3) and 2^-53.8 (f64, degree 7); u^5 G is below 2^-12.5 of
-// log(1 + f), which keeps pow's log to 2^-38 (f32) and 2^-66 (f64).
-constexpr double kLogPoly32[] = {0x1.99999ap-7, 0x1.24928ep-9, 0x1.c6c0c6p-12, 0x1.879966p-14};
-constexpr double kLogPoly64[] = {0x1.999999999999ap-7, 0x1.2492492492522p-9, 0x1.c71c71c6ea709p-12,
-                                 0x1.745d177abef4bp-14, 0x1.3b1395c1b1cd2p-16, 0x1.1118cb41debdp-18,
-                                 0x1.df7c1a3803f8bp-21, 0x1.e035616330be9p-23};
+// scripts/math_remez.py log: G(v) = (2 atanh(u/2) - u - u^3/12 - u^5/80) / u^7, v = u^2 in
+// [0, 0.1178]. Relative error 2^-21.0 (f32, degree 2) and 2^-50.0 (f64, degree 6); u^7 G is below
+// 2^-18.3 of log(1 + f), which keeps pow's log to 2^-39 (f32) and 2^-68 (f64).
+constexpr double kLogPoly32[] = {0x1.249252p-9, 0x1.c6f394p-12, 0x1.82b22ap-14};
+constexpr double kLogPoly64[] = {0x1.2492492492497p-9, 0x1.c71c71c7153ecp-12, 0x1.745d175511bc3p-14,
+                                 0x1.3b13a52192463p-16, 0x1.1115a0dcada54p-18, 0x1.e01fa5f6faae7p-21,
+                                 0x1.d9c79977cf44fp-23};
 // scripts/math_remez.py cbrt: m^(-1/3) on [1, 2], relative error 2^-11.9 (f32, degree 3) and
 // 2^-17.4 (f64, degree 5); one Newton step doubles the bits before the final correction.
 constexpr double kRcbrtPoly32[] = {0x1.8ab91cp+0, -0x1.9eb31ep-1, 0x1.45622p-2, -0x1.991546p-5};
 constexpr double kRcbrtPoly64[] = {0x1.c7f365c5ce5e3p+0, -0x1.90e7421a34688p+0, 0x1.3e68b9dc4331dp+0,
                                    -0x1.321c5ee95e269p-1, 0x1.3fa26a0045d5p-3, -0x1.16d6f1816ad99p-6};
+
+/// (hi + lo) * (c_hi + c_lo) as hi + lo.
+DW dw_mul(MathBuilder &m, DW a, DW c) {
+    auto [ph, pl] = m.two_prod(a.hi, c.hi);
+    return {ph, m.fma(a.hi, c.lo, m.fma(a.lo, c.hi, pl))};
+}
 
 V poly_for(MathBuilder &m, V x, llvm::ArrayRef<double> c32, llvm::ArrayRef<double> c64) {
     return m.poly(x, m.is_f64() ? c64 : c32);
@@ -218,7 +225,8 @@ LogReduced log_reduce(MathBuilder &m, V x) {
 }
 
 /// log(1 + fh + fl) as hi + lo for fh in [sqrt(1/2) - 1, sqrt(2) - 1] and |fl| <= ulp(fh).
-/// `precise` computes the u^3/12 term in double-word too (pow needs it; log does not).
+/// `precise` computes the u^3/12 and u^5/80 terms in double-word too and adds every term above
+/// 2^-18 of the result exactly (pow needs the log to about 2^-(2p-6); log does not).
 DW log1p_reduced(MathBuilder &m, V fh, V fl, bool precise) {
     V den = fh + 2.0;
     V rden = 1.0 / den;
@@ -226,24 +234,25 @@ DW log1p_reduced(MathBuilder &m, V fh, V fl, bool precise) {
     // (2 + f) u - 2f: fh - uh is exact (uh is within a factor 2 of fh), the fma rounds once.
     V t = m.fma(-uh, fh, (fh - uh) * 2.0) + fl * (2.0 - uh);
     V ul = t * rden;
-    V v = uh * uh;
-    V g = poly_for(m, v, kLogPoly32, kLogPoly64);
     if (!precise) {
-        V c3 = uh * v * m.fma(v, g, m.f(1.0 / 12));
-        auto [h, l] = m.fast_two_sum(uh, c3);
+        V v = uh * uh;
+        V q = m.fma(v, m.fma(v, poly_for(m, v, kLogPoly32, kLogPoly64), m.f(1.0 / 80)), m.f(1.0 / 12));
+        auto [h, l] = m.fast_two_sum(uh, uh * v * q);
         return {h, l + ul};
     }
-    // u^2, u^3 and u^3/12 in double-word.
+    // u^2, u^3, u^5, u^3/12 and u^5/80 in double-word.
     auto [v2h, v2l] = m.two_prod(uh, uh);
     v2l = m.fma(uh + uh, ul, v2l);
     auto [c3h, c3l] = m.two_prod(v2h, uh);
     c3l = m.fma(v2h, ul, m.fma(v2l, uh, c3l));
-    DW twelfth = dw_const(m, kTwelfthHi, kTwelfthLo);
-    auto [ah, al] = m.two_prod(c3h, twelfth.hi);
-    al = m.fma(c3h, twelfth.lo, m.fma(c3l, twelfth.hi, al));
-    V tail = c3h * v * g;
-    auto [h, l] = m.fast_two_sum(uh, ah);
-    return {h, l + (ul + (al + tail))};
+    auto [c5h, c5l] = m.two_prod(c3h, v2h);
+    c5l = m.fma(c3h, v2l, m.fma(c3l, v2h, c5l));
+    DW a = dw_mul(m, {c3h, c3l}, dw_const(m, kTwelfthHi, kTwelfthLo));
+    DW b = dw_mul(m, {c5h, c5l}, dw_const(m, kEightiethHi, kEightiethLo));
+    V tail = c5h * v2h * poly_for(m, v2h, kLogPoly32, kLogPoly64);
+    auto [sh, sl] = m.fast_two_sum(a.hi, b.hi);
+    auto [h, l] = m.fast_two_sum(uh, sh);
+    return {h, l + (ul + ((sl + a.lo) + (b.lo + tail)))};
 }
 
 /// log(x) = e ln2 + log(1 + f) as hi + lo (not normalised), for x > 0 finite.
@@ -267,12 +276,6 @@ V log_impl(MathBuilder &m, llvm::ArrayRef<V> args) {
     LogReduced r = log_reduce(m, x);
     DW l = log_dw(m, r.e, log1p_reduced(m, r.f, m.f(0), /*precise=*/false));
     return log_specials(m, x, l.hi + l.lo);
-}
-
-/// (hi + lo) * (c_hi + c_lo) as hi + lo.
-DW dw_mul(MathBuilder &m, DW a, DW c) {
-    auto [ph, pl] = m.two_prod(a.hi, c.hi);
-    return {ph, m.fma(a.hi, c.lo, m.fma(a.lo, c.hi, pl))};
 }
 
 V log2_impl(MathBuilder &m, llvm::ArrayRef<V> args) {
