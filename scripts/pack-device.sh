@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build"
-for f in build/lib/*.so build/examples/scalar_add build/examples/detect_gpu build/examples/print_threads build/examples/vector_add build/examples/reduction build/examples/matmul build/bench/first_launch \
+for f in build/lib/*.so build/examples/scalar_add build/examples/detect_gpu build/examples/print_threads build/examples/vector_add build/examples/reduction build/examples/matmul build/bench/first_launch build/bench/math_ulp \
          build/tools/ember-compile build/test/unit/ember-*-tests; do
   [[ -f $f && -x $f ]] || continue
   mkdir -p "$stage/$(dirname "$f")"

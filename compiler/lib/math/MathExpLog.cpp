@@ -130,18 +130,22 @@ DW expm1_reduced(MathBuilder &m, V rh, V rl) {
 }
 
 /// (hi + lo) * 2^k for hi + lo in [0.7, 1.42] normalised (hi = hi + lo rounded) and k an integer
-/// float in the clamped range of the callers: exact when the result is normal, rounded once at
-/// the subnormal's last place when it is not, inf on overflow.
+/// float in [-(bias + p + 12), bias + 3] (the callers clamp): exact when the result is normal,
+/// rounded once at the subnormal's last place when it is not, inf on overflow.
 V exp_scale(MathBuilder &m, V k, DW v) {
+    const int64_t bias = m.exponent_bias();
     V n = m.to_int(k);
-    V normal = m.ldexp(v.hi, n);
-    // A subnormal result is w * 2^(1 - bias) with w = v 2^(k + bias - 1) < 1: 1 + w rounds w at
+    // 2^(n/2) and 2^(n - n/2) are normal: the first product is exact, the second rounds once.
+    V n1 = n >> 1;
+    V normal = v.hi * pow2(m, n1) * pow2(m, n - n1);
+    // A subnormal result is w * 2^(1 - bias) with w = v 2^(n + bias - 1) < 1: 1 + w rounds w at
     // 2^-p, which is the subnormal's last place, and (1 + w) - 1 is exact.
-    V shift = n + (m.exponent_bias() - 1);
-    V wh = m.ldexp(v.hi, shift), wl = m.ldexp(v.lo, shift);
+    V shift = n + (bias - 1);
+    V scale = pow2(m, m.select(shift < 0, shift, m.i(0)));
+    V wh = v.hi * scale, wl = v.lo * scale;
     auto [a, b] = m.fast_two_sum(m.f(1), wh);
     V sub = ((a + (b + wl)) - 1.0) * min_normal(m);
-    return m.select(wh < 1.0, sub, normal);
+    return m.select((shift <= 0) && (wh < 1.0), sub, normal);
 }
 
 /// e^(rh + rl) * 2^k (see exp_scale for k).
