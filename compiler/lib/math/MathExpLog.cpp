@@ -119,7 +119,7 @@ V min_normal(MathBuilder &m) { return m.f(std::ldexp(1.0, 1 - m.exponent_bias())
 
 // --- exp family ---------------------------------------------------------------------------------
 
-/// e^(rh + rl) - 1 as hi + lo, for |rh| <= 0.3466 and |rl| <= 2^-16 |... (see the Note).
+/// e^(rh + rl) - 1 as hi + lo, for |rh| <= 0.3466 and |rl| <= 2^-16 (see the Note).
 DW expm1_reduced(MathBuilder &m, V rh, V rl) {
     auto [sqh, sql] = m.two_prod(rh, rh);
     V c3 = rh * sqh * poly_for(m, rh, kExpPoly32, kExpPoly64);
@@ -130,7 +130,7 @@ DW expm1_reduced(MathBuilder &m, V rh, V rl) {
 }
 
 /// (hi + lo) * 2^k for hi + lo in [0.7, 1.42] normalised (hi = hi + lo rounded) and k an integer
-/// float in [-(bias + p + 12), bias + 3] (the callers clamp): exact when the result is normal,
+/// float in [-(bias + p + 10), bias + 2] (the callers clamp): exact when the result is normal,
 /// rounded once at the subnormal's last place when it is not, inf on overflow.
 V exp_scale(MathBuilder &m, V k, DW v) {
     const int64_t bias = m.exponent_bias();
@@ -156,8 +156,8 @@ V exp_finish(MathBuilder &m, V k, V rh, V rl) {
     return exp_scale(m, k, {h, l});
 }
 
-/// The bounds outside which exp (of natural-log units) is 0 or inf: e^lo < 2^-(bias+p+1)/... and
-/// e^hi > the largest finite number.
+/// Bounds beyond which e^x rounds to 0 (below half the smallest subnormal) or to inf; arguments
+/// are clamped to them, which keeps k in exp_scale's range.
 double exp_lower(MathBuilder &m) { return m.is_f64() ? -750.0 : -110.0; }
 double exp_upper(MathBuilder &m) { return m.is_f64() ? 710.0 : 89.0; }
 
@@ -390,7 +390,8 @@ V cbrt_impl(MathBuilder &m, llvm::ArrayRef<V> args) {
 
 V rsqrt_impl(MathBuilder &m, llvm::ArrayRef<V> args) {
     V x = args[0];
-    // Scale x into [2^-(s + p + 10), 2^s] so that y^2 and x y^2 stay normal.
+    // x above 2^s is scaled by 2^-s, x below 2^-s (subnormals too) by 2^s: y^2 and x y^2 then
+    // stay normal.
     const int s = m.is_f64() ? 512 : 64;
     V big = x > std::ldexp(1.0, s), small = x < std::ldexp(1.0, -s);
     V xs = m.select(big, x * std::ldexp(1.0, -s), m.select(small, x * std::ldexp(1.0, s), x));
