@@ -101,16 +101,18 @@ struct Function {
     X(fast_sqrt, 1, Sqrt, fast::sqrt(x), std::sqrt(a))
 
 const std::vector<Function> &functions() {
+#define EMBER_CALL(CALL) [](auto x, [[maybe_unused]] auto y) { return CALL; }
 #define EMBER_ENTRY(NAME, ARITY, DOMAIN, CALL, REF)                                                \
     Function{#NAME,                                                                                \
              ARITY,                                                                                \
              Domain::DOMAIN,                                                                       \
-             [] { return make_kernel<float>("ulp_" #NAME "_f32", [](Float32 x, Float32 y) { (void)y; return CALL; }); }, \
-             [] { return make_kernel<double>("ulp_" #NAME "_f64", [](Float64 x, Float64 y) { (void)y; return CALL; }); }, \
+             [] { return make_kernel<float>("ulp_" #NAME "_f32", EMBER_CALL(CALL)); },                \
+             [] { return make_kernel<double>("ulp_" #NAME "_f64", EMBER_CALL(CALL)); },               \
              [](double a, double b) -> double { (void)b; return REF; },                             \
              [](long double a, long double b) -> long double { (void)b; return REF; }},
     static const std::vector<Function> all = {EMBER_MATH_ULP_FUNCTIONS(EMBER_ENTRY)};
 #undef EMBER_ENTRY
+#undef EMBER_CALL
     return all;
 }
 
@@ -130,7 +132,8 @@ public:
     bool coin() { return (rng_() & 1) != 0; }
     /// 2^u with u uniform in [lo, hi], times a mantissa in [1, 2): log-uniform magnitudes.
     T log_uniform(double lo, double hi, bool both_signs) {
-        long double v = std::ldexp(static_cast<long double>(uniform(1, 2)), static_cast<int>(std::floor(uniform(lo, hi))));
+        int e = static_cast<int>(std::floor(uniform(lo, hi)));
+        long double v = std::ldexp(static_cast<long double>(uniform(1, 2)), e);
         T x = static_cast<T>(v);
         return both_signs && coin() ? -x : x;
     }
@@ -160,9 +163,9 @@ template <class T> std::vector<T> special_values() {
                         T(3.14159265358979323846), T(1.5707963267948966), T(0.6931471805599453),
                         T(8), T(27), T(1000)};
     // The overflow and underflow thresholds of the exp family, and their neighbours.
-    for (long double t : {std::log(static_cast<long double>(L::max())), std::log(static_cast<long double>(L::denorm_min())),
-                          std::log(static_cast<long double>(L::min())), static_cast<long double>(L::max_exponent),
-                          static_cast<long double>(Limits<T>::sub - 1), static_cast<long double>(Limits<T>::emin)}) {
+    using LD = long double;
+    for (LD t : {std::log(LD(L::max())), std::log(LD(L::denorm_min())), std::log(LD(L::min())),
+                 LD(L::max_exponent), LD(Limits<T>::sub - 1), LD(Limits<T>::emin)}) {
         T x = static_cast<T>(t);
         v.push_back(x);
         v.push_back(std::nextafter(x, L::infinity()));
@@ -240,7 +243,8 @@ template <class T> void make_args(Domain d, size_t n, uint64_t seed, std::vector
                 y = static_cast<T>(g.uniform(zlo, zhi) / std::log(static_cast<double>(x)));
             } else if (kind < 0.7) { // negative x, integer y
                 x = -g.any(false);
-                y = static_cast<T>(std::nearbyint(g.uniform(zlo, zhi) / std::log(std::fabs(static_cast<double>(x)))));
+                double lx = std::log(std::fabs(static_cast<double>(x)));
+                y = static_cast<T>(std::nearbyint(g.uniform(zlo, zhi) / lx));
             } else if (kind < 0.85) {
                 x = g.any(true);
                 y = g.any(true);
@@ -346,7 +350,8 @@ template <class T, class R> std::optional<double> ulp_error(T got, R ref) {
     }
     int e = ref == 0 ? Limits<T>::emin : std::max(static_cast<int>(std::ilogb(ref)), Limits<T>::emin);
     long double ulp = std::ldexp(static_cast<long double>(1), e - Limits<T>::p);
-    return static_cast<double>(std::fabs(static_cast<long double>(got) - static_cast<long double>(ref)) / ulp);
+    long double diff = std::fabs(static_cast<long double>(got) - static_cast<long double>(ref));
+    return static_cast<double>(diff / ulp);
 }
 
 template <class T, class Ref> Result measure(const std::vector<T> &a, const std::vector<T> &b,
@@ -381,8 +386,9 @@ template <class T, class Ref> Result measure(const std::vector<T> &a, const std:
     return all;
 }
 
-template <class T> std::vector<T> run(const DeviceContext &ctx, const MathKernel<T> &k, const std::vector<T> &a,
-                                      const std::vector<T> &b) {
+template <class T>
+std::vector<T> run(const DeviceContext &ctx, const MathKernel<T> &k, const std::vector<T> &a,
+                   const std::vector<T> &b) {
     const int64_t n = static_cast<int64_t>(a.size());
     auto da = ctx.enqueue_create_buffer<T>(a.size());
     auto db = ctx.enqueue_create_buffer<T>(a.size());
@@ -532,11 +538,16 @@ int main(int argc, char **argv) try {
         else usage(("unknown argument " + arg).c_str());
     }
     std::vector<const Function *> selected;
+    auto is_wanted = [&](const char *name) {
+        return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+    };
     for (const Function &f : functions())
-        if (wanted.empty() || std::find(wanted.begin(), wanted.end(), f.name) != wanted.end()) selected.push_back(&f);
-    for (const std::string &w : wanted)
-        if (std::none_of(functions().begin(), functions().end(), [&](const Function &f) { return w == f.name; }))
+        if (is_wanted(f.name)) selected.push_back(&f);
+    for (const std::string &w : wanted) {
+        auto named = [&](const Function &f) { return w == f.name; };
+        if (std::none_of(functions().begin(), functions().end(), named))
             usage(("unknown function " + w).c_str());
+    }
 
     DeviceContext ctx;
     std::optional<DeviceContext> cpu;
@@ -560,10 +571,12 @@ int main(int argc, char **argv) try {
                            : measure_function<double>(*f, ctx, cpu ? &*cpu : nullptr, samples, seed, threads);
             if (!r.error.empty()) {
                 ++failures;
-                std::printf("%-10s %s  not measured: %s\n", r.function.c_str(), r.type.c_str(), r.error.c_str());
+                std::printf("%-10s %s  not measured: %s\n", r.function.c_str(), r.type.c_str(),
+                            r.error.c_str());
             } else {
-                std::printf("%-10s %s  max %8.3f ulp at (%s)   special mismatches %zu", r.function.c_str(),
-                            r.type.c_str(), r.result.max_ulp, r.worst_args.c_str(), r.result.special_mismatches);
+                std::printf("%-10s %s  max %8.3f ulp at (%s)   special mismatches %zu",
+                            r.function.c_str(), r.type.c_str(), r.result.max_ulp, r.worst_args.c_str(),
+                            r.result.special_mismatches);
                 if (r.result.special_mismatches) std::printf(" (first: %s)", r.first_special_args.c_str());
                 if (r.gpu_cpu_differences) std::printf("   differs from cpu: %zu", *r.gpu_cpu_differences);
                 std::printf("   [%.1f s]\n", r.seconds);
@@ -575,16 +588,22 @@ int main(int argc, char **argv) try {
 
     if (markdown) {
         const bool gpu = cpu.has_value();
-        std::printf("\n| function | f32 max ULP | f32 worst argument | f64 max ULP | f64 worst argument | special mismatches (f32 / f64)%s |\n",
+        std::printf("\n| function | f32 max ULP | f32 worst argument | f64 max ULP | f64 worst argument "
+                    "| special mismatches (f32 / f64)%s |\n",
                     gpu ? " | results differing from the CPU device (f32 / f64)" : "");
         std::printf("| --- | --- | --- | --- | --- | ---%s |\n", gpu ? " | ---" : "");
         for (size_t i = 0; i + 1 < rows.size(); i += 2) {
             const Row &r32 = rows[i], &r64 = rows[i + 1];
-            auto specials = [](const Row &r) { return r.error.empty() ? std::to_string(r.result.special_mismatches) : "n/a"; };
-            auto diffs = [](const Row &r) { return r.gpu_cpu_differences ? std::to_string(*r.gpu_cpu_differences) : "n/a"; };
+            auto specials = [](const Row &r) {
+                return r.error.empty() ? std::to_string(r.result.special_mismatches) : "n/a";
+            };
+            auto diffs = [](const Row &r) {
+                return r.gpu_cpu_differences ? std::to_string(*r.gpu_cpu_differences) : "n/a";
+            };
             std::printf("| `%s` | %s | %s | %s | %s | %s / %s", r32.function.c_str(), ulp_cell(r32).c_str(),
                         r32.error.empty() ? r32.worst_args.c_str() : "", ulp_cell(r64).c_str(),
-                        r64.error.empty() ? r64.worst_args.c_str() : "", specials(r32).c_str(), specials(r64).c_str());
+                        r64.error.empty() ? r64.worst_args.c_str() : "", specials(r32).c_str(),
+                        specials(r64).c_str());
             if (gpu) std::printf(" | %s / %s", diffs(r32).c_str(), diffs(r64).c_str());
             std::printf(" |\n");
         }

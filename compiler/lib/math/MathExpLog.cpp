@@ -21,16 +21,18 @@
 // 0 and the factor 2 keeps 2^(k-1) finite up to the overflow threshold.
 //
 // log family. x = 2^e m with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^N first),
-// f = m - 1 (exact), u = 2f / (2 + f) in double-word (one division for the reciprocal; the residual
-// 2f - (2 + f) u_hi is exact with an fma), and log(1 + f) = 2 atanh(u/2) =
-// u + u^3/12 + u^5/80 + u^7 G(u^2) with G a minimax polynomial on u^2 <= 0.1178. log = e ln2 + that, with ln2_hi short enough that
-// e ln2_hi is exact; log2 and log10 multiply the double-word log(1 + f) by a double-word constant
-// and add e (times log10(2)) last, so log2(2^n) = n exactly. log1p takes 1 + x as two_sum(1, x)
-// and feeds the rounding error of that sum into f's low word.
+// f = m - 1 (exact), u = 2f / (2 + f) in double-word (one division for the reciprocal; the
+// residual 2f - (2 + f) u_hi is exact with an fma), and log(1 + f) = 2 atanh(u/2) =
+// u + u^3/12 + u^5/80 + u^7 G(u^2) with G a minimax polynomial on u^2 <= 0.1178. log = e ln2 +
+// that, with ln2_hi short enough that e ln2_hi is exact; log2 and log10 multiply the double-word
+// log(1 + f) by a double-word constant and add e (times log10(2)) last, so log2(2^n) = n exactly.
+// log1p takes 1 + x as two_sum(1, x) and feeds the rounding error of that sum into f's low word
+// (or uses f = x itself when 1 + x has the exponent 0).
 //
 // pow. |x|^y = exp(y log|x|) with log|x| in double-word to about 2^-(2p-8) (the u^3/12 and
-// u^5/80 terms in double-word too: |y log x| reaches 745, so log needs p + 13 bits), y log|x| as two_prod + fma, and the exp core above taking the low word. The
-// C99 Annex F special cases (F.9.4.4) are selects on top.
+// u^5/80 terms in double-word too: |y log x| reaches 745, so log needs p + 13 bits), y log|x| as
+// two_prod + fma, and the exp core above taking the low word. The C99 Annex F special cases
+// (F.9.4.4) are selects on top.
 //
 // cbrt. |x| = 2^(3q + rem) m, a = 2^rem m in [1, 8); a^(-1/3) from a minimax polynomial on m and
 // one Newton step (division-free), y = a r^2, then one correction y + (a - y^3) / (3 y^2) with
@@ -374,8 +376,10 @@ V cbrt_impl(MathBuilder &m, llvm::ArrayRef<V> args) {
     V q = m.to_int(m.floor((m.to_float(e) + 0.5) * (1.0 / 3)));
     V rem = e - q * 3;
     V a = mant * m.select(rem == 0, m.f(1), m.select(rem == 1, m.f(2), m.f(4))); // exact
-    V r = poly_for(m, mant, kRcbrtPoly32, kRcbrtPoly64) *
-          m.select(rem == 0, m.f(1), m.select(rem == 1, m.f(0x1.965fea53d6e3dp-1), m.f(0x1.428a2f98d728bp-1)));
+    // 2^(-rem/3) for the first estimate (rounded; the Newton step and the correction fix it).
+    V third = m.select(rem == 0, m.f(1),
+                       m.select(rem == 1, m.f(0x1.965fea53d6e3dp-1), m.f(0x1.428a2f98d728bp-1)));
+    V r = poly_for(m, mant, kRcbrtPoly32, kRcbrtPoly64) * third;
     // One Newton step for a^(-1/3): r += r (1 - a r^3) / 3.
     r = m.fma(r * (1.0 / 3), m.fma(-(a * r), r * r, m.f(1)), r);
     // y = a r^2 ~ a^(1/3); then y += (a - y^3) / (3 y^2), with a - y^3 exact to 2^-2p.
@@ -395,7 +399,8 @@ V rsqrt_impl(MathBuilder &m, llvm::ArrayRef<V> args) {
     const int s = m.is_f64() ? 512 : 64;
     V big = x > std::ldexp(1.0, s), small = x < std::ldexp(1.0, -s);
     V xs = m.select(big, x * std::ldexp(1.0, -s), m.select(small, x * std::ldexp(1.0, s), x));
-    V factor = m.select(big, m.f(std::ldexp(1.0, -s / 2)), m.select(small, m.f(std::ldexp(1.0, s / 2)), m.f(1)));
+    V factor = m.select(big, m.f(std::ldexp(1.0, -s / 2)),
+                        m.select(small, m.f(std::ldexp(1.0, s / 2)), m.f(1)));
     V y0 = 1.0 / m.sqrt(xs);
     // One Newton step: y = y0 + y0 (1 - x y0^2) / 2, with 1 - x y0^2 to 2^-2p.
     auto [hh, hl] = m.two_prod(y0, y0);

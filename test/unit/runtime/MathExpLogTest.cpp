@@ -100,14 +100,18 @@ template <class T, class R> std::optional<double> ulp_error(T got, R ref) {
         return std::nullopt;
     }
     T rounded = static_cast<T>(ref);
-    if (std::isinf(rounded) || std::isinf(got)) return rounded == got ? std::optional<double>(0.0) : std::nullopt;
+    if (std::isinf(rounded) || std::isinf(got)) {
+        if (rounded == got) return 0.0;
+        return std::nullopt;
+    }
     if (ref == 0 && got == 0) {
         if (std::signbit(static_cast<T>(ref)) != std::signbit(got)) return std::nullopt;
         return 0.0;
     }
     int e = ref == 0 ? Limits<T>::emin : std::max(static_cast<int>(std::ilogb(ref)), Limits<T>::emin);
     long double ulp = std::ldexp(static_cast<long double>(1), e - Limits<T>::p);
-    return static_cast<double>(std::fabs(static_cast<long double>(got) - static_cast<long double>(ref)) / ulp);
+    long double diff = std::fabs(static_cast<long double>(got) - static_cast<long double>(ref));
+    return static_cast<double>(diff / ulp);
 }
 
 template <class T> std::vector<T> special_values() {
@@ -131,7 +135,8 @@ template <class T> void make_args(Domain d, size_t n, std::vector<T> &a, std::ve
     std::mt19937_64 rng(12345);
     auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
     auto log_uniform = [&](int lo, int hi, bool both) {
-        T x = static_cast<T>(std::ldexp(static_cast<long double>(uniform(1, 2)), static_cast<int>(std::floor(uniform(lo, hi)))));
+        int e = static_cast<int>(std::floor(uniform(lo, hi)));
+        T x = static_cast<T>(std::ldexp(static_cast<long double>(uniform(1, 2)), e));
         return both && (rng() & 1) ? -x : x;
     };
     auto any = [&](bool both) { return log_uniform(Lm::emin - Lm::p, Lm::emax + 1, both); };
@@ -147,14 +152,22 @@ template <class T> void make_args(Domain d, size_t n, std::vector<T> &a, std::ve
         // A quarter of exp's and exp2's arguments give results in the subnormals' top binade,
         // where a double rounding would show most.
         case Domain::Exp:
-            x = i % 4 == 1 ? T(uniform(ln_min - 0.6931471805599453, ln_min)) : dense ? T(uniform(ln_sub - 1, ln_max + 1)) : any(true);
+            x = i % 4 == 1 ? T(uniform(ln_min - 0.6931471805599453, ln_min))
+                : dense    ? T(uniform(ln_sub - 1, ln_max + 1))
+                           : any(true);
             break;
         case Domain::Exp2:
-            x = i % 4 == 1 ? T(uniform(Lm::emin - 1, Lm::emin)) : dense ? T(uniform(Lm::emin - Lm::p - 2, Lm::emax + 2)) : any(true);
+            x = i % 4 == 1 ? T(uniform(Lm::emin - 1, Lm::emin))
+                : dense    ? T(uniform(Lm::emin - Lm::p - 2, Lm::emax + 2))
+                           : any(true);
             break;
-        case Domain::Expm1: x = dense ? T(uniform(-1, 1)) : (i % 4 == 1 ? log_uniform(-Lm::p - 10, 0, true) : T(uniform(-40, ln_max + 1))); break;
+        case Domain::Expm1:
+            x = dense ? T(uniform(-1, 1)) : i % 4 == 1 ? log_uniform(-Lm::p - 10, 0, true) : T(uniform(-40, ln_max + 1));
+            break;
         case Domain::Log: x = dense ? T(uniform(0.5, 2)) : any(false); break;
-        case Domain::Log1p: x = dense ? log_uniform(-Lm::p - 10, 0, true) : (i % 4 == 1 ? T(uniform(-1, 1)) : any(false)); break;
+        case Domain::Log1p:
+            x = dense ? log_uniform(-Lm::p - 10, 0, true) : i % 4 == 1 ? T(uniform(-1, 1)) : any(false);
+            break;
         case Domain::Pow:
             // |x|^y over the whole range of results, negative x with integer y, x near 1.
             x = i % 3 == 2 ? T(1) + log_uniform(-Lm::p - 1, -2, true) : any(i % 3 == 1);
@@ -199,7 +212,8 @@ template <class T> std::vector<Exact<T>> exact_cases() {
         // exp family
         {"exp", z, 0, 1}, {"exp", nz, 0, 1}, {"exp", -inf, 0, z}, {"exp", inf, 0, inf}, {"exp", nan, 0, nan},
         {"exp", 1000, 0, inf}, {"exp", -1000, 0, z}, {"exp", 2000, 0, inf}, {"exp", -2000, 0, z},
-        {"exp2", 10, 0, 1024}, {"exp2", -1, 0, 0.5}, {"exp2", T(L::min_exponent - L::digits), 0, L::denorm_min()},
+        {"exp2", 10, 0, 1024}, {"exp2", -1, 0, 0.5},
+        {"exp2", T(L::min_exponent - L::digits), 0, L::denorm_min()},
         {"exp2", T(L::min_exponent - L::digits - 1), 0, z}, {"exp2", T(L::max_exponent), 0, inf},
         {"exp2", T(L::max_exponent - 1), 0, std::ldexp(T(1), L::max_exponent - 1)}, {"exp2", -inf, 0, z},
         {"exp2", inf, 0, inf}, {"exp2", nan, 0, nan},
@@ -207,10 +221,13 @@ template <class T> std::vector<Exact<T>> exact_cases() {
         {"expm1", -1000, 0, -1}, {"expm1", 1000, 0, inf}, {"expm1", nan, 0, nan},
         {"expm1", L::denorm_min(), 0, L::denorm_min()}, {"expm1", -L::denorm_min(), 0, -L::denorm_min()},
         // log family
-        {"log", 1, 0, z}, {"log", z, 0, -inf}, {"log", nz, 0, -inf}, {"log", -1, 0, nan}, {"log", -inf, 0, nan},
+        {"log", 1, 0, z}, {"log", z, 0, -inf}, {"log", nz, 0, -inf}, {"log", -1, 0, nan},
+        {"log", -inf, 0, nan},
         {"log", inf, 0, inf}, {"log", nan, 0, nan}, {"log", -L::denorm_min(), 0, nan},
-        {"log2", 8, 0, 3}, {"log2", T(0.125), 0, -3}, {"log2", L::denorm_min(), 0, T(L::min_exponent - L::digits)},
-        {"log2", L::max(), 0, T(L::max_exponent)}, {"log2", 1, 0, z}, {"log2", z, 0, -inf}, {"log2", -2, 0, nan},
+        {"log2", 8, 0, 3}, {"log2", T(0.125), 0, -3},
+        {"log2", L::denorm_min(), 0, T(L::min_exponent - L::digits)},
+        {"log2", L::max(), 0, T(L::max_exponent)}, {"log2", 1, 0, z}, {"log2", z, 0, -inf},
+        {"log2", -2, 0, nan},
         {"log2", inf, 0, inf},
         {"log10", 1000, 0, 3}, {"log10", T(1e6), 0, 6}, {"log10", 1, 0, z}, {"log10", z, 0, -inf},
         {"log10", -3, 0, nan}, {"log10", inf, 0, inf},
@@ -229,7 +246,8 @@ template <class T> std::vector<Exact<T>> exact_cases() {
         {"pow", 2, nan, nan}, {"pow", -2, 3, -8}, {"pow", -2, -3, T(-0.125)}, {"pow", -2, 2, 4},
         {"pow", 10, 2, 100}, {"pow", 2, 10, 1024}, {"pow", 3, 1, 3}, {"pow", T(0.1), 1, T(0.1)},
         {"pow", 2, T(L::min_exponent - L::digits), L::denorm_min()}, {"pow", 2, T(L::max_exponent), inf},
-        {"pow", -2, T(L::max_exponent), inf}, {"pow", -2, T(L::max_exponent - 1) , -std::ldexp(T(1), L::max_exponent - 1)},
+        {"pow", -2, T(L::max_exponent), inf},
+        {"pow", -2, T(L::max_exponent - 1), -std::ldexp(T(1), L::max_exponent - 1)},
         {"pow", -1, T(1e30), 1}, {"pow", T(-0.5), -inf, inf}, {"pow", T(1) + L::epsilon(), L::max(), inf},
         {"pow", T(1) + L::epsilon(), -L::max(), z}, {"pow", 4, T(0.5), 2},
     };
@@ -237,14 +255,16 @@ template <class T> std::vector<Exact<T>> exact_cases() {
 
 class MathExpLogTest : public ember::testing::DeviceTest {
 protected:
-    template <class T, class... P> std::vector<T> run(const Kernel<P...> &k, const std::vector<T> &a, const std::vector<T> &b) {
+    template <class T, class... P>
+    std::vector<T> run(const Kernel<P...> &k, const std::vector<T> &a, const std::vector<T> &b) {
         const int64_t n = static_cast<int64_t>(a.size());
         auto da = ctx().enqueue_create_buffer<T>(a.size());
         auto db = ctx().enqueue_create_buffer<T>(b.size());
         auto dout = ctx().enqueue_create_buffer<T>(a.size());
         ctx().enqueue_copy(da, a.data());
         ctx().enqueue_copy(db, b.data());
-        ctx().enqueue_function(ctx().compile_function(k), da, db, dout, n, grid_dim((n + 127) / 128), block_dim(128));
+        ctx().enqueue_function(ctx().compile_function(k), da, db, dout, n, grid_dim((n + 127) / 128),
+                               block_dim(128));
         std::vector<T> out(a.size());
         ctx().enqueue_copy(out.data(), dout);
         ctx().synchronize();
@@ -269,8 +289,9 @@ protected:
             else err = ulp_error(got[i], f.ref64(a[i], b[i]));
             if (!err) {
                 if (++mismatches <= 10)
-                    ADD_FAILURE() << f.name << "_" << type << "(" << a[i] << (f.domain == Domain::Pow ? ", " + std::to_string(b[i]) : "")
-                                  << ") = " << got[i] << ": wrong special value";
+                    ADD_FAILURE() << f.name << "_" << type << "(" << a[i]
+                                  << (f.domain == Domain::Pow ? ", " + std::to_string(b[i]) : "") << ") = " << got[i]
+                                  << ": wrong special value";
             } else if (*err > worst) {
                 worst = *err;
                 worst_at = i;
@@ -283,7 +304,8 @@ protected:
     }
     /// Every case exactly (NaN: any NaN).
     template <class T> void check_exact(const std::vector<Exact<T>> &cases) {
-        for (const char *name : {"rsqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow"}) {
+        for (const char *name :
+             {"rsqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow"}) {
             std::vector<T> a, b, want;
             for (const Exact<T> &c : cases)
                 if (std::string_view(c.function) == name) {
@@ -295,7 +317,8 @@ protected:
             if constexpr (sizeof(T) == 4) got = run(fn(name).k32, a, b);
             else got = run(fn(name).k64, a, b);
             for (size_t i = 0; i < a.size(); ++i) {
-                bool ok = std::isnan(want[i]) ? std::isnan(got[i]) : std::memcmp(&got[i], &want[i], sizeof(T)) == 0;
+                bool ok = std::isnan(want[i]) ? std::isnan(got[i])
+                                              : std::memcmp(&got[i], &want[i], sizeof(T)) == 0;
                 EXPECT_TRUE(ok) << name << "_" << (sizeof(T) == 4 ? "f32" : "f64") << "(" << a[i]
                                 << (std::string_view(name) == "pow" ? ", " + std::to_string(b[i]) : "") << ") = "
                                 << got[i] << ", want " << want[i];
@@ -329,7 +352,7 @@ TEST_P(MathExpLogTest, SpecialValuesAreExact) {
 float f16_to_float(uint16_t h) {
     const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
     const float sign = (h & 0x8000) ? -1.0f : 1.0f;
-    if (exp == 0x1f) return mant ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
+    if (exp == 0x1f) return mant ? std::nanf("") : sign * std::numeric_limits<float>::infinity();
     if (exp == 0) return sign * std::ldexp(float(mant), -24);
     return sign * std::ldexp(float(mant | 0x400), exp - 25);
 }
@@ -365,11 +388,13 @@ kernel @narrow(%h: ptr<global f32>, %b: ptr<global f32>, %out: ptr<global f32>, 
 
 /// The error of a 16-bit result in ULPs of its format (p explicit bits, emin) against `ref`.
 std::optional<double> ulp16(float got, double ref, int p, int emin, double max_finite) {
-    if (std::isnan(ref) || std::isnan(got)) return std::isnan(ref) && std::isnan(got) ? std::optional<double>(0) : std::nullopt;
-    const double overflow = max_finite + std::ldexp(1.0, std::ilogb(max_finite) - p - 1); // rounds to inf from here
+    const std::optional<double> same = 0.0, mismatch = std::nullopt;
+    if (std::isnan(ref) || std::isnan(got)) return std::isnan(ref) && std::isnan(got) ? same : mismatch;
+    // From half an ULP above the largest finite number on, the value rounds to inf.
+    const double overflow = max_finite + std::ldexp(1.0, std::ilogb(max_finite) - p - 1);
     if (std::isinf(got) || std::fabs(ref) >= overflow)
-        return std::isinf(got) && std::fabs(ref) >= overflow && (got > 0) == (ref > 0) ? std::optional<double>(0) : std::nullopt;
-    if (ref == 0 && got == 0) return std::signbit(ref) == std::signbit(got) ? std::optional<double>(0) : std::nullopt;
+        return std::isinf(got) && std::fabs(ref) >= overflow && (got > 0) == (ref > 0) ? same : mismatch;
+    if (ref == 0 && got == 0) return std::signbit(ref) == std::signbit(got) ? same : mismatch;
     int e = ref == 0 ? emin : std::max(std::ilogb(ref), emin);
     return std::fabs(double(got) - ref) / std::ldexp(1.0, e - p);
 }
@@ -385,7 +410,8 @@ TEST_P(MathExpLogTest, HalfAndBFloat16ComputeInFloatAndRoundOnce) {
     auto dout = ctx().enqueue_create_buffer<float>(4 * n);
     ctx().enqueue_copy(dh, h.data());
     ctx().enqueue_copy(db, b.data());
-    ctx().enqueue_function(ctx().compile_function(narrow_kernel()), dh, db, dout, n, grid_dim(n / 128), block_dim(128));
+    ctx().enqueue_function(ctx().compile_function(narrow_kernel()), dh, db, dout, n, grid_dim(n / 128),
+                           block_dim(128));
     std::vector<float> out(4 * n);
     ctx().enqueue_copy(out.data(), dout);
     ctx().synchronize();
@@ -408,8 +434,8 @@ TEST_P(MathExpLogTest, HalfAndBFloat16ComputeInFloatAndRoundOnce) {
             std::optional<double> err = ulp16(c.got, c.ref, c.p, c.emin, c.max);
             if (!err || *err > bound) {
                 if (++bad <= 10)
-                    ADD_FAILURE() << c.what << " of " << c.x << " = " << c.got << ", reference " << c.ref << " ("
-                                  << (err ? std::to_string(*err) + " ulp" : "special value") << ")";
+                    ADD_FAILURE() << c.what << " of " << c.x << " = " << c.got << ", reference " << c.ref
+                                  << " (" << (err ? std::to_string(*err) + " ulp" : "special value") << ")";
             }
         }
     }
