@@ -64,16 +64,19 @@ V div_dw(MathBuilder &m, DW n, DW d) {
 // sin r = r - r^3/6 + r^5 S(r^2), cos r = 1 - r^2/2 + r^4 C(r^2) on |r| <= pi/4:
 // math_trig_coeffs.py sin / cos (final relative error 2^-67.3 / 2^-63.9 for f64, 2^-36.2 /
 // 2^-33.0 for f32). -1/6 is applied as a double-word: r^3/6 is up to a tenth of sin r.
-constexpr double kSin64[] = {0x1.111111111110fp-7, -0x1.a01a01a01944dp-13, 0x1.71de3a53e0a26p-19,
-                             -0x1.ae6453572ccbep-26, 0x1.6120ff430ea2dp-33, -0x1.aad5fdc33734dp-41};
+constexpr double kSin64[] = {0x1.111111111110fp-7,  -0x1.a01a01a01944dp-13,
+                             0x1.71de3a53e0a26p-19, -0x1.ae6453572ccbep-26,
+                             0x1.6120ff430ea2dp-33, -0x1.aad5fdc33734dp-41};
 constexpr double kSin32[] = {0x1.11110ep-7, -0x1.a01362p-13, 0x1.6da1cp-19};
-constexpr double kCos64[] = {0x1.555555555554bp-5, -0x1.6c16c16c15015p-10, 0x1.a01a019c8f255p-16,
-                             -0x1.27e4f7f191621p-22, 0x1.1ee9dbcf15ccfp-29, -0x1.8fa684986a8dep-37};
+constexpr double kCos64[] = {0x1.555555555554bp-5,  -0x1.6c16c16c15015p-10,
+                             0x1.a01a019c8f255p-16, -0x1.27e4f7f191621p-22,
+                             0x1.1ee9dbcf15ccfp-29, -0x1.8fa684986a8dep-37};
 constexpr double kCos32[] = {0x1.55554ap-5, -0x1.6c0c28p-10, 0x1.99e80cp-16};
 
 // pi/2 in three parts, each the rest of the previous ones rounded to the type (the first two
 // exact with fma against k < 2^24); pi/2 - sum is 2^-76.3 (f32) / 2^-163.6 (f64).
-constexpr double kPio2F64[] = {0x1.921fb54442d18p+0, 0x1.1a62633145c07p-54, -0x1.f1976b7ed8fbcp-110};
+constexpr double kPio2F64[] = {0x1.921fb54442d18p+0, 0x1.1a62633145c07p-54,
+                               -0x1.f1976b7ed8fbcp-110};
 constexpr double kPio2F32[] = {0x1.921fb6p+0, -0x1.777a5cp-25, -0x1.ee59dap-50};
 double pio2(MathBuilder &m, int part) { return m.is_f64() ? kPio2F64[part] : kPio2F32[part]; }
 
@@ -94,15 +97,15 @@ double cody_waite_limit(MathBuilder &m) { return pick(m, 0x1p28, 0x1p17); }
 
 /// The quadrant (ity, 0..3) and r (double-word) of ax = |x| >= cody_waite_limit or inf:
 /// Payne-Hanek. ax = mant 2^e with an integer mant (24 or 53 bits); the bits of 2/pi of weight
-/// above 2^-(e-2) contribute multiples of 4 to ax 2/pi, the quadrant, so only the window of
-/// 2/pi from bit e-1 on matters. mant times that window (128 bits for f32, 192 for f64), modulo
-/// 2^width, is ax 2/pi mod 4 in fixed point: the top 2 bits the quadrant, the rest the fraction,
-/// at least 2^-98 (f32) / 2^-125 (f64) accurate, which leaves ~2^-68 of relative error in r
-/// against the smallest |r| of the type (about 2^-30 / 2^-61).
+/// 2^-(e-2) and more add multiples of 4 to ax 2/pi, so only the window of 2/pi from bit e-1 on
+/// matters. mant times that window (128 bits for f32, 192 for f64), modulo 2^width, is
+/// ax 2/pi mod 4 in fixed point: the top 2 bits the quadrant, the rest the fraction, accurate
+/// to 2^-102 (f32) / 2^-137 (f64) and taken with 48 / 106 significant bits: relative errors
+/// below 2^-47 / 2^-75 even for the smallest fractions of the type (about 2^-31 / 2^-62).
 std::vector<V> payne_hanek(MathBuilder &m, V ax) {
     const bool f64 = m.is_f64();
     const int mb = m.mantissa_bits(), bias = m.exponent_bias();
-    const int words = f64 ? 3 : 2; // of the window
+    const int words = f64 ? 3 : 2;  // of the window
     const int table = f64 ? 20 : 5; // words of kTwoOverPi reachable
     auto u64 = [&](uint64_t v) { return m.int_const(64, v); };
     V bits = m.zext_or_trunc(m.as_int(ax), 64);
@@ -117,7 +120,8 @@ std::vector<V> payne_hanek(MathBuilder &m, V ax) {
     for (int i = 0; i <= words; ++i) {
         V idx = w0 + u64(uint64_t(i));
         V v = u64(0);
-        for (int j = 1; j < table; ++j) v = m.select(idx == u64(uint64_t(j)), u64(kTwoOverPi[j]), v);
+        for (int j = 1; j < table; ++j)
+            v = m.select(idx == u64(uint64_t(j)), u64(kTwoOverPi[j]), v);
         t.push_back(v);
     }
     // The window as 32-bit limbs, least significant first.
@@ -144,15 +148,18 @@ std::vector<V> payne_hanek(MathBuilder &m, V ax) {
         V c = col[j] + carry;
         carry = m.lshr(c, 32);
         V limb = c & u64(0xFFFFFFFF);
-        if (j % 2 == 0) low = limb;
-        else pw.push_back(low | (limb << u64(32)));
+        if (j % 2 == 0)
+            low = limb;
+        else
+            pw.push_back(low | (limb << u64(32)));
     }
     V top = pw.back();
     // Quadrant rounded to nearest; the fraction f = (product << 2) in [0, 1), taken as f - 1
     // when >= 1/2 (one's complement: 2^-width off, far below what matters).
     V q = (m.lshr(top, 62) + (m.lshr(top, 61) & u64(1))) & u64(3);
     std::vector<V> f; // most significant first
-    for (int i = words - 1; i >= 0; --i) f.push_back(i > 0 ? m.fshl(pw[i], pw[i - 1], u64(2)) : pw[0] << u64(2));
+    for (int i = words - 1; i >= 0; --i)
+        f.push_back(i > 0 ? m.fshl(pw[i], pw[i - 1], u64(2)) : pw[0] << u64(2));
     V neg = f[0] < u64(0);
     V flip = f[0] >> u64(63);
     for (V &x : f) x = x ^ flip;
@@ -164,13 +171,13 @@ std::vector<V> payne_hanek(MathBuilder &m, V ax) {
     V si = m.zext_or_trunc(s, f64 ? 64 : 32);
     V fh, fl;
     if (f64) {
-        V h = m.to_float(m.lshr(hi, 11));                                          // exact
-        V l = m.to_float(((hi & u64(0x7FF)) << u64(52)) | m.lshr(lo, 12));           // rounded
+        V h = m.to_float(m.lshr(hi, 11));                                  // exact
+        V l = m.to_float(((hi & u64(0x7FF)) << u64(52)) | m.lshr(lo, 12)); // rounded
         fh = h * m.pow2i(-53 - si);
         fl = l * m.pow2i(-116 - si);
     } else {
-        V h = m.to_float(m.lshr(hi, 40));                                          // exact
-        V l = m.to_float(m.lshr(hi & u64(0xFFFFFFFFFF), 16));                      // exact
+        V h = m.to_float(m.lshr(hi, 40));                     // exact
+        V l = m.to_float(m.lshr(hi & u64(0xFFFFFFFFFF), 16)); // exact
         fh = h * m.pow2i(-24 - si);
         fl = l * m.pow2i(-48 - si);
     }
@@ -180,7 +187,8 @@ std::vector<V> payne_hanek(MathBuilder &m, V ax) {
     V rh = fh * c_hi;
     V rl = m.fma(fh, c_hi, -rh) + (fh * c_lo + fl * c_hi);
     auto [r_hi, r_lo] = m.fast_two_sum(rh, rl);
-    return {m.zext_or_trunc(q, f64 ? 64 : 32), m.select(neg, -r_hi, r_hi), m.select(neg, -r_lo, r_lo)};
+    return {m.zext_or_trunc(q, f64 ? 64 : 32), m.select(neg, -r_hi, r_hi),
+            m.select(neg, -r_lo, r_lo)};
 }
 
 /// x = (4n + q) pi/2 + r for ax = |x|: the quadrant q (ity, 0..3) and r = hi + lo, |r| <= pi/4
@@ -197,9 +205,9 @@ std::pair<V, DW> reduce_pio2(MathBuilder &m, V ax) {
     V lo = m.fma(-k, m.f(pio2(m, 2)), e - p_lo);
     auto [r_hi, r_lo] = m.fast_two_sum(s, lo);
     V q = m.to_int(k) & 3;
-    std::vector<V> out = m.if_else_values(
-        ax >= limit, [&] { return payne_hanek(m, ax); },
-        [&] { return std::vector<V>{q, r_hi, r_lo}; });
+    auto huge = [&] { return payne_hanek(m, ax); };
+    auto moderate = [&] { return std::vector<V>{q, r_hi, r_lo}; };
+    std::vector<V> out = m.if_else_values(ax >= limit, huge, moderate);
     return {out[0], DW{out[1], out[2]}};
 }
 
@@ -223,7 +231,8 @@ DW cos_kernel(MathBuilder &m, DW r) {
     auto [zh, zl] = m.two_prod(r.hi, r.hi);
     V hz = 0.5 * zh;
     V w = 1.0 - hz;
-    V tail = (((1.0 - w) - hz) - 0.5 * zl) + m.fma(zh * zh, m.poly(zh, coeffs(m, kCos64, kCos32)), -(r.hi * r.lo));
+    V tail = (((1.0 - w) - hz) - 0.5 * zl) +
+             m.fma(zh * zh, m.poly(zh, coeffs(m, kCos64, kCos32)), -(r.hi * r.lo));
     return DW{w, tail};
 }
 
@@ -269,13 +278,13 @@ V impl_tan(MathBuilder &m, llvm::ArrayRef<V> args) {
 // asin u = u + u^3 P(u^2) on |u| <= 1/2: math_trig_coeffs.py asin (final relative error
 // 2^-59.8 / 2^-31.6). The top f64 coefficients alternate in sign: they fit the singularity of
 // asin at 1 and weigh u^20 <= 2^-20 there.
-constexpr double kAsin64[] = {0x1.5555555555577p-3, 0x1.333333332e13p-4,   0x1.6db6db721278ap-5,
-                              0x1.f1c71a94ebf76p-6, 0x1.6e8bdee10b5abp-6,  0x1.1c49f04e615c6p-6,
-                              0x1.ca1f8ecd94677p-7, 0x1.75857e79c0706p-7,  0x1.613ccade3bc4ep-7,
-                              0x1.e5f1e1ec56deep-9, 0x1.639d8a3d5db34p-6,  -0x1.57ff011e2dd43p-6,
+constexpr double kAsin64[] = {0x1.5555555555577p-3, 0x1.333333332e13p-4,  0x1.6db6db721278ap-5,
+                              0x1.f1c71a94ebf76p-6, 0x1.6e8bdee10b5abp-6, 0x1.1c49f04e615c6p-6,
+                              0x1.ca1f8ecd94677p-7, 0x1.75857e79c0706p-7, 0x1.613ccade3bc4ep-7,
+                              0x1.e5f1e1ec56deep-9, 0x1.639d8a3d5db34p-6, -0x1.57ff011e2dd43p-6,
                               0x1.0b473487287bfp-5};
-constexpr double kAsin32[] = {0x1.55554cp-3, 0x1.3338acp-4, 0x1.6ca754p-5, 0x1.04d2cep-5, 0x1.d52724p-7,
-                              0x1.34c204p-5};
+constexpr double kAsin32[] = {0x1.55554cp-3, 0x1.3338acp-4, 0x1.6ca754p-5,
+                              0x1.04d2cep-5, 0x1.d52724p-7, 0x1.34c204p-5};
 
 constexpr double kPiF64[] = {0x1.921fb54442d18p+1, 0x1.1a62633145c07p-53};
 constexpr double kPiF32[] = {0x1.921fb6p+1, -0x1.777a5cp-24};
@@ -285,7 +294,7 @@ constexpr double kPiF32[] = {0x1.921fb6p+1, -0x1.777a5cp-24};
 /// acos x = pi/2 - asin x = 2 asin u (x > 0) = pi - 2 asin u (x < 0).
 V asin_acos(MathBuilder &m, V x, bool acos) {
     V ax = m.abs(x);
-    V big = ax > 0.5; // false for NaN: u = NaN
+    V big = ax > 0.5;        // false for NaN: u = NaN
     V zb = (1.0 - ax) * 0.5; // exact; < 0 (sqrt NaN) for |x| > 1
     V sh = m.sqrt(zb);
     V sl = m.select(zb > 0.0, m.fma(-sh, sh, zb) / (sh + sh), m.f(0));
@@ -311,16 +320,18 @@ V asin_acos(MathBuilder &m, V x, bool acos) {
     return acos ? v : m.copysign(v, x);
 }
 
-V impl_asin(MathBuilder &m, llvm::ArrayRef<V> args) { return asin_acos(m, args[0], /*acos=*/false); }
+V impl_asin(MathBuilder &m, llvm::ArrayRef<V> args) {
+    return asin_acos(m, args[0], /*acos=*/false);
+}
 V impl_acos(MathBuilder &m, llvm::ArrayRef<V> args) { return asin_acos(m, args[0], /*acos=*/true); }
 
 // --- atan, atan2 ----------------------------------------------------------------------------
 
 // atan t = t + t^3 A(t^2) on |t| <= 1/4: math_trig_coeffs.py atan (final relative error
 // 2^-63.7 / 2^-32.4).
-constexpr double kAtan64[] = {-0x1.5555555555553p-2, 0x1.9999999998da8p-3, -0x1.24924923eb3aep-3,
+constexpr double kAtan64[] = {-0x1.5555555555553p-2, 0x1.9999999998da8p-3,  -0x1.24924923eb3aep-3,
                               0x1.c71c713846da2p-4,  -0x1.745cf4bb483a7p-4, 0x1.3b0ea34158271p-4,
-                              -0x1.109bdde38b58p-4,  0x1.d4f4b706ba019p-5, -0x1.47942a72d0cbfp-5};
+                              -0x1.109bdde38b58p-4,  0x1.d4f4b706ba019p-5,  -0x1.47942a72d0cbfp-5};
 constexpr double kAtan32[] = {-0x1.55555p-2, 0x1.9992dap-3, -0x1.23422ep-3, 0x1.9332ep-4};
 
 /// atan2(y, x) (atan(x) is atan2(x, 1)). With n = min(|x|, |y|), d = max: atan(n/d) =
@@ -339,7 +350,8 @@ V atan2_impl(MathBuilder &m, V y, V x) {
     // Scale into d in [1, 2) when d < 1 (exact: n <= d), by 1/4 when d + n could overflow.
     V dexp = m.lshr(m.as_int(d), m.mantissa_bits());
     V up = m.as_float((m.i(2 * m.exponent_bias()) - dexp) << m.mantissa_bits());
-    V scale = m.select(d < 1.0, up, m.select(d >= m.f(pick(m, 0x1p1022, 0x1p126)), m.f(0.25), m.f(1)));
+    V scale =
+        m.select(d < 1.0, up, m.select(d >= m.f(pick(m, 0x1p1022, 0x1p126)), m.f(0.25), m.f(1)));
     n = n * scale;
     d = d * scale;
     V mid = n >= d * 0.25, high = n >= d * 0.7;
@@ -357,8 +369,10 @@ V atan2_impl(MathBuilder &m, V y, V x) {
                       m.select(mid, m.f(pick(m, 0x1.a2b7f222f65e2p-56, 0x1.586ed4p-28)), m.f(0)));
     // Octant: atan(n/d) (x >= 0, no swap), pi/2 - it (swap), pi - it (x < 0), pi/2 + it.
     V negx = m.signbit(x);
-    V k_hi = m.select(swap, m.f(pio2(m, 0)), m.select(negx, m.f(pick(m, kPiF64[0], kPiF32[0])), m.f(0)));
-    V k_lo = m.select(swap, m.f(pio2(m, 1)), m.select(negx, m.f(pick(m, kPiF64[1], kPiF32[1])), m.f(0)));
+    V k_hi =
+        m.select(swap, m.f(pio2(m, 0)), m.select(negx, m.f(pick(m, kPiF64[0], kPiF32[0])), m.f(0)));
+    V k_lo =
+        m.select(swap, m.f(pio2(m, 1)), m.select(negx, m.f(pick(m, kPiF64[1], kPiF32[1])), m.f(0)));
     V minus = swap != negx;
     V sa_hi = m.select(minus, -a_hi, a_hi), sth = m.select(minus, -th, th);
     V s_rest = m.select(minus, -(a_lo + tail), a_lo + tail);
@@ -380,7 +394,8 @@ constexpr double kExp64[] = {0x1.555555555555ap-3,  0x1.555555555552ap-5,  0x1.1
                              0x1.6c16c16c2952cp-10, 0x1.a01a01b1bac38p-13, 0x1.a01a014884d9dp-16,
                              0x1.71ddf3f72faeep-19, 0x1.27e59fb990ab3p-22, 0x1.af65f8cd51405p-26,
                              0x1.1e4cdcb706a76p-29};
-constexpr double kExp32[] = {0x1.555554p-3, 0x1.5554e8p-5, 0x1.1112fap-7, 0x1.6d4cc8p-10, 0x1.9e3232p-13};
+constexpr double kExp32[] = {0x1.555554p-3, 0x1.5554e8p-5, 0x1.1112fap-7, 0x1.6d4cc8p-10,
+                             0x1.9e3232p-13};
 
 /// e^(y + yl) = 2^k (hi + lo), hi + lo in [0.7, 1.42], about 2^-58 (f64) / 2^-30 (f32)
 /// accurate; k is an ity. For |y| up to ~1100 (f64) / ~150 (f32), yl tiny next to y.
@@ -466,23 +481,22 @@ V impl_tanh(MathBuilder &m, llvm::ArrayRef<V> args) {
 
 // erf x = x + x E(x^2) on |x| <= 3/4: math_trig_coeffs.py erf (final relative error 2^-56.2 /
 // 2^-29.0; E(0) = 2/sqrt(pi) - 1 rounded alone costs 2^-57). x E is at most a seventh of erf.
-constexpr double kErf64[] = {0x1.06eba8214db69p-3,  -0x1.812746b037a33p-2, 0x1.ce2f21a046eadp-4,
-                             -0x1.b82ce313f3224p-6, 0x1.565bcd4c79702p-8,  -0x1.c02dc010b7124p-11,
-                             0x1.f9a48c1e5aafp-14,  -0x1.f4eab02cdf907p-17, 0x1.bac7842200668p-20,
+constexpr double kErf64[] = {0x1.06eba8214db69p-3,   -0x1.812746b037a33p-2,  0x1.ce2f21a046eadp-4,
+                             -0x1.b82ce313f3224p-6,  0x1.565bcd4c79702p-8,   -0x1.c02dc010b7124p-11,
+                             0x1.f9a48c1e5aafp-14,   -0x1.f4eab02cdf907p-17, 0x1.bac7842200668p-20,
                              -0x1.61bb5931d80f8p-23, 0x1.caa97af6cd4dfp-27};
-constexpr double kErf32[] = {0x1.06eba8p-3, -0x1.81273ap-2, 0x1.ce2acep-4, -0x1.b7a764p-6, 0x1.4f18d4p-8,
-                             -0x1.614032p-11};
+constexpr double kErf32[] = {0x1.06eba8p-3,  -0x1.81273ap-2, 0x1.ce2acep-4,
+                             -0x1.b7a764p-6, 0x1.4f18d4p-8,  -0x1.614032p-11};
 // erfc x = e^(-x^2) h(t), t = (x - 1) / (x + 1), on [3/4, 5.95] (f64) / [3/4, 3.95] (f32);
 // erf rounds to 1 beyond: math_trig_coeffs.py erfc (absolute error 2^-57.8 / 2^-31.4). t is
 // small where erfc is large, so the rounding errors of h's steps weigh little there.
-constexpr double kErfc64[] = {0x1.b5d8780f956b2p-2,  -0x1.17c4e3f17c053p-1, 0x1.23122255b646ep-4,
-                              0x1.c05ecfde337ccp-5,  0x1.78738bb24900ap-8,  -0x1.03bb8bd1a4f0fp-7,
-                              -0x1.616d43e087818p-8, -0x1.3d689ce6d6cdep-10, 0x1.6ed2303123c53p-11,
-                              0x1.c757a89213e46p-11, 0x1.d539e52cac078p-12, 0x1.23cee496e61e3p-14,
-                              -0x1.f80c06d375277p-14, -0x1.5dfb69c18b6c8p-18, -0x1.0bbc3ff98dccfp-12,
-                              0x1.00836d3ac9ddcp-13};
-constexpr double kErfc32[] = {0x1.b5d878p-2, -0x1.17c4e4p-1, 0x1.231258p-4, 0x1.c05fc8p-5, 0x1.7869ccp-8,
-                              -0x1.046fdp-7, -0x1.716644p-8};
+constexpr double kErfc64[] = {
+    0x1.b5d8780f956b2p-2,   -0x1.17c4e3f17c053p-1,  0x1.23122255b646ep-4,   0x1.c05ecfde337ccp-5,
+    0x1.78738bb24900ap-8,   -0x1.03bb8bd1a4f0fp-7,  -0x1.616d43e087818p-8,  -0x1.3d689ce6d6cdep-10,
+    0x1.6ed2303123c53p-11,  0x1.c757a89213e46p-11,  0x1.d539e52cac078p-12,  0x1.23cee496e61e3p-14,
+    -0x1.f80c06d375277p-14, -0x1.5dfb69c18b6c8p-18, -0x1.0bbc3ff98dccfp-12, 0x1.00836d3ac9ddcp-13};
+constexpr double kErfc32[] = {0x1.b5d878p-2, -0x1.17c4e4p-1, 0x1.231258p-4, 0x1.c05fc8p-5,
+                              0x1.7869ccp-8, -0x1.046fdp-7,  -0x1.716644p-8};
 
 V impl_erf(MathBuilder &m, llvm::ArrayRef<V> args) {
     V x = args[0];

@@ -25,10 +25,10 @@ using namespace ember;
 namespace {
 
 // The functions, by their column in the kernel's output.
-constexpr int64_t kSin = 0, kCos = 1, kTan = 2, kAsin = 3, kAcos = 4, kAtan = 5, kAtan2 = 6, kSinh = 7,
-                  kCosh = 8, kTanh = 9, kErf = 10, kNumFns = 11;
-const char *const kNames[kNumFns] = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2",
-                                     "sinh", "cosh", "tanh", "erf"};
+constexpr int64_t kSin = 0, kCos = 1, kTan = 2, kAsin = 3, kAcos = 4, kAtan = 5, kAtan2 = 6,
+                  kSinh = 7, kCosh = 8, kTanh = 9, kErf = 10, kNumFns = 11;
+const char *const kNames[kNumFns] = {"sin",   "cos",  "tan",  "asin", "acos", "atan",
+                                     "atan2", "sinh", "cosh", "tanh", "erf"};
 /// The documented bound of each function, in ulp (docs/math.md).
 constexpr double kBound[kNumFns] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2};
 
@@ -58,8 +58,10 @@ const auto trig32 = make_trig_kernel<float>("trig32");
 const auto trig64 = make_trig_kernel<double>("trig64");
 
 template <class T> const auto &trig_kernel() {
-    if constexpr (sizeof(T) == 4) return trig32;
-    else return trig64;
+    if constexpr (sizeof(T) == 4)
+        return trig32;
+    else
+        return trig64;
 }
 
 /// The exact value of f (long double libm: ~2^-63 accurate, far below what is measured) for
@@ -99,7 +101,7 @@ bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 class MathTrigTest : public ember::testing::DeviceTest {
-protected:
+  protected:
     /// out[i * kNumFns + f] = f(x[i], y[i]) on the device.
     template <class T> std::vector<T> run(const std::vector<T> &x, const std::vector<T> &y) {
         const int64_t n = static_cast<int64_t>(x.size());
@@ -108,7 +110,8 @@ protected:
         auto dout = ctx_->enqueue_create_buffer<T>(x.size() * kNumFns);
         ctx_->enqueue_copy(dx, x.data());
         ctx_->enqueue_copy(dy, y.data());
-        ctx_->enqueue_function(trig_kernel<T>(), dx, dy, dout, n, grid_dim((n + 127) / 128), block_dim(128));
+        ctx_->enqueue_function(trig_kernel<T>(), dx, dy, dout, n, grid_dim((n + 127) / 128),
+                               block_dim(128));
         std::vector<T> out(x.size() * kNumFns);
         ctx_->enqueue_copy(out.data(), dout);
         ctx_->synchronize();
@@ -134,43 +137,87 @@ template <class T> void MathTrigTest::special_values() {
     const T pio2 = static_cast<T>(1.57079632679489661923132169163975144L);
     const T pio4 = static_cast<T>(0.785398163397448309615660845819875721L);
     const T pi3o4 = static_cast<T>(2.35619449019234492884698253745962716L);
-    const T huge = sizeof(T) == 8 ? T(711) : T(90);  // sinh, cosh overflow
+    const T huge = sizeof(T) == 8 ? T(711) : T(90);    // sinh, cosh overflow
     const T big = sizeof(T) == 8 ? T(710.4) : T(89.4); // they do not yet
     std::vector<Special<T>> cases;
     for (T s : {T(1), T(-1)}) {
         const T z = s * T(0);
         cases.insert(cases.end(), {
-            {kSin, z, 1, z}, {kSin, s * inf, 1, nan}, {kSin, s * tiny, 1, s * tiny}, {kSin, s * mn, 1, s * mn},
-            {kCos, z, 1, 1}, {kCos, s * inf, 1, nan}, {kCos, s * tiny, 1, 1},
-            {kTan, z, 1, z}, {kTan, s * inf, 1, nan}, {kTan, s * tiny, 1, s * tiny},
-            {kAsin, z, 1, z}, {kAsin, s, 1, s * pio2}, {kAsin, s * T(1.0000001), 1, nan}, {kAsin, s * inf, 1, nan},
-            {kAsin, s * tiny, 1, s * tiny},
-            {kAcos, z, 1, pio2}, {kAcos, s * T(2), 1, nan}, {kAcos, s * inf, 1, nan},
-            {kAtan, z, 1, z}, {kAtan, s * inf, 1, s * pio2}, {kAtan, s * tiny, 1, s * tiny},
-            {kAtan, s * L::max(), 1, s * pio2},
-            // atan2: C99 F.9.1.4, every row.
-            {kAtan2, z, T(-0.0), s * pi}, {kAtan2, z, T(0), z}, {kAtan2, z, T(-3), s * pi}, {kAtan2, z, T(3), z},
-            {kAtan2, z, -tiny, s * pi}, {kAtan2, z, tiny, z},
-            {kAtan2, s * T(2), T(0), s * pio2}, {kAtan2, s * T(2), T(-0.0), s * pio2},
-            {kAtan2, s * tiny, T(-0.0), s * pio2},
-            {kAtan2, s * T(2), -inf, s * pi}, {kAtan2, s * T(2), inf, z}, {kAtan2, s * L::max(), inf, z},
-            {kAtan2, s * inf, T(2), s * pio2}, {kAtan2, s * inf, T(-2), s * pio2}, {kAtan2, s * inf, T(0), s * pio2},
-            {kAtan2, s * inf, -inf, s * pi3o4}, {kAtan2, s * inf, inf, s * pio4},
-            {kAtan2, s * T(5), T(5), s * pio4}, {kAtan2, s * T(5), T(-5), s * pi3o4},
-            {kAtan2, s * L::max(), L::max(), s * pio4}, {kAtan2, s * tiny, tiny, s * pio4},
-            {kAtan2, s * tiny, L::max(), z}, {kAtan2, s * L::max(), tiny, s * pio2},
-            {kAtan2, nan, s, nan}, {kAtan2, s, nan, nan}, {kAtan2, s * inf, nan, nan},
-            {kSinh, z, 1, z}, {kSinh, s * inf, 1, s * inf}, {kSinh, s * tiny, 1, s * tiny}, {kSinh, s * huge, 1, s * inf},
-            {kCosh, z, 1, 1}, {kCosh, s * inf, 1, inf}, {kCosh, s * tiny, 1, 1}, {kCosh, s * huge, 1, inf},
-            {kTanh, z, 1, z}, {kTanh, s * inf, 1, s}, {kTanh, s * T(30), 1, s}, {kTanh, s * L::max(), 1, s},
-            {kTanh, s * tiny, 1, s * tiny},
-            {kErf, z, 1, z}, {kErf, s * inf, 1, s}, {kErf, s * T(6.5), 1, s}, {kErf, s * L::max(), 1, s},
-            {kErf, s * tiny, 1, s * tiny},
-        });
+                                      {kSin, z, 1, z},
+                                      {kSin, s * inf, 1, nan},
+                                      {kSin, s * tiny, 1, s * tiny},
+                                      {kSin, s * mn, 1, s * mn},
+                                      {kCos, z, 1, 1},
+                                      {kCos, s * inf, 1, nan},
+                                      {kCos, s * tiny, 1, 1},
+                                      {kTan, z, 1, z},
+                                      {kTan, s * inf, 1, nan},
+                                      {kTan, s * tiny, 1, s * tiny},
+                                      {kAsin, z, 1, z},
+                                      {kAsin, s, 1, s * pio2},
+                                      {kAsin, s * T(1.0000001), 1, nan},
+                                      {kAsin, s * inf, 1, nan},
+                                      {kAsin, s * tiny, 1, s * tiny},
+                                      {kAcos, z, 1, pio2},
+                                      {kAcos, s * T(2), 1, nan},
+                                      {kAcos, s * inf, 1, nan},
+                                      {kAtan, z, 1, z},
+                                      {kAtan, s * inf, 1, s * pio2},
+                                      {kAtan, s * tiny, 1, s * tiny},
+                                      {kAtan, s * L::max(), 1, s * pio2},
+                                      // atan2: C99 F.9.1.4, every row.
+                                      {kAtan2, z, T(-0.0), s * pi},
+                                      {kAtan2, z, T(0), z},
+                                      {kAtan2, z, T(-3), s * pi},
+                                      {kAtan2, z, T(3), z},
+                                      {kAtan2, z, -tiny, s * pi},
+                                      {kAtan2, z, tiny, z},
+                                      {kAtan2, s * T(2), T(0), s * pio2},
+                                      {kAtan2, s * T(2), T(-0.0), s * pio2},
+                                      {kAtan2, s * tiny, T(-0.0), s * pio2},
+                                      {kAtan2, s * T(2), -inf, s * pi},
+                                      {kAtan2, s * T(2), inf, z},
+                                      {kAtan2, s * L::max(), inf, z},
+                                      {kAtan2, s * inf, T(2), s * pio2},
+                                      {kAtan2, s * inf, T(-2), s * pio2},
+                                      {kAtan2, s * inf, T(0), s * pio2},
+                                      {kAtan2, s * inf, -inf, s * pi3o4},
+                                      {kAtan2, s * inf, inf, s * pio4},
+                                      {kAtan2, s * T(5), T(5), s * pio4},
+                                      {kAtan2, s * T(5), T(-5), s * pi3o4},
+                                      {kAtan2, s * L::max(), L::max(), s * pio4},
+                                      {kAtan2, s * tiny, tiny, s * pio4},
+                                      {kAtan2, s * tiny, L::max(), z},
+                                      {kAtan2, s * L::max(), tiny, s * pio2},
+                                      {kAtan2, nan, s, nan},
+                                      {kAtan2, s, nan, nan},
+                                      {kAtan2, s * inf, nan, nan},
+                                      {kSinh, z, 1, z},
+                                      {kSinh, s * inf, 1, s * inf},
+                                      {kSinh, s * tiny, 1, s * tiny},
+                                      {kSinh, s * huge, 1, s * inf},
+                                      {kCosh, z, 1, 1},
+                                      {kCosh, s * inf, 1, inf},
+                                      {kCosh, s * tiny, 1, 1},
+                                      {kCosh, s * huge, 1, inf},
+                                      {kTanh, z, 1, z},
+                                      {kTanh, s * inf, 1, s},
+                                      {kTanh, s * T(30), 1, s},
+                                      {kTanh, s * L::max(), 1, s},
+                                      {kTanh, s * tiny, 1, s * tiny},
+                                      {kErf, z, 1, z},
+                                      {kErf, s * inf, 1, s},
+                                      {kErf, s * T(6.5), 1, s},
+                                      {kErf, s * L::max(), 1, s},
+                                      {kErf, s * tiny, 1, s * tiny},
+                                  });
     }
     // Finite although e^x alone overflows.
-    cases.insert(cases.end(), {{kAcos, T(1), 1, T(0)}, {kAcos, T(-1), 1, pi}, {kCosh, big, 1, 0, true},
-                               {kSinh, big, 1, 0, true}, {kSinh, -big, 1, 0, true}});
+    cases.insert(cases.end(), {{kAcos, T(1), 1, T(0)},
+                               {kAcos, T(-1), 1, pi},
+                               {kCosh, big, 1, 0, true},
+                               {kSinh, big, 1, 0, true},
+                               {kSinh, -big, 1, 0, true}});
     for (int f = 0; f < kNumFns; ++f) cases.push_back({f, nan, 1, nan});
     std::vector<T> x, y;
     for (const auto &c : cases) {
@@ -183,7 +230,8 @@ template <class T> void MathTrigTest::special_values() {
         T got = out[i * kNumFns + c.f];
         std::ostringstream what;
         what.precision(L::max_digits10);
-        what << kNames[c.f] << "(" << c.x << (c.f == kAtan2 ? ", " + std::to_string(c.y) : "") << ") = " << got;
+        what << kNames[c.f] << "(" << c.x << (c.f == kAtan2 ? ", " + std::to_string(c.y) : "")
+             << ") = " << got;
         if (c.in_ulp) {
             EXPECT_TRUE(std::isfinite(got)) << what.str();
             EXPECT_LE(ulp_error(got, reference(c.f, c.x, c.y)), kBound[c.f]) << what.str();
@@ -215,16 +263,25 @@ template <class T> std::vector<T> points(int f, std::mt19937_64 &rng, size_t n) 
     std::vector<T> v;
     for (size_t i = 0; i < n; ++i) {
         switch (f) {
-        case kSin: case kCos: case kTan:
+        case kSin:
+        case kCos:
+        case kTan:
             // Mostly moderate arguments; a quarter beyond the Cody-Waite range; some tiny.
-            v.push_back(i % 4 == 0 ? log_uniform(17, emax) : i % 8 == 1 ? log_uniform(emin, -10) : log_uniform(-10, 20));
+            v.push_back(i % 4 == 0   ? log_uniform(17, emax)
+                        : i % 8 == 1 ? log_uniform(emin, -10)
+                                     : log_uniform(-10, 20));
             break;
-        case kAsin: case kAcos:
-            v.push_back(i % 2 ? log_uniform(emin, 0) : static_cast<T>(std::uniform_real_distribution<double>(-1, 1)(rng)));
+        case kAsin:
+        case kAcos:
+            v.push_back(i % 2 ? log_uniform(emin, 0)
+                              : static_cast<T>(std::uniform_real_distribution<double>(-1, 1)(rng)));
             break;
-        case kAtan: case kAtan2: v.push_back(i % 2 ? log_uniform(emin, emax) : log_uniform(-8, 8)); break;
-        case kSinh: case kCosh:
-            v.push_back(i % 2 ? log_uniform(emin, f64 ? 9.48 : 6.49) : log_uniform(-3, 4)); // up to overflow
+        case kAtan:
+        case kAtan2: v.push_back(i % 2 ? log_uniform(emin, emax) : log_uniform(-8, 8)); break;
+        case kSinh:
+        case kCosh:
+            v.push_back(i % 2 ? log_uniform(emin, f64 ? 9.48 : 6.49)
+                              : log_uniform(-3, 4)); // up to overflow
             break;
         case kTanh: v.push_back(i % 2 ? log_uniform(emin, 5) : log_uniform(-6, 3)); break;
         default: v.push_back(i % 2 ? log_uniform(emin, 3) : log_uniform(-3, 2)); break; // erf
@@ -238,14 +295,17 @@ template <class T> std::vector<T> points(int f, std::mt19937_64 &rng, size_t n) 
 /// 2^-61 / 2^-29 of x) and values next to multiples of pi/2.
 template <class T> std::vector<T> hard_trig_arguments() {
     using L = std::numeric_limits<T>;
-    std::vector<T> v = {L::max(), T(1e22), T(1e30), T(1e38), T(3.4e38), T(1e10), T(1e6), T(65536), T(131072),
-                        T(131071.99), T(105414.35), T(52516.4336), T(21999384600.0), T(252.898209), T(2238.38477)};
+    std::vector<T> v = {L::max(),         T(1e22),       T(1e30),      T(1e38),
+                        T(3.4e38),        T(1e10),       T(1e6),       T(65536),
+                        T(131072),        T(131071.99),  T(105414.35), T(52516.4336),
+                        T(21999384600.0), T(252.898209), T(2238.38477)};
     if (sizeof(T) == 8) {
-        for (double d : {1e300, 1e200, 1e100, 1e50, 0x1.6ac5b262ca1ffp+849, 0x1p1023, 0x1.fffffffffffffp+27,
-                         0x1p28, 268435456.5})
+        for (double d : {1e300, 1e200, 1e100, 1e50, 0x1.6ac5b262ca1ffp+849, 0x1p1023,
+                         0x1.fffffffffffffp+27, 0x1p28, 268435456.5})
             v.push_back(static_cast<T>(d));
     }
-    for (long double k : {1.0L, 2.0L, 3.0L, 4.0L, 10.0L, 100.0L, 1000.0L, 12345.0L, 1e5L, 1e6L, 1e7L, 1e9L, 1e12L}) {
+    for (long double k : {1.0L, 2.0L, 3.0L, 4.0L, 10.0L, 100.0L, 1000.0L, 12345.0L, 1e5L, 1e6L,
+                          1e7L, 1e9L, 1e12L}) {
         T c = static_cast<T>(k * 1.57079632679489661923132169163975144L);
         v.insert(v.end(), {c, std::nextafter(c, T(0)), std::nextafter(c, L::infinity())});
     }
@@ -282,9 +342,11 @@ template <class T> void MathTrigTest::accuracy() {
         std::ostringstream where;
         where << std::hexfloat << "x = " << x[at];
         if (f == kAtan2) where << ", y = " << y[at];
-        where << ": got " << out[at * kNumFns + f] << ", want " << static_cast<double>(reference(f, x[at], y[at]));
-        EXPECT_LE(worst, kBound[f]) << kNames[f] << " f" << 8 * sizeof(T) << ": " << worst << " ulp at "
-                                    << where.str() << " (max over " << kPerFn << " points)";
+        where << ": got " << out[at * kNumFns + f] << ", want "
+              << static_cast<double>(reference(f, x[at], y[at]));
+        EXPECT_LE(worst, kBound[f])
+            << kNames[f] << " f" << 8 * sizeof(T) << ": " << worst << " ulp at " << where.str()
+            << " (max over " << kPerFn << " points)";
     }
 }
 
@@ -309,13 +371,14 @@ TEST_P(MathTrigTest, Float16ComputesInFloat32) {
     info->param_names = {"in", "out", "n"};
     Kernel<Ptr<float>, Ptr<float>, Int> k(info);
     // Values of f16 (max 65504; 2^-24 the smallest subnormal).
-    std::vector<float> in = {0.0f, -0.0f, 0.5f, -1.5f, 3.140625f, 100.0f, 1000.0f, 65504.0f, -65504.0f,
-                             0x1p-24f, 0x1p-14f, 0.333251953125f};
+    std::vector<float> in = {0.0f,    -0.0f,    0.5f,      -1.5f,    3.140625f, 100.0f,
+                             1000.0f, 65504.0f, -65504.0f, 0x1p-24f, 0x1p-14f,  0.333251953125f};
     auto din = ctx_->enqueue_create_buffer<float>(in.size());
     auto dout = ctx_->enqueue_create_buffer<float>(in.size());
     ctx_->enqueue_copy(din, in.data());
     auto fn = ctx_->compile_function(k);
-    ctx_->enqueue_function(fn, din, dout, static_cast<int64_t>(in.size()), grid_dim(1), block_dim(32));
+    ctx_->enqueue_function(fn, din, dout, static_cast<int64_t>(in.size()), grid_dim(1),
+                           block_dim(32));
     std::vector<float> out(in.size());
     ctx_->enqueue_copy(out.data(), dout);
     ctx_->synchronize();
@@ -325,13 +388,15 @@ TEST_P(MathTrigTest, Float16ComputesInFloat32) {
         int e = 0;
         std::frexp(want, &e);
         double ulp = std::ldexp(1.0, std::max(e - 1, -14) - 10);
-        EXPECT_LE(std::fabs(out[i] - want), ulp) << "sin(f16 " << in[i] << ") = " << out[i] << ", want " << want;
+        EXPECT_LE(std::fabs(out[i] - want), ulp)
+            << "sin(f16 " << in[i] << ") = " << out[i] << ", want " << want;
         if (want == 0) {
             EXPECT_EQ(std::signbit(out[i]), std::signbit(in[i])) << "sin(" << in[i] << ")";
         }
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllApis, MathTrigTest, ember::testing::all_apis(), ember::testing::api_name);
+INSTANTIATE_TEST_SUITE_P(AllApis, MathTrigTest, ember::testing::all_apis(),
+                         ember::testing::api_name);
 
 } // namespace
