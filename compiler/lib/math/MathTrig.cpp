@@ -359,7 +359,10 @@ V atan2_impl(MathBuilder &m, V y, V x) {
     V num = n - c * d; // exact
     auto [dh, dl] = m.two_sum(d, c * n);
     V th = num / dh;
-    V tl = (m.fma(-th, dh, num) - th * dl) / dh;
+    // th's error; dropped where th is so small that the remainder would round in the
+    // subnormals (atan(t) is then t, rounded once in th).
+    V tl = m.select(m.abs(th) < m.f(pick(m, 0x1p-960, 0x1p-100)), m.f(0),
+                    (m.fma(-th, dh, num) - th * dl) / dh);
     V z = th * th;
     V tail = m.fma(th * z, m.poly(z, coeffs(m, kAtan64, kAtan32)), tl); // atan(th + tl) - th
     // atan(1/2) and atan(1) = pi/4 as hi + lo.
