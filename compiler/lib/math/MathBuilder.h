@@ -27,6 +27,7 @@
 #include <initializer_list>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace ember {
 namespace detail __attribute__((visibility("hidden"))) {
@@ -116,6 +117,26 @@ public:
     std::pair<V, V> two_sum(V a, V b);
     /// hi + lo == a + b exactly when |a| >= |b| or a == 0.
     std::pair<V, V> fast_two_sum(V a, V b);
+
+    // Added with the trigonometric family (MathTrig.cpp): integers of any width (Payne-Hanek
+    // reduction works on 64-bit words in f32 functions too), bit scans, multi-value branches.
+    /// An integer constant of `bits` bits holding `value`'s low bits.
+    V int_const(unsigned bits, uint64_t value);
+    /// The integer V `a` zero-extended or truncated to `bits` bits.
+    V zext_or_trunc(V a, unsigned bits);
+    /// Leading zero bits of an integer V (its width for 0; llvm.ctlz).
+    V clz(V a);
+    /// The high word of (hi:lo) << (s mod width): a shift of a double-width integer that is
+    /// defined for every s (llvm.fshl).
+    V fshl(V hi, V lo, V s);
+    /// 2^n as fty, exactly, for an integer n (ity) in [1 - bias, bias].
+    V pow2i(V n);
+    /// True where the sign bit of the float x is set (-0.0, negative NaNs included).
+    V signbit(V x);
+    /// if_else for several values: each arm returns the same number of values, of the same
+    /// types in order.
+    std::vector<V> if_else_values(V cond, llvm::function_ref<std::vector<V>()> then_fn,
+                                  llvm::function_ref<std::vector<V>()> else_fn);
 };
 
 V operator+(V a, V b);

@@ -197,3 +197,49 @@ llvm::Value *emit_math_call(llvm::IRBuilderBase &b, ir::Intrinsic op, llvm::Arra
 }
 
 } // namespace ember::detail
+
+// MathBuilder helpers added with the trigonometric family (MathTrig.cpp); see MathBuilder.h.
+namespace ember::detail::math {
+
+V MathBuilder::int_const(unsigned bits, uint64_t value) {
+    return wrap(llvm::ConstantInt::get(b.getIntNTy(bits), value));
+}
+V MathBuilder::zext_or_trunc(V a, unsigned bits) { return wrap(b.CreateZExtOrTrunc(a.v, b.getIntNTy(bits))); }
+V MathBuilder::clz(V a) {
+    return wrap(b.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, a.v, b.getFalse()));
+}
+V MathBuilder::fshl(V hi, V lo, V s) {
+    return wrap(b.CreateIntrinsic(llvm::Intrinsic::fshl, {hi.type()}, {hi.v, lo.v, s.v}));
+}
+V MathBuilder::pow2i(V n) { return as_float((n + exponent_bias()) << mantissa_bits()); }
+V MathBuilder::signbit(V x) { return as_int(x) < 0; }
+std::vector<V> MathBuilder::if_else_values(V cond, llvm::function_ref<std::vector<V>()> then_fn,
+                                           llvm::function_ref<std::vector<V>()> else_fn) {
+    llvm::Function *fn = b.GetInsertBlock()->getParent();
+    llvm::LLVMContext &ctx = b.getContext();
+    auto *then_bb = llvm::BasicBlock::Create(ctx, "math.then", fn);
+    auto *else_bb = llvm::BasicBlock::Create(ctx, "math.else", fn);
+    auto *join_bb = llvm::BasicBlock::Create(ctx, "math.join", fn);
+    b.CreateCondBr(cond.v, then_bb, else_bb);
+    b.SetInsertPoint(then_bb);
+    std::vector<V> tv = then_fn();
+    llvm::BasicBlock *then_end = b.GetInsertBlock();
+    b.CreateBr(join_bb);
+    b.SetInsertPoint(else_bb);
+    std::vector<V> ev = else_fn();
+    llvm::BasicBlock *else_end = b.GetInsertBlock();
+    b.CreateBr(join_bb);
+    b.SetInsertPoint(join_bb);
+    EMBER_ASSERT(tv.size() == ev.size(), "if_else_values arms of different arity");
+    std::vector<V> out;
+    for (size_t k = 0; k < tv.size(); ++k) {
+        EMBER_ASSERT(tv[k].type() == ev[k].type(), "if_else_values arms of different types");
+        llvm::PHINode *phi = b.CreatePHI(tv[k].type(), 2);
+        phi->addIncoming(tv[k].v, then_end);
+        phi->addIncoming(ev[k].v, else_end);
+        out.push_back(wrap(phi));
+    }
+    return out;
+}
+
+} // namespace ember::detail::math
