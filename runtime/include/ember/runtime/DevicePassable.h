@@ -14,7 +14,7 @@
 ///   a struct reflected with           a struct parameter (EMBER_STRUCT) with the same field
 ///     EMBER_STRUCT                      names in the same order, each field passable for its
 ///                                       field (a DeviceBuffer<T> for a Ptr<T>, an int for an Int)
-///   your type, specialised below      a struct parameter: `to_device` returns the fields
+///   any type, specialised as below    a struct parameter: `to_device` returns its fields
 ///
 /// Specialise it for your own types:
 ///
