@@ -138,7 +138,8 @@ template <ReflectedStruct T> struct struct_info {
     static constexpr auto fields = ember_struct_fields(StructTag<std::remove_cv_t<T>>{});
     static constexpr size_t size = std::tuple_size_v<std::remove_const_t<decltype(fields)>>;
     /// The declared type of field I (a reference for a reference member).
-    template <size_t I> using field_type = typename std::tuple_element_t<I, std::remove_const_t<decltype(fields)>>::type;
+    template <size_t I>
+    using field_type = typename std::tuple_element_t<I, std::remove_const_t<decltype(fields)>>::type;
     /// Its name, as a FixedString.
     template <size_t I> static constexpr auto name = std::get<I>(fields).name;
 
@@ -217,9 +218,11 @@ template <ReflectedStruct T> struct struct_info {
 /// Reflects the aggregate `Type` whose fields are listed (all of them, in declaration order). At
 /// namespace scope, in the namespace of `Type`; see [Note] Structs.
 ///
-/// Defines `ember_struct_fields(StructTag<Type>)` (the fields: declared types, names, getters),
-/// `ember_struct_in_order(StructTag<Type>)` and `ember_struct_make(StructTag<Type>, make)` (builds a Type whose field `f` of declared type M is
-/// `make(std::type_identity<M>{}, "f")`, the fields made in declaration order).
+/// Defines, for argument-dependent lookup:
+/// * `ember_struct_fields(StructTag<Type>)`: the fields (declared types, names, getters);
+/// * `ember_struct_in_order(StructTag<Type>)`: whether the list follows declaration order;
+/// * `ember_struct_make(StructTag<Type>, make)`: a Type whose field `f` of declared type M is
+///   `make(std::type_identity<M>{}, "f")`, the fields made in declaration order.
 #define EMBER_STRUCT(Type, ...)                                                                    \
     static_assert(sizeof(#__VA_ARGS__) > 1,                                                        \
                   "EMBER_STRUCT(" #Type ") lists no fields: write EMBER_STRUCT(" #Type             \
