@@ -38,8 +38,8 @@ struct FunctionImpl {
     uint64_t static_shared_bytes = 0;
 };
 
-/// "argument 1 ('size')" or "argument 1".
-std::string argument_label(const FunctionImpl &fn, size_t index);
+/// "argument 1 ('size')" or "argument 1"; with a field: "argument 0 ('v'), field 'data'".
+std::string argument_label(const FunctionImpl &fn, size_t index, const char *field = nullptr);
 
 } // namespace ember::detail
 

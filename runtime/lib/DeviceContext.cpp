@@ -97,10 +97,11 @@ void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRe
 
 } // namespace
 
-std::string argument_label(const FunctionImpl &fn, size_t index) {
+std::string argument_label(const FunctionImpl &fn, size_t index, const char *field) {
     std::string s = "argument " + std::to_string(index);
     const auto &names = fn.kernel->param_names;
     if (index < names.size() && !names[index].empty()) s += " ('" + names[index] + "')";
+    if (field && *field) s += std::string(", field '") + field + "'";
     return s;
 }
 
@@ -208,13 +209,13 @@ void launch(ContextImpl &ctx, FunctionImpl &fn, const LaunchRequest &req, void *
     ctx.backend->enqueue_launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
 }
 
-void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index,
+void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index, const char *field,
                           const RawDeviceBuffer *raw) {
     if (!raw)
-        throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index) +
+        throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index, field) +
                          " is an empty DeviceBuffer (default-constructed or moved-from)");
     if (raw->context().get() != &ctx)
-        throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index) +
+        throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index, field) +
                          " is a DeviceBuffer of " + raw->context()->label +
                          " but the kernel runs on " + ctx.label);
 }

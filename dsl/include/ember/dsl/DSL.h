@@ -8,6 +8,7 @@
 #include "ember/dsl/Function.h"
 #include "ember/dsl/Kernel.h"
 #include "ember/dsl/Print.h"
+#include "ember/dsl/Struct.h"
 #include "ember/dsl/Value.h"
 
 #endif // EMBER_DSL_DSL_H

@@ -5,8 +5,9 @@
 ///     auto square = ember::device_function("square", [](ember::Float32 x) { return x * x; });
 ///     auto k = ember::kernel("k", [&](ember::Ptr<float> p) { p[0] = square(p[1]); });
 ///
-/// Parameters are DSL values (`Value<T>`, `Ptr<T>` in any address space); the lambda returns
-/// nothing, a `Value<T>` or a `Ptr<T>` (global). `return_(value)` returns early. The body is traced
+/// Parameters are DSL values (`Value<T>`, `Ptr<T>` in any address space) or structs of them
+/// (EMBER_STRUCT, passed field by field: see [Note] Structs in `ember/dsl/Struct.h`); the lambda
+/// returns nothing, a `Value<T>` or a `Ptr<T>` (global). `return_(value)` returns early. The body is traced
 /// when device_function() runs, on its own trace: it sees only its parameters. Each call appears
 /// in the kernel's IR as `@name(args)`; the compiler decides whether to inline it. Recursion is
 /// rejected: the function is not callable until its trace has finished (a call from its own body
@@ -59,18 +60,44 @@ std::shared_ptr<const FunctionInfo> finish_function(Builder &b, std::vector<ir::
 ir::Expr call_function(const FunctionInfo *f, std::vector<ir::Expr> args, std::vector<uint32_t> traces,
                        const std::source_location &loc);
 
-/// A call argument for a parameter of type P, converted where the user wrote it.
+/// A call argument for a parameter of type P, converted where the user wrote it. `append` adds
+/// the IR arguments it becomes (one, or one per field of a struct) and their traces.
 template <class P> struct ArgOf;
 template <Scalar T> struct ArgOf<Value<T>> : At<T> {
     using At<T>::At;
-    ir::Expr expr() const { return this->value.expr(); }
-    uint32_t trace() const { return this->value.trace(); }
+    void append(std::vector<ir::Expr> &exprs, std::vector<uint32_t> &traces) const {
+        exprs.push_back(this->value.expr());
+        traces.push_back(this->value.trace());
+    }
 };
 template <class T, ir::AddressSpace S> struct ArgOf<Ptr<T, S>> {
     Ptr<T, S> ptr;
     ArgOf(const Ptr<T, S> &p) : ptr(p) {} // NOLINT: implicit
-    ir::Expr expr() const { return ptr.expr(); }
-    uint32_t trace() const { return ptr.trace(); }
+    void append(std::vector<ir::Expr> &exprs, std::vector<uint32_t> &traces) const {
+        exprs.push_back(ptr.expr());
+        traces.push_back(ptr.trace());
+    }
+};
+/// The fields of a struct argument, in declaration order, nested structs flattened.
+template <class P> void append_fields(const P &p, std::vector<ir::Expr> &exprs, std::vector<uint32_t> &traces) {
+    if constexpr (ReflectedStruct<P>) {
+        [&]<size_t... I>(std::index_sequence<I...>) {
+            (append_fields<std::remove_cv_t<typename struct_info<P>::template field_type<I>>>(
+                 struct_info<P>::template get<I>(p), exprs, traces),
+             ...);
+        }(std::make_index_sequence<struct_info<P>::size>{});
+    } else {
+        exprs.push_back(p.expr());
+        traces.push_back(p.trace());
+    }
+}
+/// A struct argument: exactly the parameter's struct type (`View{p, n}` builds one in place).
+template <ReflectedStruct S> struct ArgOf<S> {
+    S value;
+    ArgOf(const S &s) : value(s) {} // NOLINT: implicit
+    void append(std::vector<ir::Expr> &exprs, std::vector<uint32_t> &traces) const {
+        append_fields(value, exprs, traces);
+    }
 };
 template <class T, ir::AddressSpace S> struct ArgOf<NoAlias<Ptr<T, S>>> : ArgOf<Ptr<T, S>> {
     using ArgOf<Ptr<T, S>>::ArgOf;
@@ -88,7 +115,10 @@ public:
 
     /// Calls the function where the user wrote it (inside a kernel or device function trace).
     R operator()(detail::ArgOf<P>... args, std::source_location loc = std::source_location::current()) const {
-        ir::Expr r = detail::call_function(info_.get(), {args.expr()...}, {args.trace()...}, loc);
+        std::vector<ir::Expr> exprs;
+        std::vector<uint32_t> traces;
+        (args.append(exprs, traces), ...);
+        ir::Expr r = detail::call_function(info_.get(), std::move(exprs), std::move(traces), loc);
         if constexpr (!std::is_void_v<R>) return R(r, detail::current_trace_id());
     }
 
@@ -104,24 +134,28 @@ namespace detail {
 template <class R, class F, class... Params>
 DeviceFn<R(Params...)> trace_function(std::string name, std::vector<std::string> names, F &f,
                                       std::tuple<Params...> *, const std::source_location &loc) {
-    check_function_name(name, sizeof...(Params), names.size(), loc);
-    if (names.empty()) names.resize(sizeof...(Params));
-    TraceScope scope(name, /*is_function=*/true);
-    Builder &b = scope.builder();
-    b.return_type = function_result<R>::type();
-    b.push_block();
-    std::vector<ir::VariableRef> vars;
-    auto args = [&]<size_t... I>(std::index_sequence<I...>) {
-        return std::tuple<Params...>{make_param<Params>(I, names, vars, b.id())...};
-    }(std::index_sequence_for<Params...>{});
-    if constexpr (std::is_void_v<R>) {
-        std::apply(f, args);
+    if constexpr (!(check_param<Params, /*ForKernel=*/false>() && ...)) {
+        return DeviceFn<R(Params...)>(); // the build has failed in check_param
     } else {
-        R r = std::apply(f, args);
-        check_trace(r.trace(), loc);
-        b.emit(ir::Return::make(r.expr()), loc);
+        check_function_name(name, sizeof...(Params), names.size(), loc);
+        if (names.empty()) names.resize(sizeof...(Params));
+        TraceScope scope(name, /*is_function=*/true);
+        Builder &b = scope.builder();
+        b.return_type = function_result<R>::type();
+        b.push_block();
+        std::vector<ir::VariableRef> vars;
+        auto args = [&]<size_t... I>(std::index_sequence<I...>) {
+            return std::tuple<Params...>{make_param<Params>(names[I], vars, b.id())...};
+        }(std::index_sequence_for<Params...>{});
+        if constexpr (std::is_void_v<R>) {
+            std::apply(f, args);
+        } else {
+            R r = std::apply(f, args);
+            check_trace(r.trace(), loc);
+            b.emit(ir::Return::make(r.expr()), loc);
+        }
+        return DeviceFn<R(Params...)>(finish_function(b, std::move(vars), function_result<R>::type()));
     }
-    return DeviceFn<R(Params...)>(finish_function(b, std::move(vars), function_result<R>::type()));
 }
 } // namespace detail
 
@@ -135,11 +169,22 @@ auto device_function(std::string name, std::initializer_list<std::string_view> p
                   "device_function() needs a lambda with explicit parameter types (no auto parameters)");
     using traits = detail::lambda_traits<Fn>;
     using R = std::remove_cvref_t<typename traits::result>;
-    static_assert(detail::function_result<R>::ok,
-                  "a device function returns nothing, a DSL value (Int, Float32, ... : Value<T>) "
-                  "or a global Ptr<T>");
-    return detail::trace_function<R>(std::move(name), std::vector<std::string>(param_names.begin(), param_names.end()),
-                                     body, static_cast<typename traits::params *>(nullptr), loc);
+    if constexpr (ReflectedStruct<R>) {
+        static_assert(detail::always_false<R>,
+                      "a device function cannot return a struct: the IR returns one scalar or "
+                      "pointer; return its fields one at a time, or write them through a Ptr<T> "
+                      "parameter");
+        return DeviceFn<void()>();
+    } else if constexpr (!detail::function_result<R>::ok) {
+        static_assert(detail::always_false<R>,
+                      "a device function returns nothing, a DSL value (Int, Float32, ... : "
+                      "Value<T>) or a global Ptr<T>");
+        return DeviceFn<void()>();
+    } else {
+        return detail::trace_function<R>(std::move(name),
+                                         std::vector<std::string>(param_names.begin(), param_names.end()),
+                                         body, static_cast<typename traits::params *>(nullptr), loc);
+    }
 }
 
 /// As above, with anonymous parameters (printed as %0, %1, ...).

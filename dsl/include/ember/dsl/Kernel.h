@@ -4,6 +4,7 @@
 #define EMBER_DSL_KERNEL_H
 
 #include "ember/dsl/Control.h"
+#include "ember/dsl/Struct.h"
 #include "ember/dsl/Value.h"
 
 #include <initializer_list>
@@ -63,21 +64,96 @@ void check_kernel_signature(const std::string &name, size_t num_params, size_t n
                             const std::source_location &loc);
 std::shared_ptr<const KernelInfo> finish_kernel(Builder &b, std::vector<ir::VariableRef> params,
                                                 std::vector<std::string> names);
+} // namespace detail
 
+// Named so that the compiler's "in instantiation of" line reads as the error message.
+template <class P> struct ParameterType {};
+
+template <class P> struct parameter_is_not_a_dsl_type {
+    static_assert(detail::always_false<P>,
+                  "a kernel or device-function parameter must be a DSL type: Int, Int32, Float32, "
+                  "Bool, ... (Value<T>), Ptr<T>, Ptr<const T>, NoAlias<Ptr<T>>, SharedPtr<T> or "
+                  "LocalPtr<T> (device functions only), or a struct of those reflected with "
+                  "EMBER_STRUCT; see ParameterType in this instantiation");
+    static constexpr bool value = false;
+};
+template <class P> struct kernel_parameter_points_to_shared_or_local_memory {
+    static_assert(detail::always_false<P>,
+                  "a kernel parameter points to global memory (Ptr<T>); shared and local pointers "
+                  "are passed to device functions, not kernels: see ParameterType in this "
+                  "instantiation");
+    static constexpr bool value = false;
+};
+template <class Struct, class Field, class Type> struct struct_field_is_not_a_dsl_type {
+    static_assert(detail::always_false<Struct>,
+                  "a field of a struct parameter must be a DSL type (Int, Float32, ... Value<T>, "
+                  "Ptr<T>, Ptr<const T>, NoAlias<Ptr<T>>; SharedPtr<T> and LocalPtr<T> for device "
+                  "functions) or a struct reflected with EMBER_STRUCT, not a reference: see "
+                  "StructType, FieldName and FieldType in this instantiation");
+    static constexpr bool value = false;
+};
+template <class Struct, class Field> struct kernel_struct_field_points_to_shared_or_local_memory {
+    static_assert(detail::always_false<Struct>,
+                  "a field of a kernel's struct parameter points to shared or local memory: a "
+                  "kernel receives only global pointers (Ptr<T>); pass such a struct to device "
+                  "functions. See StructType and FieldName in this instantiation");
+    static constexpr bool value = false;
+};
+
+namespace detail {
+/// Whether P can be a parameter (of a kernel when `ForKernel`, else of a device function). When
+/// it cannot, a static_assert names the parameter type, or the struct and field, and why.
+template <class P, bool ForKernel> constexpr bool check_param();
+
+template <class S, size_t I, bool ForKernel> constexpr bool check_struct_field() {
+    using M = typename struct_info<S>::template field_type<I>;
+    using F = std::remove_cv_t<M>;
+    using Name = FieldName<struct_info<S>::template name<I>>;
+    if constexpr (std::is_reference_v<M> || (!ReflectedStruct<F> && !param_traits<F>::ok))
+        return struct_field_is_not_a_dsl_type<StructType<S>, Name, FieldType<M>>::value;
+    else if constexpr (ForKernel && is_non_global_ptr<F>)
+        return kernel_struct_field_points_to_shared_or_local_memory<StructType<S>, Name>::value;
+    else
+        return check_param<F, ForKernel>();
+}
+
+template <class P, bool ForKernel> constexpr bool check_param() {
+    if constexpr (ReflectedStruct<P>) {
+        if constexpr (!struct_info<P>::ok) return false;
+        else
+            return []<size_t... I>(std::index_sequence<I...>) {
+                return (check_struct_field<P, I, ForKernel>() && ...);
+            }(std::make_index_sequence<struct_info<P>::size>{});
+    } else if constexpr (!param_traits<P>::ok) {
+        return parameter_is_not_a_dsl_type<ParameterType<P>>::value;
+    } else if constexpr (ForKernel && is_non_global_ptr<P>) {
+        return kernel_parameter_points_to_shared_or_local_memory<ParameterType<P>>::value;
+    } else {
+        return true;
+    }
+}
+
+/// A parameter of type P named `name` (empty: anonymous), created in `vars`. A struct becomes
+/// one parameter per field, named `name.field` (see [Note] Structs), in declaration order.
 template <class P>
-P make_param(size_t i, const std::vector<std::string> &names,
-             std::vector<ir::VariableRef> &vars, uint32_t trace) {
-    static_assert(param_traits<P>::ok,
-                  "a kernel parameter must be a DSL value type: Int, Int32, Float32, Bool, ... "
-                  "(Value<T>) or Ptr<T>");
-    ir::VariableRef v =
-        ir::Variable::make(names[i], param_traits<P>::type(), ir::VarKind::Param, param_traits<P>::noalias);
-    vars.push_back(v);
-    return P(ir::VarRef::make(v), trace);
+P make_param(const std::string &name, std::vector<ir::VariableRef> &vars, uint32_t trace) {
+    if constexpr (ReflectedStruct<P>) {
+        // Braced initialisation (inside ember_struct_make) makes the fields left to right.
+        return ember_struct_make(StructTag<P>{}, [&]<class M>(std::type_identity<M>, const char *field) {
+            return make_param<std::remove_cv_t<M>>(name.empty() ? std::string(field) : name + "." + field,
+                                                   vars, trace);
+        });
+    } else {
+        ir::VariableRef v = ir::Variable::make(name, param_traits<P>::type(), ir::VarKind::Param,
+                                               param_traits<P>::noalias);
+        vars.push_back(v);
+        return P(ir::VarRef::make(v), trace);
+    }
 }
 } // namespace detail
 
-/// A traced kernel taking `Params...` (each a `Value<T>` or a `Ptr<T>`). Cheap to copy.
+/// A traced kernel taking `Params...` (each a `Value<T>`, a `Ptr<T>` or a struct of them
+/// reflected with EMBER_STRUCT). Cheap to copy.
 template <class... Params> class Kernel {
 public:
     using params = std::tuple<Params...>;
@@ -98,21 +174,22 @@ namespace detail {
 template <class F, class... P>
 auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::tuple<P...> *,
                   const std::source_location &loc) {
-    static_assert((!is_non_global_ptr<P> && ...),
-                  "a kernel parameter points to global memory (Ptr<T>); shared and local pointers "
-                  "are passed to device functions, not kernels");
-    check_kernel_signature(name, sizeof...(P), names.size(), loc);
-    if (names.empty()) names.resize(sizeof...(P));
-    TraceScope scope(name);
-    Builder &b = scope.builder();
-    b.push_block();
-    std::vector<ir::VariableRef> vars;
-    // Braced initialisation creates the parameters left to right.
-    auto args = [&]<size_t... I>(std::index_sequence<I...>) {
-        return std::tuple<P...>{make_param<P>(I, names, vars, b.id())...};
-    }(std::index_sequence_for<P...>{});
-    std::apply(f, args);
-    return Kernel<P...>(finish_kernel(b, std::move(vars), std::move(names)));
+    if constexpr (!(check_param<P, /*ForKernel=*/true>() && ...)) {
+        return Kernel<P...>(nullptr); // the build has failed in check_param
+    } else {
+        check_kernel_signature(name, sizeof...(P), names.size(), loc);
+        if (names.empty()) names.resize(sizeof...(P));
+        TraceScope scope(name);
+        Builder &b = scope.builder();
+        b.push_block();
+        std::vector<ir::VariableRef> vars;
+        // Braced initialisation creates the parameters left to right.
+        auto args = [&]<size_t... I>(std::index_sequence<I...>) {
+            return std::tuple<P...>{make_param<P>(names[I], vars, b.id())...};
+        }(std::index_sequence_for<P...>{});
+        std::apply(f, args);
+        return Kernel<P...>(finish_kernel(b, std::move(vars), std::move(names)));
+    }
 }
 } // namespace detail
 

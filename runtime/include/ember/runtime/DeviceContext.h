@@ -86,8 +86,9 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
                                       const CompileFunctionOptions &opts);
 std::shared_ptr<FunctionImpl> compile_cached(const std::shared_ptr<ContextImpl> &ctx,
                                              const std::shared_ptr<const KernelInfo> &kernel);
-/// Throws LogicError when buffer argument `index` belongs to another context.
-void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index,
+/// Throws LogicError when buffer argument `index` (its field `field` when not empty: see
+/// [Note] Structs) is empty or belongs to another context.
+void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index, const char *field,
                           const RawDeviceBuffer *raw);
 
 template <class X> struct is_launch_option : std::false_type {};
@@ -247,13 +248,21 @@ private:
             }(std::make_index_sequence<num_args>{});
             if constexpr (ok) {
                 if (!has_grid || !has_block) throw_missing_dims(fn, has_grid, has_block);
+                // One representation per kernel (IR) parameter: a struct argument becomes one per
+                // field ([Note] Structs).
+                using Flat = detail::flat_params_t<P...>;
+                constexpr size_t num_params = std::tuple_size_v<Flat>;
+                typename detail::repr_tuple<Flat>::type reprs{};
                 [&]<size_t... I>(std::index_sequence<I...>) {
-                    (check_buffer(fn, I, std::get<I>(all)), ...);
-                    std::tuple<typename detail::param_repr<P>::type...> reprs{
-                        detail::to_param<P>(std::get<I>(all))...};
-                    void *ptrs[sizeof...(P) + 1] = {static_cast<void *>(&std::get<I>(reprs))..., nullptr};
-                    detail::launch(*impl_, fn, req, ptrs, sizeof...(P));
+                    (detail::flatten_into<detail::flat_offset<I, P...>(), P, detail::FixedString<1>{""}>(
+                         reprs, std::get<I>(all),
+                         [&](const auto &h, const char *field) { check_buffer(fn, I, field, h); }),
+                     ...);
                 }(std::make_index_sequence<num_args>{});
+                [&]<size_t... J>(std::index_sequence<J...>) {
+                    void *ptrs[num_params + 1] = {static_cast<void *>(&std::get<J>(reprs))..., nullptr};
+                    detail::launch(*impl_, fn, req, ptrs, num_params);
+                }(std::make_index_sequence<num_params>{});
             }
         }
     }
@@ -279,10 +288,11 @@ private:
     [[noreturn]] static void throw_missing_dims(const detail::FunctionImpl &fn, bool has_grid,
                                                 bool has_block);
 
-    template <class H> void check_buffer(const detail::FunctionImpl &fn, size_t i, const H &h) const {
+    template <class H>
+    void check_buffer(const detail::FunctionImpl &fn, size_t i, const char *field, const H &h) const {
         if constexpr (requires { h.raw(); }) {
             if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*h.raw())>, detail::RawDeviceBuffer>)
-                detail::check_buffer_context(*impl_, fn, i, h.raw().get());
+                detail::check_buffer_context(*impl_, fn, i, field, h.raw().get());
         }
     }
 
