@@ -554,9 +554,14 @@ llvm::Value *CodeGenLLVM::fold_tree(llvm::Value *v, llvm::function_ref<llvm::Val
             lo.push_back(static_cast<int>(i));
             hi.push_back(static_cast<int>(i + n / 2));
         }
-        v = op(b_.CreateShuffleVector(v, lo), b_.CreateShuffleVector(v, hi));
+        // Sequenced: the order of function arguments is unspecified, the IR's must not be.
+        llvm::Value *low = b_.CreateShuffleVector(v, lo);
+        llvm::Value *high = b_.CreateShuffleVector(v, hi);
+        v = op(low, high);
     }
-    return op(b_.CreateExtractElement(v, uint64_t(0)), b_.CreateExtractElement(v, uint64_t(1)));
+    llvm::Value *first = b_.CreateExtractElement(v, uint64_t(0));
+    llvm::Value *second = b_.CreateExtractElement(v, uint64_t(1));
+    return op(first, second);
 }
 
 llvm::Value *CodeGenLLVM::visit(const ir::Reduce *op) {

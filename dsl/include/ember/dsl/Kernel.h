@@ -54,6 +54,9 @@ template <class T, ir::AddressSpace S> struct param_traits<Ptr<T, S>> {
 template <class T, ir::AddressSpace S> struct param_traits<NoAlias<Ptr<T, S>>> : param_traits<Ptr<T, S>> {
     static constexpr bool noalias = true;
 };
+/// Whether P is a vector (`SIMD<T, N>`, specialised in SIMD.h): device functions take them,
+/// kernels do not.
+template <class P> constexpr bool is_vector_param = false;
 template <class P> constexpr bool is_non_global_ptr = false;
 template <class T, ir::AddressSpace S> constexpr bool is_non_global_ptr<Ptr<T, S>> = S != ir::AddressSpace::Global;
 template <class T, ir::AddressSpace S>
@@ -101,6 +104,9 @@ auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::t
     static_assert((!is_non_global_ptr<P> && ...),
                   "a kernel parameter points to global memory (Ptr<T>); shared and local pointers "
                   "are passed to device functions, not kernels");
+    static_assert((!is_vector_param<P> && ...),
+                  "a kernel parameter cannot be a SIMD<T, N>: pass a Ptr<T> and load the vector "
+                  "(p.load<N>(i)); device functions take SIMD parameters");
     check_kernel_signature(name, sizeof...(P), names.size(), loc);
     if (names.empty()) names.resize(sizeof...(P));
     TraceScope scope(name);
