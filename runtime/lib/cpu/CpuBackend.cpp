@@ -218,9 +218,9 @@ private:
         });
     }
 
-    /// The launch's first misaligned vector access ([Note] IR semantics: Vector memory), which
-    /// the generated code carried out unaligned after reporting it: the launch finished, and its
-    /// results are those of a correct alignment, but the kernel would fault on a GPU.
+    /// The launch's first misaligned vector access ([Note] IR semantics: Vector memory). The
+    /// generated code carried it (and any later one) out unaligned after reporting it, so the
+    /// launch ran to its end and the process goes on; on a GPU the same kernel would fault.
     [[noreturn]] static void throw_misaligned(const std::string &kernel, const CpuFault &f) {
         char address[32];
         std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(f.address));
