@@ -12,6 +12,7 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -47,6 +48,18 @@ private:
     /// A math library call, or a fast_ variant ([Note] Math library).
     llvm::Value *emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value *> args);
     llvm::Value *element_address(const ir::Expr &ptr, const ir::Expr &index);
+    /// `f` applied to the scalars of each lane of `args` (vectors of one lane count), the results
+    /// put back together: for what only exists for scalars (the math library, exact fmod).
+    llvm::Value *per_lane(llvm::ArrayRef<llvm::Value *> args,
+                          llvm::function_ref<llvm::Value *(llvm::ArrayRef<llvm::Value *>)> f);
+    /// A vector load or store of type `t` at `addr` ([Note] IR semantics: Vector memory): `access`
+    /// emits it with the alignment it is given. Where the target does not fault on a misaligned
+    /// access, the address is checked first; the misaligned path reports to the target's runtime
+    /// and accesses unaligned. Returns what the access returned.
+    llvm::Value *vector_access(llvm::Value *addr, const ir::Type &t, bool is_store,
+                               llvm::function_ref<llvm::Value *(llvm::Align)> access);
+    /// Folds the lanes of the float vector `v` with `op` in the tree order of [Note] IR semantics.
+    llvm::Value *fold_tree(llvm::Value *v, llvm::function_ref<llvm::Value *(llvm::Value *, llvm::Value *)> op);
 
     // --- statements --------------------------------------------------------------------------
     llvm::Error emit(const ir::Stmt &s);
@@ -134,6 +147,7 @@ llvm::Type *CodeGenLLVM::scalar_type(ScalarType s) const {
 }
 
 llvm::Type *CodeGenLLVM::value_type(const ir::Type &t) const {
+    if (t.is_vector()) return llvm::FixedVectorType::get(scalar_type(t.scalar()), t.lanes());
     if (t.is_pointer()) {
         // Local and constant pointers are rejected in run() before any code is generated.
         if (t.space() == ir::AddressSpace::Shared)
@@ -149,7 +163,14 @@ llvm::Type *CodeGenLLVM::value_type(const ir::Type &t) const {
 
 llvm::Type *CodeGenLLVM::memory_type(const ir::Type &t) const {
     if (t.is_bool()) return llvm::Type::getInt8Ty(ctx_);
+    if (t.is_vector() && t.lane_type().is_bool()) return llvm::FixedVectorType::get(llvm::Type::getInt8Ty(ctx_), t.lanes());
     return value_type(t);
+}
+
+/// `scalar` as a vector of as many lanes as `like` has, or itself when `like` is a scalar type.
+llvm::Type *like_lanes(llvm::Type *scalar, llvm::Type *like) {
+    if (auto *v = llvm::dyn_cast<llvm::FixedVectorType>(like)) return llvm::FixedVectorType::get(scalar, v->getNumElements());
+    return scalar;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -193,7 +214,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Unary *op) {
     llvm::Value *a = emit(op->a);
     switch (op->op) {
     case ir::UnaryOp::Neg:
-        if (op->type.is_float()) return b_.CreateFNeg(a);
+        if (op->type.lane_type().is_float()) return b_.CreateFNeg(a);
         return b_.CreateSub(llvm::Constant::getNullValue(a->getType()), a); // wraps: no nsw
     case ir::UnaryOp::Not:
     case ir::UnaryOp::BitNot: return b_.CreateNot(a);
@@ -224,7 +245,7 @@ llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Val
     if (t.is_signed_int()) {
         llvm::Value *overflow = b_.CreateAnd(
             b_.CreateICmpEQ(a, llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(
-                                                               ty->getIntegerBitWidth()))),
+                                                               ty->getScalarSizeInBits()))),
             b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(ty)), "div.overflow");
         unsafe = b_.CreateOr(by_zero, overflow);
     }
@@ -235,7 +256,7 @@ llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Val
 llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     llvm::Value *a = emit(op->a);
     llvm::Value *b = emit(op->b);
-    const ir::Type &t = op->type;
+    const ir::Type t = op->type.lane_type(); // vectors: lane by lane
     const bool fp = t.is_float();
     const bool is_signed = t.is_signed_int();
     switch (op->op) {
@@ -243,7 +264,11 @@ llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     case ir::BinaryOp::Sub: return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
     case ir::BinaryOp::Mul: return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
     case ir::BinaryOp::Div: return fp ? b_.CreateFDiv(a, b) : emit_div_mod(true, t, a, b);
-    case ir::BinaryOp::Mod: return fp ? target_.emit_frem(b_, a, b) : emit_div_mod(false, t, a, b);
+    case ir::BinaryOp::Mod:
+        if (!fp) return emit_div_mod(false, t, a, b);
+        if (op->type.is_vector())
+            return per_lane({a, b}, [&](llvm::ArrayRef<llvm::Value *> x) { return target_.emit_frem(b_, x[0], x[1]); });
+        return target_.emit_frem(b_, a, b);
     case ir::BinaryOp::Min:
         if (fp) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b);
         return b_.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin,
@@ -259,7 +284,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     case ir::BinaryOp::Shr: {
         // Shift amounts are taken modulo the width (a power of two), so the shift is never
         // poison; for a signed amount the two's complement bits give the mathematical modulo.
-        const unsigned bits = a->getType()->getIntegerBitWidth();
+        const unsigned bits = a->getType()->getScalarSizeInBits();
         llvm::Value *amount = b_.CreateAnd(b, llvm::ConstantInt::get(b->getType(), bits - 1));
         if (op->op == ir::BinaryOp::Shl) return b_.CreateShl(a, amount);
         return is_signed ? b_.CreateAShr(a, amount) : b_.CreateLShr(a, amount);
@@ -321,10 +346,15 @@ llvm::Value *CodeGenLLVM::visit(const ir::Invoke *op) {
 llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
     std::vector<llvm::Value *> a;
     for (const ir::Expr &arg : op->args) a.push_back(emit(arg));
-    if (ir::is_math_library(op->op)) return emit_math(op->op, a);
+    if (ir::is_math_library(op->op)) {
+        // One implementation per scalar type ([Note] Math library): vectors go lane by lane.
+        if (op->type.is_vector())
+            return per_lane(a, [&](llvm::ArrayRef<llvm::Value *> x) { return emit_math(op->op, x); });
+        return emit_math(op->op, a);
+    }
     llvm::Value *x = a[0];
     llvm::Type *ty = x->getType();
-    const ir::Type &t = op->args[0].type();
+    const ir::Type t = op->args[0].type().lane_type(); // LLVM's intrinsics take vectors too
     auto unary = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, x); };
     // Bit counts and integer abs are defined for every input ([Note] IR semantics): the
     // "is poison" flags are false.
@@ -379,7 +409,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Compare *op) {
     llvm::Value *a = emit(op->a);
     llvm::Value *b = emit(op->b);
     using P = llvm::CmpInst::Predicate;
-    const ir::Type &t = op->a.type();
+    const ir::Type t = op->a.type().lane_type(); // vectors compare lane by lane
     if (t.is_float()) {
         // Ordered predicates are false on NaN; `!=` is unordered, so true on NaN.
         static constexpr P fp[] = {P::FCMP_OEQ, P::FCMP_UNE, P::FCMP_OLT,
@@ -394,8 +424,10 @@ llvm::Value *CodeGenLLVM::visit(const ir::Compare *op) {
     return b_.CreateICmp((t.is_signed_int() ? sint : uint)[static_cast<int>(op->op)], a, b);
 }
 
-llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to) {
-    llvm::Type *dst = value_type(to);
+llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from_type, const ir::Type &to_type) {
+    llvm::Type *dst = value_type(to_type);
+    // Vectors convert lane by lane: the rules are those of their lane types, on LLVM vectors.
+    const ir::Type from = from_type.lane_type(), to = to_type.lane_type();
     if (from == to || (from.is_int() && to.is_int() && from.bits() == to.bits())) return v;
     // Pointers differ only in `const`, which LLVM does not see (all are global today).
     if (from.is_pointer() && to.is_pointer()) return v;
@@ -414,12 +446,12 @@ llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from, const 
         return b_.CreateIntrinsic(id, {dst, v->getType()}, {v});
     }
     if (from.is_float() && to.is_float()) {
-        const unsigned from_bits = v->getType()->getPrimitiveSizeInBits();
-        const unsigned to_bits = dst->getPrimitiveSizeInBits();
+        const unsigned from_bits = v->getType()->getScalarSizeInBits();
+        const unsigned to_bits = dst->getScalarSizeInBits();
         if (from_bits < to_bits) return b_.CreateFPExt(v, dst);
         if (from_bits > to_bits) return b_.CreateFPTrunc(v, dst);
         // f16 <-> bf16: through f32, which holds both exactly, so there is one rounding.
-        return b_.CreateFPTrunc(b_.CreateFPExt(v, b_.getFloatTy()), dst);
+        return b_.CreateFPTrunc(b_.CreateFPExt(v, like_lanes(b_.getFloatTy(), dst)), dst);
     }
     EMBER_UNREACHABLE("cast from " + from.to_string() + " to " + to.to_string());
 }
@@ -447,13 +479,119 @@ llvm::Value *CodeGenLLVM::element_address(const ir::Expr &ptr, const ir::Expr &i
 llvm::Value *CodeGenLLVM::visit(const ir::Load *op) {
     llvm::Value *addr = element_address(op->ptr, op->index);
     llvm::Type *ty = memory_type(op->type);
-    llvm::LoadInst *v = b_.CreateAlignedLoad(ty, addr, llvm::Align(op->type.bytes()));
-    // A read-only pointer's memory does not change during the kernel (the contract of
-    // Ptr<const T>): NVPTX turns invariant loads into ld.global.nc.
-    if (op->ptr.type().readonly())
-        v->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
-    if (op->type.is_bool()) return b_.CreateICmpNE(v, b_.getInt8(0));
+    auto load = [&](llvm::Align align) -> llvm::Value * {
+        llvm::LoadInst *v = b_.CreateAlignedLoad(ty, addr, align);
+        // A read-only pointer's memory does not change during the kernel (the contract of
+        // Ptr<const T>): NVPTX turns invariant loads into ld.global.nc.
+        if (op->ptr.type().readonly())
+            v->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
+        return v;
+    };
+    llvm::Value *v = op->type.is_vector() ? vector_access(addr, op->type, /*is_store=*/false, load)
+                                          : load(llvm::Align(op->type.bytes()));
+    if (op->type.lane_type().is_bool()) return b_.CreateICmpNE(v, llvm::Constant::getNullValue(ty));
     return v;
+}
+
+llvm::Value *CodeGenLLVM::vector_access(llvm::Value *addr, const ir::Type &t, bool is_store,
+                                        llvm::function_ref<llvm::Value *(llvm::Align)> access) {
+    const unsigned align = ir::vector_alignment(t);
+    if (target_.faults_on_misaligned_access() || align == 1) return access(llvm::Align(align));
+    llvm::Value *low = b_.CreateAnd(b_.CreatePtrToInt(addr, b_.getInt64Ty()), b_.getInt64(align - 1));
+    llvm::Value *misaligned = b_.CreateICmpNE(low, b_.getInt64(0), "misaligned");
+    llvm::BasicBlock *bad_bb = new_block("vector.misaligned");
+    llvm::BasicBlock *ok_bb = new_block("vector.aligned");
+    llvm::BasicBlock *end_bb = new_block("vector.end");
+    b_.CreateCondBr(misaligned, bad_bb, ok_bb, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
+    enter(bad_bb);
+    target_.emit_misaligned_access(b_, addr, align, t.bytes(), is_store);
+    llvm::Value *slow = access(llvm::Align(1));
+    llvm::BasicBlock *slow_end = b_.GetInsertBlock();
+    b_.CreateBr(end_bb);
+    enter(ok_bb);
+    llvm::Value *fast = access(llvm::Align(align));
+    llvm::BasicBlock *fast_end = b_.GetInsertBlock();
+    b_.CreateBr(end_bb);
+    enter(end_bb);
+    if (is_store) return nullptr;
+    llvm::PHINode *phi = b_.CreatePHI(fast->getType(), 2);
+    phi->addIncoming(slow, slow_end);
+    phi->addIncoming(fast, fast_end);
+    return phi;
+}
+
+llvm::Value *CodeGenLLVM::per_lane(llvm::ArrayRef<llvm::Value *> args,
+                                   llvm::function_ref<llvm::Value *(llvm::ArrayRef<llvm::Value *>)> f) {
+    const unsigned lanes = llvm::cast<llvm::FixedVectorType>(args[0]->getType())->getNumElements();
+    llvm::Value *result = nullptr;
+    for (unsigned i = 0; i < lanes; ++i) {
+        std::vector<llvm::Value *> scalars;
+        for (llvm::Value *a : args) scalars.push_back(b_.CreateExtractElement(a, uint64_t(i)));
+        llvm::Value *r = f(scalars);
+        if (!result) result = llvm::PoisonValue::get(llvm::FixedVectorType::get(r->getType(), lanes));
+        result = b_.CreateInsertElement(result, r, uint64_t(i));
+    }
+    return result;
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::MakeVector *op) {
+    const unsigned lanes = op->type.lanes();
+    if (op->is_broadcast()) return b_.CreateVectorSplat(lanes, emit(op->args[0]));
+    llvm::Value *v = llvm::PoisonValue::get(value_type(op->type));
+    for (unsigned i = 0; i < lanes; ++i) v = b_.CreateInsertElement(v, emit(op->args[i]), uint64_t(i));
+    return v;
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::Extract *op) {
+    return b_.CreateExtractElement(emit(op->vector), uint64_t(op->lane));
+}
+
+llvm::Value *CodeGenLLVM::fold_tree(llvm::Value *v, llvm::function_ref<llvm::Value *(llvm::Value *, llvm::Value *)> op) {
+    unsigned n = llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements();
+    for (; n > 2; n /= 2) {
+        std::vector<int> lo, hi;
+        for (unsigned i = 0; i < n / 2; ++i) {
+            lo.push_back(static_cast<int>(i));
+            hi.push_back(static_cast<int>(i + n / 2));
+        }
+        // Sequenced: the order of function arguments is unspecified, the IR's must not be.
+        llvm::Value *low = b_.CreateShuffleVector(v, lo);
+        llvm::Value *high = b_.CreateShuffleVector(v, hi);
+        v = op(low, high);
+    }
+    llvm::Value *first = b_.CreateExtractElement(v, uint64_t(0));
+    llvm::Value *second = b_.CreateExtractElement(v, uint64_t(1));
+    return op(first, second);
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::Reduce *op) {
+    llvm::Value *v = emit(op->value);
+    const ir::Type t = op->type; // the lane type
+    if (t.is_float()) {
+        // The tree order of [Note] IR semantics: the same roundings on every target (LLVM's
+        // ordered reductions would fold left to right, its unordered ones in any order).
+        return fold_tree(v, [&](llvm::Value *x, llvm::Value *y) -> llvm::Value * {
+            switch (op->op) {
+            case ir::ReduceOp::Add: return b_.CreateFAdd(x, y);
+            case ir::ReduceOp::Mul: return b_.CreateFMul(x, y);
+            case ir::ReduceOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, y);
+            case ir::ReduceOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y);
+            default: EMBER_UNREACHABLE("bitwise reduction of floats");
+            }
+        });
+    }
+    // Integers and bools: the order does not change the result.
+    const bool is_signed = t.is_signed_int();
+    switch (op->op) {
+    case ir::ReduceOp::Add: return b_.CreateAddReduce(v);
+    case ir::ReduceOp::Mul: return b_.CreateMulReduce(v);
+    case ir::ReduceOp::Min: return b_.CreateIntMinReduce(v, is_signed);
+    case ir::ReduceOp::Max: return b_.CreateIntMaxReduce(v, is_signed);
+    case ir::ReduceOp::And: return b_.CreateAndReduce(v);
+    case ir::ReduceOp::Or: return b_.CreateOrReduce(v);
+    case ir::ReduceOp::Xor: return b_.CreateXorReduce(v);
+    }
+    EMBER_UNREACHABLE("unknown ReduceOp");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -554,9 +692,13 @@ llvm::Error CodeGenLLVM::visit(const ir::Assign *op) {
 llvm::Error CodeGenLLVM::visit(const ir::Store *op) {
     llvm::Value *addr = element_address(op->ptr, op->index);
     llvm::Value *v = emit(op->value);
-    const ir::Type elem = op->ptr.type().element_type();
-    if (elem.is_bool()) v = b_.CreateZExt(v, b_.getInt8Ty());
-    b_.CreateAlignedStore(v, addr, llvm::Align(elem.bytes()));
+    const ir::Type t = op->value.type();
+    if (t.lane_type().is_bool()) v = b_.CreateZExt(v, memory_type(t));
+    auto store = [&](llvm::Align align) -> llvm::Value * { return b_.CreateAlignedStore(v, addr, align); };
+    if (t.is_vector())
+        vector_access(addr, t, /*is_store=*/true, store);
+    else
+        store(llvm::Align(t.bytes()));
     return llvm::Error::success();
 }
 

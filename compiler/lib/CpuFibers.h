@@ -7,7 +7,7 @@
 /// =================
 /// A kernel that contains a barrier gets, instead of the plain loop over threads, a call per
 /// block to `ember_cpu_run_block(thread, args, ctx)`. It starts one fiber per thread of the block,
-/// each with its own copy of the 14-slot launch context (thread_idx filled in) and its own stack,
+/// each with its own copy of the launch context (thread_idx filled in) and its own stack,
 /// and runs them round robin: a fiber runs until it reaches a barrier or ends; when every fiber
 /// has reached the barrier (or ended), all of them continue. A warp operation is a rendezvous of
 /// the 32 fibers of one warp (linear thread index / 32): each posts its value, and when the
@@ -30,11 +30,13 @@ namespace ember::detail {
 using CpuThreadFn = void (*)(void **args, int64_t *ctx);
 
 /// Number of i64 slots in the CPU launch context (see [Note] CPU launch context).
-inline constexpr unsigned cpu_ctx_slots = 14;
+inline constexpr unsigned cpu_ctx_slots = 15;
 /// Slot of the block's shared memory base address.
 inline constexpr unsigned cpu_ctx_shared_slot = 12;
 /// Slot of the block's dynamic shared memory address (after the static arrays).
 inline constexpr unsigned cpu_ctx_dynamic_shared_slot = 13;
+/// Slot of the launch's `CpuFault *` (CpuAbi.h), where misaligned vector accesses are reported.
+inline constexpr unsigned cpu_ctx_fault_slot = 14;
 
 /// Runs every thread of the block described by `ctx` (block_idx, block_dim, grid_dim and the
 /// shared memory base set; thread_idx ignored).

@@ -3,6 +3,7 @@
 #include "ember/compiler/Compiler.h"
 
 #include "CpuFibers.h"
+#include "ember/compiler/CpuAbi.h"
 
 #include "LLVMError.h"
 #include "targets/TargetImpl.h"
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -130,6 +132,26 @@ const Builtin cpu_builtins[] = {
 };
 #endif
 
+/// Called by generated code on a misaligned vector access ([Note] IR semantics: Vector memory):
+/// records the first one of the launch in its CpuFault; the runtime throws after the launch.
+void ember_cpu_misaligned(CpuFault *fault, uint64_t address, uint32_t alignment, uint32_t bytes,
+                          uint32_t is_store, int64_t tx, int64_t ty, int64_t tz, int64_t bx, int64_t by,
+                          int64_t bz) {
+    if (!fault) { // a launch without a record (a test calling the entry directly): say it at least
+        std::fprintf(stderr, "ember: misaligned %u-byte vector %s at 0x%llx (needs %u-byte alignment)\n", bytes,
+                     is_store ? "store" : "load", static_cast<unsigned long long>(address), alignment);
+        return;
+    }
+    bool expected = false;
+    if (!fault->raised.compare_exchange_strong(expected, true)) return;
+    fault->address = address;
+    fault->alignment = alignment;
+    fault->bytes = bytes;
+    fault->is_store = is_store != 0;
+    fault->thread_idx[0] = tx, fault->thread_idx[1] = ty, fault->thread_idx[2] = tz;
+    fault->block_idx[0] = bx, fault->block_idx[1] = by, fault->block_idx[2] = bz;
+}
+
 /// The process-wide JIT. It is created on first use and deliberately never destroyed: a
 /// CpuModule held by a static object may be released after static destructors have run, and
 /// must still find its ExecutionSession. The OS reclaims everything at exit.
@@ -195,12 +217,14 @@ llvm::Expected<std::unique_ptr<CpuModule>> load_object(const std::string &object
     }
     jd->addGenerator(std::move(*generator));
     {
-        // The fiber runtime for kernels with barriers ([Note] CPU fibers).
+        // The fiber runtime for kernels with barriers ([Note] CPU fibers), and the report of
+        // misaligned vector accesses.
         llvm::orc::SymbolMap fibers;
         const std::pair<const char *, void *> entries[] = {
             {"__ember_cpu_run_block", reinterpret_cast<void *>(&detail::ember_cpu_run_block)},
             {"__ember_cpu_barrier", reinterpret_cast<void *>(&detail::ember_cpu_barrier)},
             {"__ember_cpu_warp", reinterpret_cast<void *>(&detail::ember_cpu_warp)},
+            {"__ember_cpu_misaligned", reinterpret_cast<void *>(&ember_cpu_misaligned)},
         };
         for (const auto &[name, address] : entries)
             fibers[jit.mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),

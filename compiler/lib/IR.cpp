@@ -3,6 +3,7 @@
 /// IRVisitor / IRMutator traversals.
 #include "ember/compiler/IR.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_set>
@@ -26,6 +27,9 @@ double round_to_small_float(double v, int mantissa_bits, int min_exp, int max_ex
 }
 
 bool is_number(Type t) { return t.is_arithmetic(); }
+
+/// The lane type of a vector (a scalar's own type): what element-wise operators check.
+Type lane(Type t) { return t.lane_type(); }
 
 } // namespace
 
@@ -138,6 +142,7 @@ Expr SpecialReg::make(SpecialRegKind reg, unsigned dim) {
 }
 
 std::string_view operand_requirement(UnaryOp op, Type t) {
+    t = lane(t);
     switch (op) {
     case UnaryOp::Neg: return is_number(t) ? "" : "numbers";
     case UnaryOp::Not: return t.is_bool() ? "" : "bool";
@@ -147,6 +152,7 @@ std::string_view operand_requirement(UnaryOp op, Type t) {
 }
 
 std::string_view operand_requirement(BinaryOp op, Type t) {
+    t = lane(t);
     switch (op) {
     case BinaryOp::Add:
     case BinaryOp::Sub:
@@ -165,7 +171,8 @@ std::string_view operand_requirement(BinaryOp op, Type t) {
 }
 
 std::string_view operand_requirement(CompareOp op, Type t) {
-    if (!t.is_scalar() || t.is_void()) return "scalars";
+    t = lane(t);
+    if (!t.is_scalar() || t.is_void()) return "scalars or vectors";
     if (t.is_bool() && op != CompareOp::EQ && op != CompareOp::NE) return "numbers";
     return "";
 }
@@ -250,6 +257,7 @@ std::optional<Intrinsic> parse_intrinsic(std::string_view name) {
 }
 
 std::string_view operand_requirement(Intrinsic op, Type t) {
+    t = lane(t);
     switch (op) {
     case Intrinsic::Abs: return is_number(t) ? "" : "numbers";
     case Intrinsic::Popcount:
@@ -263,7 +271,7 @@ Type result_type(Intrinsic op, Type t) {
     switch (op) {
     case Intrinsic::IsNan:
     case Intrinsic::IsInf:
-    case Intrinsic::IsFinite: return Type(ScalarType::Bool);
+    case Intrinsic::IsFinite: return Type::vector(ScalarType::Bool, t.lanes());
     default: return t;
     }
 }
@@ -375,25 +383,96 @@ Expr Warp::make(WarpOp op, Expr value, Expr lane) {
 
 Expr Cast::make(Type to, Expr a) {
     EMBER_ASSERT(a, "Cast of a null operand");
-    EMBER_ASSERT(to.is_scalar() && !to.is_void(), "Cast to non-scalar " + to.to_string());
-    EMBER_ASSERT(a.type().is_scalar() && !a.type().is_void(),
-                 "Cast of non-scalar " + a.type().to_string());
+    EMBER_ASSERT(!to.is_pointer() && !lane(to).is_void(), "Cast to " + to.to_string());
+    EMBER_ASSERT(!a.type().is_pointer() && !lane(a.type()).is_void(), "Cast of " + a.type().to_string());
+    EMBER_ASSERT(to.lanes() == a.type().lanes(),
+                 "Cast of " + a.type().to_string() + " to " + to.to_string() + " changes the lane count");
     return Expr(new Cast(to, std::move(a)));
 }
 
 Expr Select::make(Expr cond, Expr a, Expr b) {
     EMBER_ASSERT(cond && a && b, "Select with a null operand");
-    EMBER_ASSERT(cond.type().is_bool(), "Select condition of type " + cond.type().to_string());
+    Type c = cond.type();
+    EMBER_ASSERT(lane(c).is_bool() && !c.is_pointer() && (c.is_scalar() || c.lanes() == a.type().lanes()),
+                 "Select condition of type " + c.to_string() + " for arms of type " + a.type().to_string());
     EMBER_ASSERT(a.type() == b.type(), "Select arms of mismatched types " + a.type().to_string() +
                                            " and " + b.type().to_string());
     return Expr(new Select(std::move(cond), std::move(a), std::move(b)));
 }
 
-Expr Load::make(Expr ptr, Expr index) {
+Expr Load::make(Expr ptr, Expr index, unsigned lanes) {
     EMBER_ASSERT(ptr && index, "Load with a null operand");
     EMBER_ASSERT(ptr.type().is_pointer(), "Load from non-pointer " + ptr.type().to_string());
     EMBER_ASSERT(index.type().is_int(), "Load index of type " + index.type().to_string());
-    return Expr(new Load(std::move(ptr), std::move(index)));
+    EMBER_ASSERT(lanes == 1 || Type::valid_lanes(lanes), "Load of " + std::to_string(lanes) + " lanes");
+    return Expr(new Load(std::move(ptr), std::move(index), lanes));
+}
+
+unsigned vector_alignment(Type t) { return std::min(t.bytes(), 16u); }
+
+Expr MakeVector::make(Type type, std::vector<Expr> args) {
+    EMBER_ASSERT(type.is_vector(), "MakeVector of non-vector type " + type.to_string());
+    EMBER_ASSERT(args.size() == 1 || args.size() == type.lanes(),
+                 "MakeVector of " + type.to_string() + " from " + std::to_string(args.size()) + " values");
+    for (const Expr &a : args)
+        EMBER_ASSERT(a && a.type() == type.lane_type(),
+                     "MakeVector of " + type.to_string() + " from a value of type " +
+                         (a ? a.type().to_string() : std::string("<null>")));
+    return Expr(new MakeVector(type, std::move(args)));
+}
+
+Expr MakeVector::broadcast(Expr scalar, unsigned lanes) {
+    EMBER_ASSERT(scalar, "broadcast of a null value");
+    Type t = scalar.type().with_lanes(lanes);
+    return make(t, {std::move(scalar)});
+}
+
+Expr Extract::make(Expr vector, unsigned lane) {
+    EMBER_ASSERT(vector && vector.type().is_vector(), "Extract from a non-vector");
+    EMBER_ASSERT(lane < vector.type().lanes(), "Extract of lane " + std::to_string(lane) + " of " +
+                                                   vector.type().to_string());
+    return Expr(new Extract(std::move(vector), lane));
+}
+
+namespace {
+constexpr std::pair<ReduceOp, const char *> reduce_names[] = {
+    {ReduceOp::Add, "add"}, {ReduceOp::Mul, "mul"}, {ReduceOp::Min, "min"}, {ReduceOp::Max, "max"},
+    {ReduceOp::And, "and"}, {ReduceOp::Or, "or"},   {ReduceOp::Xor, "xor"},
+};
+} // namespace
+
+std::string_view to_string(ReduceOp op) {
+    for (const auto &[o, name] : reduce_names)
+        if (o == op) return name;
+    EMBER_UNREACHABLE("invalid ReduceOp");
+}
+
+std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
+    for (const auto &[o, n] : reduce_names)
+        if (name == n) return o;
+    return std::nullopt;
+}
+
+std::string_view operand_requirement(ReduceOp op, Type t) {
+    Type l = lane(t);
+    switch (op) {
+    case ReduceOp::Add:
+    case ReduceOp::Mul:
+    case ReduceOp::Min:
+    case ReduceOp::Max: return t.is_vector() && is_number(l) ? "" : "vectors of numbers";
+    case ReduceOp::And:
+    case ReduceOp::Or:
+    case ReduceOp::Xor: return t.is_vector() && (l.is_int() || l.is_bool()) ? "" : "vectors of integers or bool";
+    }
+    EMBER_UNREACHABLE("invalid ReduceOp");
+}
+
+Expr Reduce::make(ReduceOp op, Expr value) {
+    EMBER_ASSERT(value, "Reduce of a null value");
+    std::string_view need = operand_requirement(op, value.type());
+    EMBER_ASSERT(need.empty(), "reduce_" + std::string(to_string(op)) + " needs " + std::string(need) +
+                                   ", found " + value.type().to_string());
+    return Expr(new Reduce(op, std::move(value)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -433,7 +512,7 @@ Stmt Store::make(Expr ptr, Expr index, Expr value) {
     EMBER_ASSERT(ptr && index && value, "Store with a null operand");
     EMBER_ASSERT(ptr.type().is_pointer(), "Store to non-pointer " + ptr.type().to_string());
     EMBER_ASSERT(index.type().is_int(), "Store index of type " + index.type().to_string());
-    EMBER_ASSERT(value.type() == ptr.type().element_type(),
+    EMBER_ASSERT(!value.type().is_pointer() && value.type().lane_type() == ptr.type().element_type(),
                  "Store of " + value.type().to_string() + " through " + ptr.type().to_string());
     return Stmt(new Store(std::move(ptr), std::move(index), std::move(value)));
 }
@@ -594,6 +673,11 @@ void IRVisitor::visit(const Call *op) {
 void IRVisitor::visit(const Invoke *op) {
     for (const Expr &a : op->args) visit(a);
 }
+void IRVisitor::visit(const MakeVector *op) {
+    for (const Expr &a : op->args) visit(a);
+}
+void IRVisitor::visit(const Extract *op) { visit(op->vector); }
+void IRVisitor::visit(const Reduce *op) { visit(op->value); }
 
 void IRVisitor::visit(const Block *op) {
     for (const Stmt &s : op->stmts) visit(s);
@@ -732,7 +816,30 @@ Expr IRMutator::visit(const Load *op) {
     Expr ptr = mutate(op->ptr);
     Expr index = mutate(op->index);
     if (ptr.same_as(op->ptr) && index.same_as(op->index)) return op;
-    return Load::make(std::move(ptr), std::move(index));
+    return Load::make(std::move(ptr), std::move(index), op->lanes());
+}
+
+Expr IRMutator::visit(const MakeVector *op) {
+    std::vector<Expr> args;
+    bool same = true;
+    for (const Expr &a : op->args) {
+        args.push_back(mutate(a));
+        same = same && args.back().same_as(a);
+    }
+    if (same) return op;
+    return MakeVector::make(op->type, std::move(args));
+}
+
+Expr IRMutator::visit(const Extract *op) {
+    Expr v = mutate(op->vector);
+    if (v.same_as(op->vector)) return op;
+    return Extract::make(std::move(v), op->lane);
+}
+
+Expr IRMutator::visit(const Reduce *op) {
+    Expr v = mutate(op->value);
+    if (v.same_as(op->value)) return op;
+    return Reduce::make(op->op, std::move(v));
 }
 
 Stmt IRMutator::visit(const Block *op) {

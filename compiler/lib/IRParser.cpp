@@ -257,9 +257,9 @@ private:
         if (t.kind != Tok::Ident) error(t, "expected type, found " + describe(t));
         take();
         if (t.text != "ptr") {
-            auto s = parse_scalar_type(t.text);
+            std::optional<Type> s = Type::parse(t.text); // a scalar or a vector
             if (!s) error(t, "unknown type " + quote(t.text));
-            return Type(*s);
+            return *s;
         }
         expect("<");
         const Token &space_tok = expect_kind(Tok::Ident, "address space");
@@ -414,6 +414,13 @@ private:
         if (t.text == "min" || t.text == "max") return parse_min_max();
         if (t.text == "cast") return parse_cast();
         if (t.text == "select") return parse_select();
+        if (t.text == "load") return parse_vector_load();
+        if (t.text == "extract") return parse_extract();
+        if (t.text.substr(0, 7) == "reduce_") {
+            if (std::optional<ReduceOp> op = parse_reduce_op(t.text.substr(7))) return parse_reduce(*op);
+        }
+        if (std::optional<Type> vt = Type::parse(t.text); vt && vt->is_vector() && is("(", 1))
+            return parse_make_vector(*vt);
         if (std::optional<Intrinsic> f = parse_intrinsic(t.text)) return parse_call(*f);
         if (std::optional<WarpOp> w = parse_warp_op(t.text)) return parse_warp(*w);
         if (t.text.substr(0, 7) == "atomic_") {
@@ -472,10 +479,12 @@ private:
         if (t != b.type())
             error(at, "operands of " + quote(text) + " have different types " + t.to_string() +
                           " and " + b.type().to_string());
-        // The spelling picks the meaning: `&&`/`||` for bool, `&`/`|` for integers.
+        // The spelling picks the meaning: `&&`/`||` for bool, `&`/`|` for integers (lane by lane
+        // for vectors).
         std::string_view need = operand_requirement(op, t);
+        const Type l = t.lane_type();
         if ((op == BinaryOp::And || op == BinaryOp::Or) && need.empty())
-            need = text.size() == 2 ? (t.is_bool() ? "" : "bool") : (t.is_int() ? "" : "integers");
+            need = text.size() == 2 ? (l.is_bool() ? "" : "bool") : (l.is_int() ? "" : "integers");
         if (!need.empty())
             error(at, "operands of " + quote(text) + " must be " + std::string(need) + ", found " +
                           t.to_string());
@@ -519,13 +528,16 @@ private:
         expect("<");
         const Token &type_tok = peek();
         Type to = parse_type();
-        if (!to.is_scalar() || to.is_void()) error(type_tok, "cannot cast to " + to.to_string());
+        if (to.is_pointer() || to.is_void()) error(type_tok, "cannot cast to " + to.to_string());
         expect(">");
         expect("(");
         const Token &operand_tok = peek();
         Expr a = parse_expr();
-        if (!a.type().is_scalar())
+        if (a.type().is_pointer())
             error(operand_tok, "cannot cast a value of type " + a.type().to_string());
+        if (a.type().lanes() != to.lanes())
+            error(operand_tok, "cannot cast " + a.type().to_string() + " to " + to.to_string() +
+                                   ": a cast keeps the number of lanes");
         expect(")");
         return Cast::make(to, a);
     }
@@ -707,9 +719,11 @@ private:
         expect("(");
         const Token &cond_tok = peek();
         Expr cond = parse_expr();
-        if (!cond.type().is_bool())
-            error(cond_tok, "condition of 'select' must be bool, found " + cond.type().to_string());
+        Type c = cond.type();
+        if (!c.lane_type().is_bool() || c.is_pointer())
+            error(cond_tok, "condition of 'select' must be bool or a bool vector, found " + c.to_string());
         expect(",");
+        const Token &a_tok = peek();
         Expr a = parse_expr();
         const Token &comma = expect(",");
         Expr b = parse_expr();
@@ -717,7 +731,88 @@ private:
         if (a.type() != b.type())
             error(comma, "arms of 'select' have different types " + a.type().to_string() + " and " +
                              b.type().to_string());
+        if (c.is_vector() && c.lanes() != a.type().lanes())
+            error(a_tok, "a condition of type " + c.to_string() + " selects between vectors of " +
+                             std::to_string(c.lanes()) + " lanes, found " + a.type().to_string());
         return Select::make(cond, a, b);
+    }
+
+    /// `TxN(a)` (a broadcast) or `TxN(a0, ..., aN-1)`.
+    Expr parse_make_vector(Type t) {
+        const Token &name = take();
+        expect("(");
+        std::vector<Expr> args;
+        do {
+            const Token &arg_tok = peek();
+            Expr a = parse_expr();
+            if (a.type() != t.lane_type())
+                error(arg_tok, "the lanes of " + t.to_string() + " are " + t.lane_type().to_string() +
+                                   ", found a value of type " + a.type().to_string());
+            args.push_back(a);
+        } while (accept(","));
+        const Token &close = expect(")");
+        if (args.size() != 1 && args.size() != t.lanes())
+            error(close, quote(name.text) + " takes one value (a broadcast) or " + std::to_string(t.lanes()) +
+                             ", found " + std::to_string(args.size()));
+        return MakeVector::make(t, std::move(args));
+    }
+
+    /// A small count written as plain digits inside `<...>` (a lane count or lane index).
+    unsigned parse_count(std::string_view what) {
+        const Token &tok = peek();
+        if (tok.kind != Tok::Number || tok.text.find_first_not_of("0123456789") != std::string_view::npos ||
+            tok.text.size() > 3)
+            error(tok, "expected " + std::string(what) + ", found " + describe(tok));
+        take();
+        return static_cast<unsigned>(std::stoul(std::string(tok.text)));
+    }
+
+    /// `extract<k>(v)`: lane k of vector v.
+    Expr parse_extract() {
+        take();
+        expect("<");
+        const Token &lane_tok = peek();
+        unsigned lane = parse_count("a lane number");
+        expect(">");
+        expect("(");
+        const Token &v_tok = peek();
+        Expr v = parse_expr();
+        expect(")");
+        if (!v.type().is_vector()) error(v_tok, "'extract' needs a vector, found " + v.type().to_string());
+        if (lane >= v.type().lanes())
+            error(lane_tok, "lane " + std::to_string(lane) + " is out of range for " + v.type().to_string());
+        return Extract::make(v, lane);
+    }
+
+    /// `reduce_<op>(v)`.
+    Expr parse_reduce(ReduceOp op) {
+        const Token &name = take();
+        expect("(");
+        const Token &v_tok = peek();
+        Expr v = parse_expr();
+        expect(")");
+        if (std::string_view need = operand_requirement(op, v.type()); !need.empty())
+            error(v_tok, quote(name.text) + " works on " + std::string(need) + ", found " + v.type().to_string());
+        return Reduce::make(op, v);
+    }
+
+    /// `load<N>(p[i])`: N elements from p[i] on as one vector.
+    Expr parse_vector_load() {
+        take();
+        expect("<");
+        const Token &lanes_tok = peek();
+        unsigned lanes = parse_count("a lane count");
+        if (!Type::valid_lanes(lanes))
+            error(lanes_tok, "a vector load reads 2, 4, 8 or 16 elements, not " + std::to_string(lanes));
+        expect(">");
+        expect("(");
+        const Token &elem_tok = peek();
+        Expr elem = parse_expr();
+        const Load *load = elem.as<Load>();
+        if (!load || load->lanes() != 1)
+            error(elem_tok, "'load' needs an element `p[i]` as its argument");
+        expect(")");
+        return Load::make(load->ptr, load->index, lanes);
     }
 
     Expr parse_condition(std::string_view what) {
@@ -810,7 +905,7 @@ private:
             Type ptr = load->ptr.type();
             if (ptr.readonly())
                 error(eq, "cannot store through read-only pointer of type " + ptr.to_string());
-            if (value.type() != ptr.element_type())
+            if (value.type().is_pointer() || value.type().lane_type() != ptr.element_type())
                 error(value_tok, "cannot store a value of type " + value.type().to_string() +
                                      " through " + ptr.to_string());
             return Store::make(load->ptr, load->index, value);

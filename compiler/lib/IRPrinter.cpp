@@ -151,8 +151,9 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
             return;
         }
         std::string_view sym = to_string(op->op);
-        if (op->type.is_bool() && op->op == BinaryOp::And) sym = "&&";
-        if (op->type.is_bool() && op->op == BinaryOp::Or) sym = "||";
+        const bool logical = op->type.lane_type().is_bool(); // bool and boolxN
+        if (logical && op->op == BinaryOp::And) sym = "&&";
+        if (logical && op->op == BinaryOp::Or) sym = "||";
         out += '(';
         print_expr(out, op->a);
         out += ' ';
@@ -195,10 +196,45 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
     }
     case NodeKind::Load: {
         const auto *op = e.as<Load>();
+        if (op->lanes() > 1) {
+            out += "load<";
+            out += std::to_string(op->lanes());
+            out += ">(";
+        }
         print_expr(out, op->ptr);
         out += '[';
         print_expr(out, op->index);
         out += ']';
+        if (op->lanes() > 1) out += ')';
+        return;
+    }
+    case NodeKind::MakeVector: {
+        const auto *op = e.as<MakeVector>();
+        out += op->type.to_string();
+        out += '(';
+        for (size_t i = 0; i < op->args.size(); ++i) {
+            if (i) out += ", ";
+            print_expr(out, op->args[i]);
+        }
+        out += ')';
+        return;
+    }
+    case NodeKind::Extract: {
+        const auto *op = e.as<Extract>();
+        out += "extract<";
+        out += std::to_string(op->lane);
+        out += ">(";
+        print_expr(out, op->vector);
+        out += ')';
+        return;
+    }
+    case NodeKind::Reduce: {
+        const auto *op = e.as<Reduce>();
+        out += "reduce_";
+        out += to_string(op->op);
+        out += '(';
+        print_expr(out, op->value);
+        out += ')';
         return;
     }
     case NodeKind::Atomic: {

@@ -60,6 +60,7 @@ std::optional<AddressSpace> parse_address_space(std::string_view s) {
 
 unsigned Type::bits() const {
     if (is_pointer_) return 64;
+    if (lanes_ > 1) return lanes_ * lane_type().bits();
     switch (scalar_) {
     case ScalarType::Void: return 0;
     case ScalarType::Bool: return 1;
@@ -81,11 +82,12 @@ unsigned Type::bits() const {
 
 unsigned Type::bytes() const {
     if (is_pointer_) return 8;
-    if (scalar_ == ScalarType::Bool) return 1;
+    if (scalar_ == ScalarType::Bool) return lanes_;
     return bits() / 8;
 }
 
 std::string Type::to_string() const {
+    if (lanes_ > 1) return std::string(ir::to_string(scalar_)) + "x" + std::to_string(lanes_);
     if (!is_pointer_) return std::string(ir::to_string(scalar_));
     std::string s = "ptr<";
     s += ir::to_string(space_);
@@ -99,6 +101,18 @@ std::string Type::to_string() const {
 std::optional<Type> Type::parse(std::string_view s) {
     s = trim(s);
     if (auto scalar = parse_scalar_type(s)) return Type(*scalar);
+    // `<scalar>x<lanes>`: no scalar name contains an 'x'.
+    if (size_t x = s.find('x'); x != std::string_view::npos && x + 1 < s.size() && x + 3 >= s.size()) {
+        auto element = parse_scalar_type(s.substr(0, x));
+        unsigned lanes = 0;
+        for (char c : s.substr(x + 1)) {
+            if (c < '0' || c > '9') return std::nullopt;
+            lanes = lanes * 10 + static_cast<unsigned>(c - '0');
+        }
+        if (!element || *element == ScalarType::Void || !Type::valid_lanes(lanes) || s[x + 1] == '0')
+            return std::nullopt;
+        return Type::vector(*element, lanes);
+    }
     if (!s.starts_with("ptr") || !s.ends_with(">")) return std::nullopt;
     std::string_view inner = trim(s.substr(3));
     if (!inner.starts_with("<")) return std::nullopt;

@@ -73,6 +73,9 @@ public:
             if (p->type.is_void()) report("parameter " + name(p) + " has void type");
             if (p->noalias && !p->type.is_pointer())
                 report("parameter " + name(p) + " is noalias but not a pointer");
+            if (k_.is_kernel && p->type.is_vector())
+                report("parameter " + name(p) + " is a vector (" + p->type.to_string() +
+                       "); kernels take scalars and pointers (load vectors through a pointer)");
             if (p->kind != VarKind::Param)
                 report("parameter " + name(p) + " is a " + std::string(kind_name(p->kind)) +
                        " variable, not a param");
@@ -217,6 +220,11 @@ private:
                            s);
             return;
         }
+        case NodeKind::MakeVector:
+            for (const Expr &a : e.as<MakeVector>()->args) expr(a, s);
+            return;
+        case NodeKind::Extract: expr(e.as<Extract>()->vector, s); return;
+        case NodeKind::Reduce: expr(e.as<Reduce>()->value, s); return;
         case NodeKind::Warp:
             expr(e.as<Warp>()->value, s);
             if (e.as<Warp>()->lane) expr(e.as<Warp>()->lane, s);
@@ -321,7 +329,8 @@ private:
                 return;
             }
             if (op->ptr.type().readonly()) report("store through read-only pointer", s);
-            check_type(op->value.type(), op->ptr.type().element_type(), "stored value", s);
+            // A vector value stores its lanes to consecutive elements.
+            check_type(op->value.type().lane_type(), op->ptr.type().element_type(), "stored value", s);
             return;
         }
         case NodeKind::If: {

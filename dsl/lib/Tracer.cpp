@@ -5,6 +5,7 @@
 #include "ember/dsl/Function.h"
 #include "ember/dsl/Kernel.h"
 #include "ember/dsl/Print.h"
+#include "ember/dsl/SIMD.h"
 
 #include "ember/compiler/Verifier.h"
 
@@ -379,6 +380,14 @@ void continue_(std::source_location loc) {
     detail::Builder &b = detail::require_builder("continue_", loc);
     if (b.loop_depth == 0) throw DslError("continue_ outside a loop (for_ or while_)", loc);
     b.emit(ir::Continue::make(), loc);
+}
+
+void detail::check_lane(const LaneIndex &k, int lanes, const char *type_name) {
+    if (k.lane >= 0 && k.lane < lanes) return;
+    throw DslError("lane " + std::to_string(k.lane) +
+                       " of a vector of " + std::to_string(lanes) + " " + type_name + " lanes (SIMD<T, " +
+                       std::to_string(lanes) + "> has lanes 0 to " + std::to_string(lanes - 1) + ")",
+                   k.loc);
 }
 
 void detail::PrintBuilder::emit(const std::source_location &loc) {

@@ -52,9 +52,9 @@ std::string strict_fp_features(const std::string &triple, std::string features) 
 // =========================
 // The body function `<kernel>.body` takes the kernel's parameters and then one `ptr %ctx` to
 //     struct { i64 thread_idx[3]; i64 block_idx[3]; i64 block_dim[3]; i64 grid_dim[3];
-//              ptr shared; ptr dynamic_shared; }
-// (14 x 8 bytes: the registers in SpecialRegKind order, then the block's shared memory and its
-// dynamic part), written
+//              ptr shared; ptr dynamic_shared; ptr fault; }
+// (15 x 8 bytes: the registers in SpecialRegKind order, then the block's shared memory, its
+// dynamic part, and the launch's CpuFault record for misaligned vector accesses), written
 // by the entry wrapper before each call. The body is internal and alwaysinline: after inlining,
 // SROA turns the context into plain SSA values and the per-thread calls into loops. Kernels with
 // a barrier run their threads as fibers instead ([Note] CPU fibers in CpuFibers.h). The layout is
@@ -67,8 +67,10 @@ static_assert(cpu_ctx_shared_slot == 12, "the shared base follows the 12 special
 
 static_assert(offsetof(CpuLaunch, grid_dim) == 0 && offsetof(CpuLaunch, block_dim) == 24 &&
                   offsetof(CpuLaunch, block_begin) == 48 && offsetof(CpuLaunch, block_end) == 56 &&
-                  offsetof(CpuLaunch, shared_mem_bytes) == 64,
-              "finish_module reads CpuLaunch as 9 consecutive i64 fields");
+                  offsetof(CpuLaunch, shared_mem_bytes) == 64 && offsetof(CpuLaunch, fault) == 72 &&
+                  sizeof(CpuFault *) == 8,
+              "finish_module reads CpuLaunch as 9 consecutive i64 fields and a pointer");
+static_assert(cpu_ctx_fault_slot == 14, "the fault record follows the shared memory slots");
 
 class CPUTarget final : public Target {
 public:
@@ -155,6 +157,30 @@ public:
         return b.CreateAlignedLoad(b.getPtrTy(), slot, llvm::Align(8), name);
     }
 
+    /// `__ember_cpu_misaligned(fault, address, alignment, bytes, is_store, thread_idx.xyz,
+    /// block_idx.xyz)`: records the fault in the launch's CpuFault (a context slot) for the
+    /// runtime's LaunchError. Values, not the context, are passed, so that it stays promotable.
+    void emit_misaligned_access(llvm::IRBuilderBase &b, llvm::Value *addr, unsigned align, unsigned bytes,
+                                bool is_store) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::Type *i64 = b.getInt64Ty(), *i32 = b.getInt32Ty();
+        llvm::FunctionCallee fn = m.getOrInsertFunction(
+            "__ember_cpu_misaligned",
+            llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy(), i64, i32, i32, i32, i64, i64, i64, i64, i64, i64},
+                                    false));
+        llvm::Function *f = b.GetInsertBlock()->getParent();
+        llvm::Value *ctx = f->getArg(f->arg_size() - 1);
+        llvm::Value *slot = b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_fault_slot);
+        llvm::Value *fault = b.CreateAlignedLoad(b.getPtrTy(), slot, llvm::Align(8), "fault");
+        std::vector<llvm::Value *> args{fault, b.CreatePtrToInt(addr, i64), b.getInt32(align), b.getInt32(bytes),
+                                        b.getInt32(is_store)};
+        for (ir::SpecialRegKind reg : {ir::SpecialRegKind::ThreadIdx, ir::SpecialRegKind::BlockIdx})
+            for (unsigned d = 0; d < 3; ++d) args.push_back(emit_special_reg(b, reg, d));
+        llvm::CallInst *call = b.CreateCall(fn, args);
+        call->addFnAttr(llvm::Attribute::Cold);
+        call->addFnAttr(llvm::Attribute::NoUnwind);
+    }
+
     llvm::Error finish_module(llvm::Module &m, llvm::Function &body, const KernelFacts &facts) const override;
 
     llvm::CodeGenFileType binary_file_type() const override {
@@ -237,6 +263,7 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     for (unsigned d = 0; d < 3; ++d) block[d] = launch_field(3 + d, "block_dim." + Twine("xyz"[d]));
     Value *begin = launch_field(6, "block_begin");
     Value *end = launch_field(7, "block_end");
+    Value *fault = b.CreateAlignedLoad(ptr, b.CreateConstInBoundsGEP1_64(i64, launch, 9), Align(8), "fault");
 
     Value *ctx = b.CreateAlloca(ArrayType::get(i64, ctx_slots), nullptr, "ctx");
     auto store_ctx = [&](ir::SpecialRegKind reg, unsigned dim, Value *v) {
@@ -247,6 +274,7 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         store_ctx(ir::SpecialRegKind::BlockDim, d, block[d]);
         store_ctx(ir::SpecialRegKind::GridDim, d, grid[d]);
     }
+    b.CreateAlignedStore(fault, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_fault_slot), Align(8));
     if (facts.static_shared_bytes > 0 || facts.uses_dynamic_shared) {
         // One block at a time runs in this call, so one buffer serves them all (its contents are
         // undefined at the start of a block, as on GPUs): the static arrays, then the launch's

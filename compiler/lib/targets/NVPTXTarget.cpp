@@ -78,6 +78,9 @@ public:
     std::string llvm_features() const override { return spec().features; }
 
     unsigned global_address_space() const override { return 1; } // NVPTX's global space
+    /// A vector ld/st must be aligned to its size (PTX ISA, "Vectors"); the hardware raises
+    /// CUDA_ERROR_MISALIGNED_ADDRESS otherwise, so no check is generated.
+    bool faults_on_misaligned_access() const override { return true; }
 
     llvm::Value *emit_special_reg(llvm::IRBuilderBase &b, ir::SpecialRegKind reg,
                                   unsigned dim) const override {

@@ -9,6 +9,7 @@
 #include "ember/compiler/Target.h"
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/CodeGen.h>
 #include <llvm/Support/Error.h>
@@ -118,6 +119,20 @@ public:
                                             ir::FenceScope scope) const {
         (void)b, (void)op, (void)type, (void)addr, (void)value, (void)compare, (void)scope;
         return nullptr;
+    }
+
+    /// Whether the device faults by itself on a misaligned vector access ([Note] IR semantics:
+    /// Vector memory), as NVIDIA GPUs do (CUDA_ERROR_MISALIGNED_ADDRESS). Where it does not, the
+    /// code generator checks the address of every vector access, calls emit_misaligned_access on
+    /// the misaligned path, and then carries the access out unaligned.
+    virtual bool faults_on_misaligned_access() const { return false; }
+    /// Reports a misaligned vector access of `bytes` bytes at `addr` (which needed `align`) so
+    /// that the launch fails. The default traps (the launch fails without naming the address);
+    /// the CPU device records it for a LaunchError.
+    virtual void emit_misaligned_access(llvm::IRBuilderBase &b, llvm::Value *addr, unsigned align,
+                                        unsigned bytes, bool is_store) const {
+        (void)addr, (void)align, (void)bytes, (void)is_store;
+        b.CreateIntrinsic(llvm::Intrinsic::trap, {}, {});
     }
 
     /// What the code generator learnt about the kernel, for finish_module.

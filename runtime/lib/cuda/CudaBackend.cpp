@@ -20,9 +20,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ember::detail {
 
@@ -250,15 +252,17 @@ public:
     void enqueue_copy_to_device(DeviceAddress dst, const void *src, size_t bytes) override {
         if (bytes == 0) return;
         ScopedCurrent current(*ctx_);
-        drv_.check(drv_.cuMemcpyHtoDAsync(dst, src, bytes, stream_), "cuMemcpyHtoDAsync",
-                   copy_context(bytes, "host to device", dst));
+        cu::CUresult rc = drv_.cuMemcpyHtoDAsync(dst, src, bytes, stream_);
+        if (rc != cu::CUDA_SUCCESS)
+            drv_.check(rc, "cuMemcpyHtoDAsync", copy_context(bytes, "host to device", dst) + fault_context(rc));
     }
 
     void enqueue_copy_from_device(void *dst, DeviceAddress src, size_t bytes) override {
         if (bytes == 0) return;
         ScopedCurrent current(*ctx_);
-        drv_.check(drv_.cuMemcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync",
-                   copy_context(bytes, "device to host", src));
+        cu::CUresult rc = drv_.cuMemcpyDtoHAsync(dst, src, bytes, stream_);
+        if (rc != cu::CUDA_SUCCESS)
+            drv_.check(rc, "cuMemcpyDtoHAsync", copy_context(bytes, "device to host", src) + fault_context(rc));
     }
 
     void enqueue_copy_device_to_device(DeviceAddress dst, DeviceAddress src,
@@ -271,10 +275,15 @@ public:
 
     void synchronize() override {
         ScopedCurrent current(*ctx_);
-        drv_.check(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize",
-                   " on " + ctx_->where() +
-                       "; the failure comes from a kernel or copy enqueued since the last "
-                       "synchronize");
+        cu::CUresult rc = drv_.cuStreamSynchronize(stream_);
+        if (rc != cu::CUDA_SUCCESS)
+            drv_.check(rc, "cuStreamSynchronize",
+                       " on " + ctx_->where() +
+                           "; the failure comes from a kernel or copy enqueued since the last "
+                           "synchronize" +
+                           fault_context(rc));
+        std::lock_guard<std::mutex> lock(launched_mutex_);
+        launched_.clear();
     }
 
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
@@ -323,7 +332,10 @@ public:
             f.function, unsigned(d.grid[0]), unsigned(d.grid[1]), unsigned(d.grid[2]),
             unsigned(d.block[0]), unsigned(d.block[1]), unsigned(d.block[2]), d.shared_mem_bytes,
             stream_, args, /*extra=*/nullptr);
-        if (rc == cu::CUDA_SUCCESS) return;
+        if (rc == cu::CUDA_SUCCESS) {
+            remember_launch(kernel_name);
+            return;
+        }
         std::string context = "; grid " + dims(d.grid) + ", block " + dims(d.block) + ", " +
                               std::to_string(d.shared_mem_bytes) +
                               " bytes of dynamic shared memory, on " + ctx_->where();
@@ -334,6 +346,32 @@ public:
     }
 
 private:
+    /// Keeps the names of the kernels launched since the last synchronize (a few), so that a
+    /// fault reported later names its suspects.
+    void remember_launch(const std::string &kernel) {
+        std::lock_guard<std::mutex> lock(launched_mutex_);
+        for (const std::string &k : launched_)
+            if (k == kernel) return;
+        if (launched_.size() < 8) launched_.push_back(kernel);
+    }
+
+    /// For a kernel fault surfacing at a later call: the kernels launched since the last
+    /// synchronize, and what a misaligned address means in ember ([Note] IR semantics: Vector
+    /// memory). Empty for other failures.
+    std::string fault_context(cu::CUresult rc) const {
+        if (cuda_error_class(rc) != CudaErrorClass::Launch) return {};
+        std::string s;
+        {
+            std::lock_guard<std::mutex> lock(launched_mutex_);
+            for (const std::string &k : launched_)
+                s += (s.empty() ? "; kernels launched since the last synchronize: '" : ", '") + k + "'";
+        }
+        if (rc == cu::CUDA_ERROR_MISALIGNED_ADDRESS)
+            s += "; a SIMD vector load or store (p.load<N>(i), p.store(i, v)) needs an address aligned to "
+                 "min(N * sizeof(T), 16) bytes";
+        return s;
+    }
+
     std::string out_of_memory_context(size_t bytes) const {
         std::string s = "; requested " + format_bytes(bytes) + " on " + ctx_->where();
         size_t free_bytes = 0, total_bytes = 0;
@@ -384,6 +422,8 @@ private:
     bool use_pools_ = false;
     std::shared_ptr<const CudaPrimaryContext> ctx_;
     cu::CUstream stream_ = nullptr;
+    mutable std::mutex launched_mutex_;
+    std::vector<std::string> launched_;
 };
 
 } // namespace

@@ -13,9 +13,24 @@
 #ifndef EMBER_COMPILER_CPUABI_H
 #define EMBER_COMPILER_CPUABI_H
 
+#include <atomic>
 #include <cstdint>
 
 namespace ember {
+
+/// The first misaligned vector access of a launch ([Note] IR semantics: Vector memory). The
+/// generated code checks the address of every vector load and store and reports a misaligned one
+/// through `__ember_cpu_misaligned`, which fills this record once (later faults are dropped); the
+/// runtime reads it after the launch and throws a LaunchError.
+struct CpuFault {
+    std::atomic<bool> raised{false};
+    uint64_t address = 0;
+    uint32_t alignment = 0; ///< the bytes the address had to be a multiple of
+    uint32_t bytes = 0;     ///< the size of the access
+    bool is_store = false;
+    int64_t thread_idx[3] = {0, 0, 0};
+    int64_t block_idx[3] = {0, 0, 0};
+};
 
 struct CpuLaunch {
     int64_t grid_dim[3];
@@ -24,6 +39,8 @@ struct CpuLaunch {
     int64_t block_end;
     /// Bytes of dynamic shared memory per block (the launch's shared_mem_bytes).
     int64_t shared_mem_bytes;
+    /// Where a misaligned vector access is recorded; null: reported on stderr only.
+    CpuFault *fault;
 };
 
 using CpuKernelFn = void (*)(void **args, const CpuLaunch *launch);

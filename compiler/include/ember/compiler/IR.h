@@ -30,6 +30,29 @@
 ///   memory accessed through it is accessed through no pointer that is not derived from it; the
 ///   compiler may reorder and combine its accesses accordingly. A kernel that breaks the
 ///   assertion is undefined.
+/// * Vectors. A vector type `TxN` (N = 2, 4, 8 or 16 lanes of a non-void scalar T) holds N
+///   values. Unary, Binary, Compare (giving boolxN), Cast (between vectors of equal lane counts),
+///   Select (a bool condition picks a whole arm, a boolxN one picks lane by lane) and the
+///   intrinsics (Call) apply to each lane with the scalar rules above: integer lanes wrap, a lane
+///   divided by 0 gives 0, float lanes round as scalars do, the math library gives each lane the
+///   bits the scalar function gives. `TxN(a)` repeats the scalar a in every lane, `TxN(a0, ...,
+///   aN-1)` puts a_i in lane i, `extract<k>(v)` reads lane k (0 <= k < N, a constant).
+///   `reduce_<op>(v)` folds the lanes into one scalar: add and mul (numbers; integers wrap), min
+///   and max (numbers; floats as minNum/maxNum), and, or, xor (integers, or bool: `reduce_and`
+///   is "all lanes", `reduce_or` "any lane"). Float add and mul fold in a fixed tree, the same on
+///   every target: the upper half of the lanes is combined lane-wise into the lower half until
+///   one lane is left, so reduce_add(f32x4(a, b, c, d)) is (a + c) + (b + d), each + rounded.
+///   Kernel parameters, print items, pointees and the operands of atomics, warp operations,
+///   indices, loop bounds and conditions are scalars.
+/// * Vector memory. `load<N>(p[i])` reads elements i ... i+N-1 of `p` as one TxN value, and a
+///   Store of a TxN value writes them, each as one access (16 bytes at most per machine access).
+///   The address of element i must be a multiple of min(N * sizeof(T), 16) bytes (a bool takes
+///   one byte): a 16-byte vector moves in one instruction (ld.global.v4.f32 on NVIDIA, an aligned
+///   vector move on the CPU), and a wider one in 16-byte pieces. A misaligned vector access is an
+///   error of the launch, never a silent slow path: NVIDIA GPUs fault (CUDA_ERROR_MISALIGNED_ADDRESS,
+///   after which the CUDA context is unusable); the CPU device checks every vector access,
+///   carries out a misaligned one all the same (with unaligned moves), and fails the launch with a LaunchError
+///   naming the kernel, the address and the alignment.
 /// * Special registers are `i64` values: thread_idx.{x,y,z} in [0, block_dim), block_idx in
 ///   [0, grid_dim), block_dim and grid_dim >= 1. They are constant for a thread's lifetime.
 /// * Variables. A `Variable` is an identity: two variables with the same name are different
@@ -355,7 +378,8 @@ private:
 enum class CompareOp : uint8_t { EQ, NE, LT, LE, GT, GE };
 std::string_view to_string(CompareOp op); // "==", "!=", "<", "<=", ">", ">="
 
-/// `a op b` on two operands of one scalar type; the result is bool.
+/// `a op b` on two operands of one scalar or vector type; the result is bool, or boolxN for
+/// vectors (lane by lane).
 struct Compare final : ExprNode {
     static constexpr NodeKind static_kind = NodeKind::Compare;
     CompareOp op;
@@ -364,10 +388,12 @@ struct Compare final : ExprNode {
 
 private:
     Compare(CompareOp o, Expr x, Expr y)
-        : ExprNode(static_kind, Type(ScalarType::Bool)), op(o), a(std::move(x)), b(std::move(y)) {}
+        : ExprNode(static_kind, Type::vector(ScalarType::Bool, x.type().lanes())), op(o), a(std::move(x)),
+          b(std::move(y)) {}
 };
 
-/// Converts a scalar to another scalar type (see [Note] IR semantics for the rules).
+/// Converts a scalar to another scalar type, or a vector lane by lane to a vector of as many
+/// lanes (see [Note] IR semantics for the rules).
 struct Cast final : ExprNode {
     static constexpr NodeKind static_kind = NodeKind::Cast;
     Expr a;
@@ -377,7 +403,8 @@ private:
     Cast(Type t, Expr x) : ExprNode(static_kind, t), a(std::move(x)) {}
 };
 
-/// `cond ? a : b` with a bool condition; both arms are evaluated.
+/// `cond ? a : b` with a bool condition, or a boolxN condition choosing lane by lane between two
+/// vectors of N lanes; both arms are evaluated.
 struct Select final : ExprNode {
     static constexpr NodeKind static_kind = NodeKind::Select;
     Expr cond, a, b;
@@ -390,21 +417,27 @@ private:
 
 /// The operand types an operator takes, for `make` and for every producer that checks user input:
 /// empty when operands of type `t` are accepted, else what they must be ("numbers", "integers",
-/// "integers or bool", "bool", "scalars").
+/// "integers or bool", "bool", "scalars or vectors"). A vector is accepted where its lane type is.
 std::string_view operand_requirement(UnaryOp op, Type t);
 std::string_view operand_requirement(BinaryOp op, Type t);
 std::string_view operand_requirement(CompareOp op, Type t);
 
-/// Reads `ptr[index]`; the type is the pointee type.
+/// Reads `ptr[index]`; the type is the pointee type. With `lanes` > 1 (`load<N>(p[i])`), reads the
+/// `lanes` elements from `index` on as one vector (see [Note] IR semantics: Vector memory).
 struct Load final : ExprNode {
     static constexpr NodeKind static_kind = NodeKind::Load;
     Expr ptr, index;
-    static Expr make(Expr ptr, Expr index);
+    static Expr make(Expr ptr, Expr index, unsigned lanes = 1);
+    unsigned lanes() const { return type.lanes(); }
 
 private:
-    Load(Expr p, Expr i)
-        : ExprNode(static_kind, p.type().element_type()), ptr(std::move(p)), index(std::move(i)) {}
+    Load(Expr p, Expr i, unsigned lanes)
+        : ExprNode(static_kind, p.type().element_type().with_lanes(lanes)), ptr(std::move(p)),
+          index(std::move(i)) {}
 };
+
+/// The bytes a vector access of type `t` must be aligned to: min(t.bytes(), 16).
+unsigned vector_alignment(Type t);
 
 /// Built-in functions (see [Note] IR semantics). Their textual names are `to_string(Intrinsic)`.
 enum class Intrinsic : uint8_t {
@@ -422,9 +455,10 @@ std::string_view to_string(Intrinsic op); // "abs", "popcount", ...
 std::optional<Intrinsic> parse_intrinsic(std::string_view name);
 /// How many arguments `op` takes (all of one type).
 unsigned arity(Intrinsic op);
-/// Empty when arguments of type `t` are accepted, else what they must be.
+/// Empty when arguments of type `t` (a scalar, or a vector of such scalars) are accepted, else
+/// what they must be.
 std::string_view operand_requirement(Intrinsic op, Type t);
-/// The result type for arguments of type `t`.
+/// The result type for arguments of type `t` (boolxN for the predicates of vectors).
 Type result_type(Intrinsic op, Type t);
 /// Whether `op` is a math library function (rsqrt ... erf) or a fast_ variant.
 inline bool is_math_library(Intrinsic op) { return op >= Intrinsic::Rsqrt; }
@@ -432,7 +466,7 @@ inline bool is_fast_math(Intrinsic op) { return op >= Intrinsic::FastExp; }
 /// The accurate function a fast_ variant approximates (exp for fast_exp); `op` itself otherwise.
 Intrinsic accurate_version(Intrinsic op);
 
-/// `op(args...)`: a built-in function of arguments of one type.
+/// `op(args...)`: a built-in function of arguments of one type (lane by lane for vectors).
 struct Call final : ExprNode {
     static constexpr NodeKind static_kind = NodeKind::Call;
     Intrinsic op;
@@ -507,6 +541,51 @@ struct Invoke final : ExprNode {
 private:
     Invoke(FunctionRef f, std::vector<Expr> a)
         : ExprNode(static_kind, f->ret), callee(std::move(f)), args(std::move(a)) {}
+};
+
+/// `TxN(a)` (a broadcast: the scalar `a` in every lane) or `TxN(a0, ..., aN-1)` (a_i in lane i):
+/// a vector of type `type` from scalars of its lane type.
+struct MakeVector final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::MakeVector;
+    std::vector<Expr> args; ///< one (a broadcast) or one per lane
+    static Expr make(Type type, std::vector<Expr> args);
+    /// `TxN(scalar)`, with N = `lanes`.
+    static Expr broadcast(Expr scalar, unsigned lanes);
+    bool is_broadcast() const { return args.size() == 1; }
+
+private:
+    MakeVector(Type t, std::vector<Expr> a) : ExprNode(static_kind, t), args(std::move(a)) {}
+};
+
+/// `extract<lane>(vector)`: one lane of a vector, a scalar of its lane type.
+struct Extract final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Extract;
+    Expr vector;
+    unsigned lane;
+    static Expr make(Expr vector, unsigned lane);
+
+private:
+    Extract(Expr v, unsigned l) : ExprNode(static_kind, v.type().lane_type()), vector(std::move(v)), lane(l) {}
+};
+
+enum class ReduceOp : uint8_t { Add, Mul, Min, Max, And, Or, Xor };
+/// "add", "mul", "min", "max", "and", "or", "xor" (printed as reduce_<name>)
+std::string_view to_string(ReduceOp op);
+std::optional<ReduceOp> parse_reduce_op(std::string_view name);
+/// Empty when `op` folds vectors of type `t`, else what they must be ("vectors of numbers",
+/// "vectors of integers or bool").
+std::string_view operand_requirement(ReduceOp op, Type t);
+
+/// `reduce_<op>(vector)`: the lanes folded into one scalar of the lane type (see [Note] IR
+/// semantics: Vectors, for the order of float folds).
+struct Reduce final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Reduce;
+    ReduceOp op;
+    Expr value;
+    static Expr make(ReduceOp op, Expr value);
+
+private:
+    Reduce(ReduceOp o, Expr v) : ExprNode(static_kind, v.type().lane_type()), op(o), value(std::move(v)) {}
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -584,7 +663,8 @@ private:
     Assign(VariableRef v, Expr e) : StmtNode(static_kind), var(std::move(v)), value(std::move(e)) {}
 };
 
-/// Writes `ptr[index] = value`.
+/// Writes `ptr[index] = value`; a vector value of N lanes writes the N elements from `index` on
+/// (see [Note] IR semantics: Vector memory).
 struct Store final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::Store;
     Expr ptr, index, value;

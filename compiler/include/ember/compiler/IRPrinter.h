@@ -22,6 +22,11 @@
 ///   every binary operator fully parenthesised `(a + b)` (`&&`/`||` for bool, `&`/`|` for ints),
 ///   `min(a, b)`, `max(a, b)`, `-a`, `!a`, `~a`, `(a < b)`, `cast<T>(a)`, `select(c, a, b)`,
 ///   and loads `p[i]`.
+/// * SIMD vectors: types `f32x4`, `boolx8`, ... (`<scalar>x<lanes>`, lanes 2, 4, 8 or 16); a
+///   broadcast `f32x4(a)` and a vector of lanes `f32x4(a, b, c, d)`; `extract<2>(v)` (lane 2);
+///   `reduce_add(v)` (and mul, min, max, and, or, xor); the vector load `load<4>(p[i])`; a store
+///   `p[i] = v` of a vector value writes as many elements as `v` has lanes. Operators, `select`,
+///   `cast` and the built-in functions apply to vectors lane by lane, with the scalar spelling.
 /// * Names: a variable prints as `%name`, or `%N` when it has none (numbered in order of
 ///   definition); clashing names get `.1`, `.2`, ... so that every definition in a kernel has
 ///   its own name. Printing does not depend on addresses: print -> parse -> print is identical.

@@ -1,5 +1,6 @@
 /// \file
-/// Value types of the kernel IR: scalars and typed pointers into an address space.
+/// Value types of the kernel IR: scalars, SIMD vectors of scalars, and typed pointers into an
+/// address space.
 #ifndef EMBER_COMPILER_TYPE_H
 #define EMBER_COMPILER_TYPE_H
 
@@ -23,9 +24,15 @@ std::string_view to_string(AddressSpace s);
 std::optional<ScalarType> parse_scalar_type(std::string_view s);
 std::optional<AddressSpace> parse_address_space(std::string_view s);
 
-/// A value type: a scalar, or a pointer to scalars in one address space.
+/// A value type: a scalar, a vector of 2, 4, 8 or 16 scalars of one type (SIMD lanes), or a
+/// pointer to scalars in one address space.
 ///
-/// Textual form: `i64`, `f32`, `ptr<global f32>`, `ptr<global const f32>` (read-only).
+/// Textual form: `i64`, `f32`, `f32x4`, `boolx8`, `ptr<global f32>`, `ptr<global const f32>`
+/// (read-only).
+///
+/// The kind predicates (`is_int`, `is_float`, `is_bool`, `is_arithmetic`, ...) hold for scalars
+/// only, so that every place that needs a scalar (an index, a condition, a loop bound, an atomic)
+/// rejects vectors without saying so; code that works lane by lane asks `lane_type()`.
 class Type {
 public:
     constexpr Type() = default; // void
@@ -39,35 +46,55 @@ public:
         t.readonly_ = readonly;
         return t;
     }
+    /// Whether a vector may have `n` lanes: 2, 4, 8 or 16.
+    static constexpr bool valid_lanes(unsigned n) { return n == 2 || n == 4 || n == 8 || n == 16; }
+    /// A vector of `lanes` (valid_lanes) elements of the non-void scalar `element`; `lanes` 1 gives
+    /// the scalar itself. Check valid_lanes first: other counts give void.
+    static constexpr Type vector(ScalarType element, unsigned lanes) {
+        if (lanes == 1) return Type(element);
+        if (!valid_lanes(lanes) || element == ScalarType::Void) return Type();
+        Type t(element);
+        t.lanes_ = static_cast<uint8_t>(lanes);
+        return t;
+    }
 
     constexpr bool is_pointer() const { return is_pointer_; }
-    constexpr bool is_scalar() const { return !is_pointer_; }
-    /// The scalar type itself, or for a pointer the type it points to.
+    /// One value (not a pointer, not a vector).
+    constexpr bool is_scalar() const { return !is_pointer_ && lanes_ == 1; }
+    constexpr bool is_vector() const { return lanes_ > 1; }
+    /// 1 for scalars and pointers.
+    constexpr unsigned lanes() const { return lanes_; }
+    /// The scalar type itself, the element of a vector, or for a pointer the type it points to.
     constexpr ScalarType scalar() const { return scalar_; }
     constexpr ScalarType element() const { return scalar_; }
     constexpr AddressSpace space() const { return space_; }
     constexpr bool readonly() const { return readonly_; }
 
-    constexpr bool is_void() const { return !is_pointer_ && scalar_ == ScalarType::Void; }
-    constexpr bool is_bool() const { return !is_pointer_ && scalar_ == ScalarType::Bool; }
+    /// The type of one lane of a vector; a scalar or a pointer is its own lane type.
+    constexpr Type lane_type() const { return is_pointer_ ? *this : Type(scalar_); }
+    /// The vector of `lanes` lanes of this (scalar or vector) type's element; 1 gives the scalar.
+    constexpr Type with_lanes(unsigned lanes) const { return vector(scalar_, lanes); }
+
+    constexpr bool is_void() const { return is_scalar() && scalar_ == ScalarType::Void; }
+    constexpr bool is_bool() const { return is_scalar() && scalar_ == ScalarType::Bool; }
     constexpr bool is_int() const {
-        return !is_pointer_ && scalar_ >= ScalarType::I8 && scalar_ <= ScalarType::U64;
+        return is_scalar() && scalar_ >= ScalarType::I8 && scalar_ <= ScalarType::U64;
     }
     constexpr bool is_signed_int() const {
-        return !is_pointer_ && scalar_ >= ScalarType::I8 && scalar_ <= ScalarType::I64;
+        return is_scalar() && scalar_ >= ScalarType::I8 && scalar_ <= ScalarType::I64;
     }
     constexpr bool is_unsigned_int() const {
-        return !is_pointer_ && scalar_ >= ScalarType::U8 && scalar_ <= ScalarType::U64;
+        return is_scalar() && scalar_ >= ScalarType::U8 && scalar_ <= ScalarType::U64;
     }
     constexpr bool is_float() const {
-        return !is_pointer_ && scalar_ >= ScalarType::F16 && scalar_ <= ScalarType::F64;
+        return is_scalar() && scalar_ >= ScalarType::F16 && scalar_ <= ScalarType::F64;
     }
-    /// Integers and floats (not bool, not pointers).
+    /// Integers and floats (not bool, not pointers, not vectors).
     constexpr bool is_arithmetic() const { return is_int() || is_float(); }
 
-    /// Width in bits of a scalar (bool is 1), 64 for pointers.
+    /// Width in bits of a scalar (bool is 1), of all lanes of a vector, 64 for pointers.
     unsigned bits() const;
-    /// Size in bytes in memory (bool is 1), 8 for pointers.
+    /// Size in bytes in memory (bool is 1 per lane), 8 for pointers.
     unsigned bytes() const;
 
     /// The pointee type as a scalar `Type`.
@@ -78,7 +105,7 @@ public:
     static std::optional<Type> parse(std::string_view s);
 
     friend constexpr bool operator==(const Type &a, const Type &b) {
-        return a.scalar_ == b.scalar_ && a.is_pointer_ == b.is_pointer_ &&
+        return a.scalar_ == b.scalar_ && a.is_pointer_ == b.is_pointer_ && a.lanes_ == b.lanes_ &&
                (!a.is_pointer_ || (a.space_ == b.space_ && a.readonly_ == b.readonly_));
     }
     friend constexpr bool operator!=(const Type &a, const Type &b) { return !(a == b); }
@@ -88,6 +115,7 @@ private:
     bool is_pointer_ = false;
     AddressSpace space_ = AddressSpace::Global;
     bool readonly_ = false;
+    uint8_t lanes_ = 1;
 };
 
 } // namespace ember::ir

@@ -17,7 +17,8 @@ namespace ember::ir {
 /// assignment to an immutable variable (param, let, loop index); type mismatches (store value vs
 /// pointee, condition not bool, loop bounds of different or non-integer types, index not an
 /// integer); stores through read-only pointers; break/continue outside a loop; params of void
-/// type; an empty kernel name or a name that is not a C identifier.
+/// type, and kernel params of vector type; an empty kernel name or a name that is not a C
+/// identifier.
 std::vector<std::string> verify(const Kernel &k);
 
 /// Throws `ember::CompileError` with all problems in its log when `verify` finds any.

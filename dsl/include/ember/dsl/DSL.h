@@ -1,5 +1,6 @@
 /// \file
-/// Everything a kernel author needs: values, pointers, special registers, control flow, kernel().
+/// Everything a kernel author needs: values, SIMD vectors, pointers, special registers, control
+/// flow, kernel().
 #ifndef EMBER_DSL_DSL_H
 #define EMBER_DSL_DSL_H
 
@@ -8,6 +9,7 @@
 #include "ember/dsl/Function.h"
 #include "ember/dsl/Kernel.h"
 #include "ember/dsl/Print.h"
+#include "ember/dsl/SIMD.h"
 #include "ember/dsl/Struct.h"
 #include "ember/dsl/Value.h"
 

@@ -55,6 +55,9 @@ template <class T, ir::AddressSpace S> struct param_traits<Ptr<T, S>> {
 template <class T, ir::AddressSpace S> struct param_traits<NoAlias<Ptr<T, S>>> : param_traits<Ptr<T, S>> {
     static constexpr bool noalias = true;
 };
+/// Whether P is a vector (`SIMD<T, N>`, specialised in SIMD.h): device functions take them,
+/// kernels do not.
+template <class P> constexpr bool is_vector_param = false;
 template <class P> constexpr bool is_non_global_ptr = false;
 template <class T, ir::AddressSpace S> constexpr bool is_non_global_ptr<Ptr<T, S>> = S != ir::AddressSpace::Global;
 template <class T, ir::AddressSpace S>
@@ -72,8 +75,8 @@ template <class P> struct ParameterType {};
 template <class P> struct parameter_is_not_a_dsl_type {
     static_assert(detail::always_false<P>,
                   "a kernel or device-function parameter must be a DSL type: Int, Int32, Float32, "
-                  "Bool, ... (Value<T>), Ptr<T>, Ptr<const T>, NoAlias<Ptr<T>>, SharedPtr<T> or "
-                  "LocalPtr<T> (device functions only), or a struct of those reflected with "
+                  "Bool, ... (Value<T>), Ptr<T>, Ptr<const T>, NoAlias<Ptr<T>>, SharedPtr<T>, "
+                  "LocalPtr<T> or SIMD<T, N> (device functions only), or a struct of those reflected with "
                   "EMBER_STRUCT; see ParameterType in this instantiation");
     static constexpr bool value = false;
 };
@@ -82,6 +85,13 @@ template <class P> struct kernel_parameter_points_to_shared_or_local_memory {
                   "a kernel parameter points to global memory (Ptr<T>); shared and local pointers "
                   "are passed to device functions, not kernels: see ParameterType in this "
                   "instantiation");
+    static constexpr bool value = false;
+};
+template <class P> struct kernel_parameter_is_a_vector {
+    static_assert(detail::always_false<P>,
+                  "a kernel parameter cannot be a SIMD<T, N>: pass a Ptr<T> and load the vector "
+                  "(p.load<N>(i)); device functions take SIMD parameters. See ParameterType in "
+                  "this instantiation");
     static constexpr bool value = false;
 };
 template <class Struct, class Field, class Type> struct struct_field_is_not_a_dsl_type {
@@ -128,6 +138,8 @@ template <class P, bool ForKernel> constexpr bool check_param() {
         return parameter_is_not_a_dsl_type<ParameterType<P>>::value;
     } else if constexpr (ForKernel && is_non_global_ptr<P>) {
         return kernel_parameter_points_to_shared_or_local_memory<ParameterType<P>>::value;
+    } else if constexpr (ForKernel && is_vector_param<P>) {
+        return kernel_parameter_is_a_vector<ParameterType<P>>::value;
     } else {
         return true;
     }

@@ -74,7 +74,10 @@ template <Scalar T> constexpr ir::Type ir_type_of() { return ir::Type(detail::sc
 template <Scalar T> constexpr const char *scalar_name() { return detail::scalar_info<T>::name; }
 
 template <Scalar T> class Value;
-template <Scalar T> class Var;
+/// A mutable variable of scalar type T (or, see SIMD.h, of a vector type `SIMD<T, N>`).
+template <class T> class Var;
+/// N lanes of T (SIMD.h).
+template <Scalar T, int N> class SIMD;
 template <class T, ir::AddressSpace S = ir::AddressSpace::Global> class Ptr;
 template <Scalar T> class ElementRef;
 template <Scalar T> class ConstElementRef;
@@ -91,7 +94,7 @@ template <class T> struct traced_traits<Value<T>> {
     static constexpr bool is_traced = true;
     using type = T;
 };
-template <class T> struct traced_traits<Var<T>> {
+template <Scalar T> struct traced_traits<Var<T>> {
     static constexpr bool is_traced = true;
     using type = T;
 };
@@ -388,7 +391,9 @@ inline Int GlobalIdx::Dim::value() const {
 // Var<T>.
 
 /// A mutable variable of a kernel. Reading it (using it as an operand) takes its current value.
-template <Scalar T> class Var {
+template <class T> class Var {
+    static_assert(Scalar<T>, "Var<T> holds a scalar (Var<float>, Var<int64_t>, ...) or a SIMD<T, N>");
+
 public:
     using value_type = T;
 
@@ -533,6 +538,14 @@ public:
         detail::check_trace(trace_, index.loc);
         return reference(expr_, index.expr, detail::merge_trace(trace_, index.trace));
     }
+
+    /// The N elements from `index` on, as one vector access: `p.load<4>(i)` (SIMD.h). The address
+    /// of element `index` must be aligned to min(N * sizeof(T), 16) bytes ([Note] IR semantics:
+    /// Vector memory); a misaligned access fails the launch.
+    template <int N> SIMD<element_type, N> load(detail::IndexArg index) const;
+    /// Writes the lanes of `value` (a `SIMD<T, N>`) to the N elements from `index` on, as one
+    /// vector access with the alignment rule of load().
+    template <class V> void store(detail::IndexArg index, const V &value) const;
 
     static constexpr ir::Type ir_type() {
         return ir::Type::pointer(detail::scalar_info<element_type>::ir_type, S, readonly);
