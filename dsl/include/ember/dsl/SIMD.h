@@ -654,8 +654,10 @@ template <Scalar T, int N> struct ArgOf<SIMD<T, N>> {
     template <SimdOperand X>
     ArgOf(const X &x, std::source_location loc = std::source_location::current()) // NOLINT: implicit
         : v(to_simd<SIMD<T, N>>(x, loc)) {}
-    ir::Expr expr() const { return v.expr(); }
-    uint32_t trace() const { return v.trace(); }
+    void append(std::vector<ir::Expr> &exprs, std::vector<uint32_t> &traces) const {
+        exprs.push_back(v.expr());
+        traces.push_back(v.trace());
+    }
 };
 template <Scalar T, int N> struct param_traits<SIMD<T, N>> {
     static constexpr bool ok = true;
