@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool) over a tree carrying .devpkg/ember.tar.xz (see
 # scripts/pack-device.sh): GPU detection, scalar_add on CUDA, every unit test, the dump-and-
-# recompile round trip through ptxas, and the first-launch benchmark. Logs go to $OUT.
+# recompile round trip through ptxas, the first-launch benchmark and the math library's errors. Logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/ember-out}
 repo=$(pwd)
@@ -31,4 +31,7 @@ for t in compiler dsl runtime; do
 done
 ./bench/first_launch > "$OUT/bench.txt" 2>&1; echo "first_launch: exit $?" >> "$OUT/summary.txt"
 EMBER_API=cpu ./bench/first_launch > "$OUT/bench-cpu.txt" 2>&1; echo "first_launch (cpu): exit $?" >> "$OUT/summary.txt"
+# The math library's errors on the GPU, and its results compared bit for bit with the CPU device.
+timeout 300 ./bench/math_ulp --markdown > "$OUT/math-cuda.txt" 2>&1; echo "math_ulp (cuda): exit $?" >> "$OUT/summary.txt"
 cat "$OUT/summary.txt" "$OUT/bench.txt" "$OUT/bench-cpu.txt"
+grep -E '^\| `' "$OUT/math-cuda.txt" | head -80
