@@ -17,6 +17,8 @@
 /// fast_ variants.
 #include "ember/ember.h"
 
+#include "UlpError.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -34,6 +36,8 @@
 #include <vector>
 
 using namespace ember;
+using ember::testing::Limits;
+using ember::testing::ulp_error;
 
 namespace {
 
@@ -118,12 +122,6 @@ const std::vector<Function> &functions() {
 
 // --- arguments ----------------------------------------------------------------------------------
 
-template <class T> struct Limits {
-    static constexpr int p = std::numeric_limits<T>::digits - 1;     // 23, 52
-    static constexpr int emin = std::numeric_limits<T>::min_exponent - 1; // -126, -1022
-    static constexpr int emax = std::numeric_limits<T>::max_exponent - 1; // 127, 1023
-    static constexpr int sub = emin - p;                               // -149, -1074
-};
 
 template <class T> class ArgGen {
 public:
@@ -332,27 +330,6 @@ struct Result {
     size_t first_special = SIZE_MAX;
 };
 
-/// The error of `got` against the reference `ref` (the wide type R), in ULPs of T; nullopt for a
-/// special-value mismatch (NaN-ness, an infinity, a zero's sign), 0 when both are the same special.
-template <class T, class R> std::optional<double> ulp_error(T got, R ref) {
-    if (std::isnan(ref) || std::isnan(got)) {
-        if (std::isnan(ref) && std::isnan(got)) return 0.0;
-        return std::nullopt;
-    }
-    T rounded = static_cast<T>(ref);
-    if (std::isinf(rounded) || std::isinf(got)) {
-        if (rounded == got) return 0.0;
-        return std::nullopt;
-    }
-    if (ref == 0 && got == 0) {
-        if (std::signbit(static_cast<T>(ref)) != std::signbit(got)) return std::nullopt;
-        return 0.0;
-    }
-    int e = ref == 0 ? Limits<T>::emin : std::max(static_cast<int>(std::ilogb(ref)), Limits<T>::emin);
-    long double ulp = std::ldexp(static_cast<long double>(1), e - Limits<T>::p);
-    long double diff = std::fabs(static_cast<long double>(got) - static_cast<long double>(ref));
-    return static_cast<double>(diff / ulp);
-}
 
 template <class T, class Ref> Result measure(const std::vector<T> &a, const std::vector<T> &b,
                                              const std::vector<T> &got, Ref ref, unsigned threads) {

@@ -31,6 +31,23 @@ bool is_number(Type t) { return t.is_arithmetic(); }
 /// The lane type of a vector (a scalar's own type): what element-wise operators check.
 Type lane(Type t) { return t.lane_type(); }
 
+/// The textual name of an operation in a table of (operation, name) pairs; `what` names the
+/// enumeration in the assertion for a value outside the table.
+template <class Op, size_t N>
+std::string_view name_in(const std::pair<Op, const char *> (&table)[N], Op op, const char *what) {
+    for (const auto &[o, name] : table)
+        if (o == op) return name;
+    EMBER_UNREACHABLE(std::string("invalid ") + what);
+}
+
+/// The operation named `name` in such a table, if any.
+template <class Op, size_t N>
+std::optional<Op> op_named(const std::pair<Op, const char *> (&table)[N], std::string_view name) {
+    for (const auto &[o, n] : table)
+        if (name == n) return o;
+    return std::nullopt;
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -313,17 +330,9 @@ constexpr std::pair<AtomicOp, const char *> atomic_names[] = {
 };
 } // namespace
 
-std::string_view to_string(AtomicOp op) {
-    for (const auto &[o, name] : atomic_names)
-        if (o == op) return name;
-    EMBER_UNREACHABLE("invalid AtomicOp");
-}
+std::string_view to_string(AtomicOp op) { return name_in(atomic_names, op, "AtomicOp"); }
 
-std::optional<AtomicOp> parse_atomic_op(std::string_view name) {
-    for (const auto &[o, n] : atomic_names)
-        if (name == n) return o;
-    return std::nullopt;
-}
+std::optional<AtomicOp> parse_atomic_op(std::string_view name) { return op_named(atomic_names, name); }
 
 std::string_view operand_requirement(AtomicOp op, Type t) {
     const bool int_32_64 = t.is_int() && (t.bits() == 32 || t.bits() == 64);
@@ -355,17 +364,9 @@ constexpr std::pair<WarpOp, const char *> warp_names[] = {
 };
 } // namespace
 
-std::string_view to_string(WarpOp op) {
-    for (const auto &[o, name] : warp_names)
-        if (o == op) return name;
-    EMBER_UNREACHABLE("invalid WarpOp");
-}
+std::string_view to_string(WarpOp op) { return name_in(warp_names, op, "WarpOp"); }
 
-std::optional<WarpOp> parse_warp_op(std::string_view name) {
-    for (const auto &[o, n] : warp_names)
-        if (name == n) return o;
-    return std::nullopt;
-}
+std::optional<WarpOp> parse_warp_op(std::string_view name) { return op_named(warp_names, name); }
 
 Expr Warp::make(WarpOp op, Expr value, Expr lane) {
     EMBER_ASSERT(value, "Warp with a null value");
@@ -441,17 +442,9 @@ constexpr std::pair<ReduceOp, const char *> reduce_names[] = {
 };
 } // namespace
 
-std::string_view to_string(ReduceOp op) {
-    for (const auto &[o, name] : reduce_names)
-        if (o == op) return name;
-    EMBER_UNREACHABLE("invalid ReduceOp");
-}
+std::string_view to_string(ReduceOp op) { return name_in(reduce_names, op, "ReduceOp"); }
 
-std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
-    for (const auto &[o, n] : reduce_names)
-        if (name == n) return o;
-    return std::nullopt;
-}
+std::optional<ReduceOp> parse_reduce_op(std::string_view name) { return op_named(reduce_names, name); }
 
 std::string_view operand_requirement(ReduceOp op, Type t) {
     Type l = lane(t);

@@ -110,6 +110,15 @@ void IRTextPrinter::name_definitions(const Stmt &s) {
     }
 }
 
+void IRTextPrinter::print_args(std::string &out, const std::vector<Expr> &args) {
+    out += '(';
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (i) out += ", ";
+        print_expr(out, args[i]);
+    }
+    out += ')';
+}
+
 void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
     if (!e) {
         out += "<null>";
@@ -211,12 +220,7 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
     case NodeKind::MakeVector: {
         const auto *op = e.as<MakeVector>();
         out += op->type.to_string();
-        out += '(';
-        for (size_t i = 0; i < op->args.size(); ++i) {
-            if (i) out += ", ";
-            print_expr(out, op->args[i]);
-        }
-        out += ')';
+        print_args(out, op->args);
         return;
     }
     case NodeKind::Extract: {
@@ -273,23 +277,13 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
     case NodeKind::Call: {
         const auto *op = e.as<Call>();
         out += to_string(op->op);
-        out += '(';
-        for (size_t i = 0; i < op->args.size(); ++i) {
-            if (i) out += ", ";
-            print_expr(out, op->args[i]);
-        }
-        out += ')';
+        print_args(out, op->args);
         return;
     }
     case NodeKind::Invoke: {
         const auto *op = e.as<Invoke>();
         out += function_name(op->callee.get());
-        out += '(';
-        for (size_t i = 0; i < op->args.size(); ++i) {
-            if (i) out += ", ";
-            print_expr(out, op->args[i]);
-        }
-        out += ')';
+        print_args(out, op->args);
         return;
     }
     default: EMBER_UNREACHABLE("statement kind in an Expr");

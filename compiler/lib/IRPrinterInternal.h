@@ -41,6 +41,8 @@ public:
     const std::string &name(const Variable *v);
 
     void print_expr(std::string &out, const Expr &e);
+    /// `(a, b, ...)`: the arguments of a call, an invocation or a vector constructor.
+    void print_args(std::string &out, const std::vector<Expr> &args);
     /// Prints `s` as lines indented by `indent` levels, each ending in '\n'. A Block prints its
     /// statements (nested Blocks are flattened: the grammar has no bare block).
     void print_stmt(std::string &out, const Stmt &s, int indent);

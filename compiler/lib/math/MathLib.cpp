@@ -80,26 +80,8 @@ V MathBuilder::lshr(V a, int64_t n) { return lshr(a, constant_like(a, n)); }
 V MathBuilder::select(V cond, V x, V y) { return wrap(b.CreateSelect(cond.v, x.v, y.v)); }
 
 V MathBuilder::if_else(V cond, llvm::function_ref<V()> then_fn, llvm::function_ref<V()> else_fn) {
-    llvm::Function *fn = b.GetInsertBlock()->getParent();
-    llvm::LLVMContext &ctx = b.getContext();
-    auto *then_bb = llvm::BasicBlock::Create(ctx, "math.then", fn);
-    auto *else_bb = llvm::BasicBlock::Create(ctx, "math.else", fn);
-    auto *join_bb = llvm::BasicBlock::Create(ctx, "math.join", fn);
-    b.CreateCondBr(cond.v, then_bb, else_bb);
-    b.SetInsertPoint(then_bb);
-    V tv = then_fn();
-    llvm::BasicBlock *then_end = b.GetInsertBlock();
-    b.CreateBr(join_bb);
-    b.SetInsertPoint(else_bb);
-    V ev = else_fn();
-    llvm::BasicBlock *else_end = b.GetInsertBlock();
-    b.CreateBr(join_bb);
-    b.SetInsertPoint(join_bb);
-    EMBER_ASSERT(tv.type() == ev.type(), "if_else arms of different types");
-    llvm::PHINode *phi = b.CreatePHI(tv.type(), 2);
-    phi->addIncoming(tv.v, then_end);
-    phi->addIncoming(ev.v, else_end);
-    return wrap(phi);
+    return if_else_values(
+        cond, [&] { return std::vector<V>{then_fn()}; }, [&] { return std::vector<V>{else_fn()}; })[0];
 }
 
 V MathBuilder::call(ir::Intrinsic op, std::initializer_list<V> args) {

@@ -8,6 +8,7 @@
 #include "ember/compiler/IRPrinter.h"
 
 #include "DeviceTest.h"
+#include "UlpError.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +24,8 @@
 #include <vector>
 
 using namespace ember;
+using ember::testing::Limits;
+using ember::testing::ulp_error;
 
 namespace {
 
@@ -86,33 +89,7 @@ const Function &fn(std::string_view name) {
     throw std::runtime_error("no function " + std::string(name));
 }
 
-template <class T> struct Limits {
-    static constexpr int p = std::numeric_limits<T>::digits - 1;          // 23, 52
-    static constexpr int emin = std::numeric_limits<T>::min_exponent - 1; // -126, -1022
-    static constexpr int emax = std::numeric_limits<T>::max_exponent - 1; // 127, 1023
-};
 
-/// The error of `got` in ULPs of T against the wide reference `ref`; nullopt when a NaN, an
-/// infinity or a zero's sign differs.
-template <class T, class R> std::optional<double> ulp_error(T got, R ref) {
-    if (std::isnan(ref) || std::isnan(got)) {
-        if (std::isnan(ref) && std::isnan(got)) return 0.0;
-        return std::nullopt;
-    }
-    T rounded = static_cast<T>(ref);
-    if (std::isinf(rounded) || std::isinf(got)) {
-        if (rounded == got) return 0.0;
-        return std::nullopt;
-    }
-    if (ref == 0 && got == 0) {
-        if (std::signbit(static_cast<T>(ref)) != std::signbit(got)) return std::nullopt;
-        return 0.0;
-    }
-    int e = ref == 0 ? Limits<T>::emin : std::max(static_cast<int>(std::ilogb(ref)), Limits<T>::emin);
-    long double ulp = std::ldexp(static_cast<long double>(1), e - Limits<T>::p);
-    long double diff = std::fabs(static_cast<long double>(got) - static_cast<long double>(ref));
-    return static_cast<double>(diff / ulp);
-}
 
 template <class T> std::vector<T> special_values() {
     using L = std::numeric_limits<T>;

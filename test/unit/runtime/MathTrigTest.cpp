@@ -7,6 +7,7 @@
 #include "ember/ember.h"
 
 #include "DeviceTest.h"
+#include "UlpError.h"
 
 #include <gtest/gtest.h>
 
@@ -84,17 +85,9 @@ template <class T> long double reference(int f, T x, T y) {
     }
 }
 
-/// |got - want| in units of the last place of T at want (subnormal spacing below the normal
-/// range); 0 when both are the same infinity or both NaN, huge when only one is.
+/// The error of `got` in ULPs of T at `want`; huge for a special-value mismatch.
 template <class T> double ulp_error(T got, long double want) {
-    using L = std::numeric_limits<T>;
-    if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got) ? 0 : 1e30;
-    if (std::isinf(got)) return got == static_cast<T>(want) ? 0 : 1e30;
-    int e = 0;
-    std::frexp(std::fabs(want), &e); // |want| in [2^(e-1), 2^e)
-    int ex = std::max(e - 1, L::min_exponent - 1);
-    return static_cast<double>(std::fabs(static_cast<long double>(got) - want) /
-                               std::ldexp(1.0L, ex - (L::digits - 1)));
+    return ember::testing::ulp_error(got, want).value_or(1e30);
 }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
