@@ -8,8 +8,9 @@
 ///   native context/stream and must outlive every buffer and function made from it: buffers hold
 ///   a `std::shared_ptr<Backend>`.
 /// * Calls may come from any host thread; a back end makes its native context current itself.
-/// * `enqueue_*` calls are ordered on the context's one stream. They may run before they return
-///   (the CPU device does); `synchronize()` waits for all of them.
+/// * Work is enqueued on a `BackendStream`: the back end's default stream (what DeviceContext's
+///   own enqueue_* calls use) or one made by create_stream(). Operations on one stream run in
+///   order; they may run before their call returns (the CPU device does). See [Note] Streams.
 /// * Failures throw the public exceptions of ember/Error.h (MemoryError, LogicError, LaunchError,
 ///   RuntimeError, CompileError), with messages that name the call, the native status name
 ///   (`CUDA_ERROR_OUT_OF_MEMORY`) and the sizes involved. Functions marked noexcept never throw:
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace ember::detail {
 
@@ -52,6 +54,68 @@ struct LaunchDims {
     uint32_t shared_mem_bytes = 0;
 };
 
+/// How an event is made (CUevent_flags).
+struct EventOptions {
+    /// Records timestamps (elapsed_ms_since); off is CU_EVENT_DISABLE_TIMING.
+    bool timing = true;
+    /// synchronize() sleeps instead of spinning (CU_EVENT_BLOCKING_SYNC).
+    bool blocking_sync = false;
+    /// Shareable with another process (CU_EVENT_INTERPROCESS; needs timing off).
+    bool interprocess = false;
+};
+
+/// A point in a stream's work: a CUevent, or a timestamp on the CPU device.
+class BackendEvent {
+public:
+    virtual ~BackendEvent() = default;
+    /// Whether the work before the last record has finished (true when never recorded).
+    virtual bool query() = 0;
+    /// Waits for the work before the last record; returns at once when never recorded.
+    virtual void synchronize() = 0;
+    /// Milliseconds from `start` to this event, both recorded, completed and made with timing.
+    /// Throws LogicError otherwise, naming what is missing.
+    virtual float elapsed_ms_since(BackendEvent &start) = 0;
+};
+
+/// [Note] Streams
+/// ==============
+/// A queue of operations run in order: copies, launches, event records and waits. Streams of
+/// one context run concurrently with each other. On CUDA each is a CUstream (non-blocking with
+/// respect to the legacy NULL stream); on the CPU device every operation completes before its
+/// call returns, so a stream is only an ordering domain and waits have nothing to wait for,
+/// except on events of another device, which they wait for on the host.
+///
+/// Memory and streams: buffers are allocated stream-ordered on the default stream while the
+/// context has no other stream. Every new stream first waits for the default stream's work
+/// (the allocations before it included); once other streams exist, allocations are immediate
+/// (cuMemAlloc) and a stream-ordered free first makes the default stream wait for every live
+/// stream. So a buffer may be used on any stream of its context without extra events: only the
+/// user's own data dependencies between streams need them.
+class BackendStream {
+public:
+    virtual ~BackendStream() = default;
+
+    virtual void copy_to_device(DeviceAddress dst, const void *src, size_t bytes) = 0;
+    virtual void copy_from_device(void *dst, DeviceAddress src, size_t bytes) = 0;
+    virtual void copy_device_to_device(DeviceAddress dst, DeviceAddress src, size_t bytes) = 0;
+    /// Enqueues `fn`. `args[i]` points to parameter i's device representation, as
+    /// cuLaunchKernel's kernelParams. Dimensions were checked against limits() already.
+    virtual void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
+                        void **args, size_t num_args) = 0;
+    /// Records `e` at the current end of this stream.
+    virtual void record(BackendEvent &e) = 0;
+    /// Makes later work on this stream wait for the work before `e`'s last record (`e` may
+    /// belong to another context or back end).
+    virtual void wait(BackendEvent &e) = 0;
+    /// Waits for everything enqueued so far; surfaces asynchronous failures (a faulting kernel)
+    /// as LaunchError.
+    virtual void synchronize() = 0;
+    /// Whether everything enqueued so far has finished.
+    virtual bool is_done() = 0;
+    /// The priority it was made with (lower numbers run first on CUDA).
+    virtual int priority() const = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -73,20 +137,18 @@ public:
     virtual void *allocate_host(size_t bytes) = 0;
     virtual void deallocate_host(void *p) noexcept = 0;
 
-    virtual void enqueue_copy_to_device(DeviceAddress dst, const void *src, size_t bytes) = 0;
-    virtual void enqueue_copy_from_device(void *dst, DeviceAddress src, size_t bytes) = 0;
-    virtual void enqueue_copy_device_to_device(DeviceAddress dst, DeviceAddress src,
-                                               size_t bytes) = 0;
-    /// Waits for everything enqueued so far; surfaces asynchronous failures (a faulting kernel)
-    /// as LaunchError.
-    virtual void synchronize() = 0;
+    /// The stream DeviceContext's own operations go to; lives as long as the back end.
+    virtual const std::shared_ptr<BackendStream> &default_stream() = 0;
+    /// A new stream of `priority`, which must lie in stream_priority_range() (LogicError
+    /// otherwise). It first waits for the default stream's work (see [Note] Streams).
+    virtual std::shared_ptr<BackendStream> create_stream(int priority) = 0;
+    /// {least, greatest} priority, as cuCtxGetStreamPriorityRange: {0, -5} on recent NVIDIA GPUs
+    /// (lower numbers are more urgent); {0, 0} on the CPU device.
+    virtual std::pair<int, int> stream_priority_range() = 0;
+    virtual std::shared_ptr<BackendEvent> create_event(const EventOptions &options) = 0;
 
     /// Loads a compiled kernel. Throws CompileError carrying the driver's JIT log.
     virtual std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) = 0;
-    /// Enqueues `fn` on the stream. `args[i]` points to parameter i's device representation,
-    /// as cuLaunchKernel's kernelParams. Dimensions were checked against limits() already.
-    virtual void enqueue_launch(LoadedFunction &fn, const std::string &kernel_name,
-                                const LaunchDims &dims, void **args, size_t num_args) = 0;
 };
 
 /// The CUDA back end for device `device_id`. Throws RuntimeError when libcuda.so.1 cannot be

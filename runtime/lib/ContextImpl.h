@@ -38,6 +38,18 @@ struct FunctionImpl {
     uint64_t static_shared_bytes = 0;
 };
 
+/// A DeviceStream: a back-end stream and the context it belongs to (kept alive by it).
+struct StreamImpl {
+    std::shared_ptr<ContextImpl> context;
+    std::shared_ptr<BackendStream> stream;
+};
+
+/// A DeviceEvent.
+struct EventImpl {
+    std::shared_ptr<ContextImpl> context;
+    std::shared_ptr<BackendEvent> event;
+};
+
 /// "argument 1 ('size')" or "argument 1"; with a field: "argument 0 ('v'), field 'data'".
 std::string argument_label(const FunctionImpl &fn, size_t index, const char *field = nullptr);
 

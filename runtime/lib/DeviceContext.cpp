@@ -127,7 +127,8 @@ RawHostBuffer::~RawHostBuffer() {
 }
 
 void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const ContextImpl *dst_ctx,
-                        MemSide src_side, uint64_t src, const ContextImpl *src_ctx, size_t bytes) {
+                        MemSide src_side, uint64_t src, const ContextImpl *src_ctx, size_t bytes,
+                        StreamImpl *stream) {
     if (bytes == 0) return;
     auto check = [&](MemSide side, const ContextImpl *c, const char *which) {
         if (side == MemSide::Device && c != &ctx)
@@ -137,13 +138,13 @@ void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const 
     };
     check(dst_side, dst_ctx, "destination");
     check(src_side, src_ctx, "source");
-    Backend &b = *ctx.backend;
+    BackendStream &b = stream ? *stream->stream : *ctx.backend->default_stream();
     if (dst_side == MemSide::Device && src_side == MemSide::Host)
-        b.enqueue_copy_to_device(dst, reinterpret_cast<const void *>(src), bytes);
+        b.copy_to_device(dst, reinterpret_cast<const void *>(src), bytes);
     else if (dst_side == MemSide::Host && src_side == MemSide::Device)
-        b.enqueue_copy_from_device(reinterpret_cast<void *>(dst), src, bytes);
+        b.copy_from_device(reinterpret_cast<void *>(dst), src, bytes);
     else if (dst_side == MemSide::Device && src_side == MemSide::Device)
-        b.enqueue_copy_device_to_device(dst, src, bytes);
+        b.copy_device_to_device(dst, src, bytes);
     else
         EMBER_UNREACHABLE("host-to-host copy through a context");
 }
@@ -197,7 +198,8 @@ std::shared_ptr<FunctionImpl> compile_cached(const std::shared_ptr<ContextImpl> 
     return fn;
 }
 
-void launch(ContextImpl &ctx, FunctionImpl &fn, const LaunchRequest &req, void **args, size_t n) {
+void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const LaunchRequest &req, void **args,
+            size_t n) {
     if (fn.context != &ctx)
         throw LogicError("kernel '" + fn.kernel->ir.name + "' was compiled for " + fn.context->label +
                          " and cannot be launched on " + ctx.label + "; compile it for this context");
@@ -206,7 +208,8 @@ void launch(ContextImpl &ctx, FunctionImpl &fn, const LaunchRequest &req, void *
     dims.grid = {req.grid.x, req.grid.y, req.grid.z};
     dims.block = {req.block.x, req.block.y, req.block.z};
     dims.shared_mem_bytes = static_cast<uint32_t>(req.shared_mem_bytes);
-    ctx.backend->enqueue_launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
+    BackendStream &s = stream ? *stream->stream : *ctx.backend->default_stream();
+    s.launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
 }
 
 void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index, const char *field,
@@ -219,6 +222,23 @@ void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t
                          " is a DeviceBuffer of " + raw->context()->label +
                          " but the kernel runs on " + ctx.label);
 }
+
+void check_own(const ContextImpl &ctx, const RawDeviceBuffer *raw, const char *which) {
+    if (!raw) throw_null_buffer((std::string(which) + " DeviceBuffer").c_str());
+    if (raw->context().get() != &ctx)
+        throw LogicError(std::string("enqueue_copy: the ") + which + " DeviceBuffer belongs to " +
+                         raw->context()->label + " but the copy runs on " + ctx.label);
+}
+
+void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block) {
+    std::string missing = !has_grid && !has_block ? "grid_dim(...) and block_dim(...)"
+                          : !has_grid             ? "grid_dim(...)"
+                                                  : "block_dim(...)";
+    throw LogicError("enqueue_function of kernel '" + fn.kernel->ir.name + "' needs " + missing +
+                     " after the kernel's arguments");
+}
+
+ContextImpl &stream_context(const StreamImpl &s) { return *s.context; }
 
 const std::string &function_name(const FunctionImpl &fn) { return fn.kernel->ir.name; }
 double function_compile_seconds(const FunctionImpl &fn) { return fn.compile_seconds; }
@@ -291,21 +311,97 @@ std::string DeviceContext::name() const { return impl_->backend->name(); }
 std::string DeviceContext::api() const { return impl_->backend->api(); }
 int DeviceContext::id() const { return impl_->backend->device_id(); }
 std::string DeviceContext::target() const { return impl_->backend->target().to_string(); }
-void DeviceContext::synchronize() const { impl_->backend->synchronize(); }
+void DeviceContext::synchronize() const { impl_->backend->default_stream()->synchronize(); }
 
-void DeviceContext::check_own(const detail::RawDeviceBuffer *raw, const char *which) const {
-    if (!raw) detail::throw_null_buffer(which);
-    if (raw->context() != impl_)
-        throw LogicError(std::string("enqueue_copy: the ") + which + " DeviceBuffer belongs to " +
-                         raw->context()->label + " but this DeviceContext is " + impl_->label);
+DeviceStream DeviceContext::stream() const {
+    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, impl_->backend->default_stream()}));
 }
 
-void DeviceContext::throw_missing_dims(const detail::FunctionImpl &fn, bool has_grid, bool has_block) {
-    std::string missing = !has_grid && !has_block ? "grid_dim(...) and block_dim(...)"
-                          : !has_grid             ? "grid_dim(...)"
-                                                  : "block_dim(...)";
-    throw LogicError("enqueue_function of kernel '" + fn.kernel->ir.name + "' needs " + missing +
-                     " after the kernel's arguments");
+DeviceStream DeviceContext::create_stream(int priority) const {
+    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, impl_->backend->create_stream(priority)}));
+}
+
+std::pair<int, int> DeviceContext::stream_priority_range() const { return impl_->backend->stream_priority_range(); }
+
+namespace {
+detail::EventOptions event_options(EventFlags flags) {
+    detail::EventOptions o;
+    o.timing = !has_flag(flags, EventFlags::disable_timing);
+    o.blocking_sync = has_flag(flags, EventFlags::blocking_sync);
+    o.interprocess = has_flag(flags, EventFlags::interprocess);
+    return o;
+}
+
+const detail::EventImpl &require_event(const DeviceEvent &e, const char *call) {
+    if (!e) throw LogicError(std::string(call) + ": the DeviceEvent is empty (default-constructed); make one with create_event()");
+    return *e.impl();
+}
+} // namespace
+
+DeviceEvent DeviceContext::create_event(EventFlags flags) const {
+    return DeviceEvent(std::make_shared<detail::EventImpl>(detail::EventImpl{impl_, impl_->backend->create_event(event_options(flags))}));
+}
+
+void DeviceContext::record_event(const DeviceEvent &event) const { stream().record_event(event); }
+void DeviceContext::enqueue_wait_for(const DeviceEvent &event) const { stream().enqueue_wait_for(event); }
+
+void DeviceContext::enqueue_wait_for(const DeviceContext &other) const {
+    if (other.impl_ == impl_) return; // one stream: already in order
+    DeviceEvent mark = other.create_event(EventFlags::disable_timing);
+    other.record_event(mark);
+    enqueue_wait_for(mark);
+}
+
+int64_t DeviceContext::time_iterations(const std::function<void(int)> &body, int num_iters) const {
+    if (num_iters < 1)
+        throw LogicError("execution_time: num_iters is " + std::to_string(num_iters) + "; it must be at least 1");
+    DeviceEvent start = create_event(), end = create_event();
+    record_event(start);
+    for (int i = 0; i < num_iters; ++i) body(i);
+    record_event(end);
+    end.synchronize();
+    return static_cast<int64_t>(static_cast<double>(end.time_since(start)) * 1e6);
+}
+
+// ---------------------------------------------------------------------------------------------
+// DeviceStream and DeviceEvent.
+
+void DeviceStream::synchronize() const { impl_->stream->synchronize(); }
+bool DeviceStream::is_done() const { return impl_->stream->is_done(); }
+int DeviceStream::priority() const { return impl_->stream->priority(); }
+DeviceContext DeviceStream::context() const { return DeviceContext(impl_->context); }
+bool operator==(const DeviceStream &a, const DeviceStream &b) { return a.impl_->stream == b.impl_->stream; }
+
+void DeviceStream::enqueue_wait_for(const DeviceEvent &event) const {
+    impl_->stream->wait(*require_event(event, "enqueue_wait_for").event);
+}
+
+void DeviceStream::record_event(const DeviceEvent &event) const {
+    const detail::EventImpl &e = require_event(event, "record_event");
+    if (e.context != impl_->context)
+        throw LogicError("record_event: the event belongs to " + e.context->label + " but the stream to " +
+                         impl_->context->label + "; record an event of the stream's own context");
+    impl_->stream->record(*e.event);
+}
+
+DeviceEvent DeviceStream::create_event(EventFlags flags) const { return context().create_event(flags); }
+
+const DeviceEvent &DeviceEvent::record(const DeviceStream &stream) const {
+    stream.record_event(*this);
+    return *this;
+}
+const DeviceEvent &DeviceEvent::record() const {
+    DeviceContext(require_event(*this, "record").context).record_event(*this);
+    return *this;
+}
+void DeviceEvent::synchronize() const { require_event(*this, "synchronize").event->synchronize(); }
+bool DeviceEvent::query() const { return require_event(*this, "query").event->query(); }
+float DeviceEvent::time_since(const DeviceEvent &earlier) const {
+    const detail::EventImpl &a = require_event(*this, "time_since"), &b = require_event(earlier, "time_since");
+    if (a.context != b.context)
+        throw LogicError("time_since: the events belong to " + b.context->label + " and " + a.context->label +
+                         "; time two events of one context");
+    return a.event->elapsed_ms_since(*b.event);
 }
 
 bool has_nvidia_gpu_accelerator() { return detail::cuda_device_count() > 0; }

@@ -1,13 +1,15 @@
 /// \file
 /// The CPU device: kernels compiled for the host through ORC, the grid's blocks spread over a
 /// pool of threads, the threads of a block run in order by the generated code (see [Note] CPU
-/// kernel ABI). Operations complete before their enqueue_* call returns, which keeps the
-/// stream's in-order semantics; synchronize() has nothing to wait for.
+/// kernel ABI). Operations complete before their enqueue_* call returns, on every stream, which
+/// keeps each stream's in-order semantics; synchronize() has nothing to wait for ([Note] Streams
+/// in Backend.h).
 #include "Backend.h"
 
 #include "ember/compiler/CpuAbi.h"
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -153,6 +155,63 @@ void *aligned_bytes(size_t bytes, const char *what) {
     return p;
 }
 
+/// An event of the CPU device: the time of its last record (the work before it is done by then).
+class CpuEvent final : public BackendEvent {
+public:
+    explicit CpuEvent(const EventOptions &o) : timing_(o.timing) {}
+    bool query() override { return true; }
+    void synchronize() override {}
+    float elapsed_ms_since(BackendEvent &start_event) override {
+        auto *start = dynamic_cast<CpuEvent *>(&start_event);
+        if (!start)
+            throw LogicError("time_since: the two events belong to different apis; time events of "
+                             "one device");
+        if (!timing_ || !start->timing_)
+            throw LogicError("time_since: an event made with EventFlags::disable_timing has no "
+                             "timestamp");
+        if (!recorded_ || !start->recorded_)
+            throw LogicError(std::string("time_since: the ") + (recorded_ ? "earlier" : "later") +
+                             " event was never recorded (record it on a stream first)");
+        return std::chrono::duration<float, std::milli>(time_ - start->time_).count();
+    }
+    void record() {
+        time_ = std::chrono::steady_clock::now();
+        recorded_ = true;
+    }
+
+private:
+    bool timing_;
+    bool recorded_ = false;
+    std::chrono::steady_clock::time_point time_{};
+};
+
+class CpuStream final : public BackendStream {
+public:
+    void copy_to_device(DeviceAddress dst, const void *src, size_t bytes) override {
+        std::memmove(reinterpret_cast<void *>(dst), src, bytes);
+    }
+    void copy_from_device(void *dst, DeviceAddress src, size_t bytes) override {
+        std::memmove(dst, reinterpret_cast<const void *>(src), bytes);
+    }
+    void copy_device_to_device(DeviceAddress dst, DeviceAddress src, size_t bytes) override {
+        std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
+    }
+    void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
+                size_t) override;
+    void record(BackendEvent &e) override {
+        auto *ce = dynamic_cast<CpuEvent *>(&e);
+        if (!ce)
+            throw LogicError("record_event: the event belongs to another api's device; record an "
+                             "event of the stream's own context");
+        ce->record();
+    }
+    /// The work before a CPU event is done; another device's event is waited for on the host.
+    void wait(BackendEvent &e) override { e.synchronize(); }
+    void synchronize() override {}
+    bool is_done() override { return true; }
+    int priority() const override { return 0; }
+};
+
 class CpuBackend final : public Backend {
 public:
     CpuBackend() : name_(cpu_model_name()), target_(TargetSpec::host()) {}
@@ -171,23 +230,27 @@ public:
     void *allocate_host(size_t bytes) override { return aligned_bytes(bytes, "enqueue_create_host_buffer"); }
     void deallocate_host(void *p) noexcept override { std::free(p); }
 
-    void enqueue_copy_to_device(DeviceAddress dst, const void *src, size_t bytes) override {
-        std::memmove(reinterpret_cast<void *>(dst), src, bytes);
+    const std::shared_ptr<BackendStream> &default_stream() override { return default_stream_; }
+    std::shared_ptr<BackendStream> create_stream(int priority) override {
+        if (priority != 0)
+            throw LogicError("create_stream: priority " + std::to_string(priority) +
+                             " is outside the CPU device's range, which is 0 only");
+        return std::make_shared<CpuStream>();
     }
-    void enqueue_copy_from_device(void *dst, DeviceAddress src, size_t bytes) override {
-        std::memmove(dst, reinterpret_cast<const void *>(src), bytes);
+    std::pair<int, int> stream_priority_range() override { return {0, 0}; }
+    std::shared_ptr<BackendEvent> create_event(const EventOptions &o) override {
+        if (o.interprocess && o.timing)
+            throw LogicError("create_event: an interprocess event needs timing off "
+                             "(EventFlags::interprocess | EventFlags::disable_timing), as CUDA "
+                             "requires");
+        return std::make_shared<CpuEvent>(o);
     }
-    void enqueue_copy_device_to_device(DeviceAddress dst, DeviceAddress src, size_t bytes) override {
-        std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
-    }
-    void synchronize() override {}
 
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
         return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol));
     }
 
-    void enqueue_launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
-                        size_t) override {
+    static void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args) {
         CpuKernelFn entry = static_cast<CpuFunction &>(fn).entry();
         CpuFault fault;
         run(entry, dims, args, &fault);
@@ -238,7 +301,13 @@ private:
     std::string name_;
     TargetSpec target_;
     DeviceLimits limits_;
+    std::shared_ptr<BackendStream> default_stream_ = std::make_shared<CpuStream>();
 };
+
+void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
+                       size_t) {
+    CpuBackend::launch(fn, kernel_name, dims, args);
+}
 
 } // namespace
 

@@ -1,6 +1,6 @@
 /// \file
-/// The CUDA back end: one device's primary context, one non-blocking stream, PTX loaded by the
-/// driver's JIT.
+/// The CUDA back end: one device's primary context, its streams (a default one and any the user
+/// makes) and events, PTX loaded by the driver's JIT.
 ///
 /// [Note] CUDA contexts and threads
 /// ================================
@@ -14,6 +14,8 @@
 
 #include "ember/Error.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdint>
@@ -23,6 +25,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -134,6 +137,276 @@ std::string log_text(const std::string &buffer) {
 
 constexpr size_t jit_log_bytes = 16 * 1024;
 
+class CudaStream;
+
+/// A CUevent of one context.
+class CudaEvent final : public BackendEvent {
+public:
+    CudaEvent(std::shared_ptr<const CudaPrimaryContext> ctx, const EventOptions &o)
+        : ctx_(std::move(ctx)), timing_(o.timing) {
+        const CudaDriver &drv = ctx_->driver();
+        unsigned flags = cu::CU_EVENT_DEFAULT;
+        if (!o.timing) flags |= cu::CU_EVENT_DISABLE_TIMING;
+        if (o.blocking_sync) flags |= cu::CU_EVENT_BLOCKING_SYNC;
+        if (o.interprocess) {
+            if (o.timing)
+                throw LogicError("create_event: an interprocess event needs timing off "
+                                 "(EventFlags::interprocess | EventFlags::disable_timing), as "
+                                 "CUDA requires");
+            flags |= cu::CU_EVENT_INTERPROCESS;
+        }
+        ScopedCurrent current(*ctx_);
+        drv.check(drv.cuEventCreate(&event_, flags), "cuEventCreate", " on " + ctx_->where());
+    }
+    ~CudaEvent() override {
+        ScopedCurrent current(*ctx_, std::nothrow);
+        if (current.ok()) ctx_->driver().log_if_error(ctx_->driver().cuEventDestroy(event_), "cuEventDestroy");
+    }
+    CudaEvent(const CudaEvent &) = delete;
+    CudaEvent &operator=(const CudaEvent &) = delete;
+
+    cu::CUevent handle() const noexcept { return event_; }
+    const CudaPrimaryContext &context() const noexcept { return *ctx_; }
+    void mark_recorded() noexcept { recorded_ = true; }
+
+    bool query() override {
+        const CudaDriver &drv = ctx_->driver();
+        ScopedCurrent current(*ctx_);
+        cu::CUresult rc = drv.cuEventQuery(event_);
+        if (rc == cu::CUDA_ERROR_NOT_READY) return false;
+        drv.check(rc, "cuEventQuery", " on " + ctx_->where());
+        return true;
+    }
+    void synchronize() override {
+        const CudaDriver &drv = ctx_->driver();
+        ScopedCurrent current(*ctx_);
+        drv.check(drv.cuEventSynchronize(event_), "cuEventSynchronize",
+                  " on " + ctx_->where() + "; the failure comes from work recorded before the event");
+    }
+    float elapsed_ms_since(BackendEvent &start_event) override {
+        auto *start = dynamic_cast<CudaEvent *>(&start_event);
+        if (!start)
+            throw LogicError("time_since: the two events belong to different apis; time events of "
+                             "one device");
+        if (!timing_ || !start->timing_)
+            throw LogicError("time_since: an event made with EventFlags::disable_timing has no "
+                             "timestamp");
+        if (!recorded_ || !start->recorded_)
+            throw LogicError(std::string("time_since: the ") + (recorded_ ? "earlier" : "later") +
+                             " event was never recorded (record it on a stream first)");
+        const CudaDriver &drv = ctx_->driver();
+        ScopedCurrent current(*ctx_);
+        float ms = 0;
+        cu::CUresult rc = drv.cuEventElapsedTime(&ms, start->event_, event_);
+        if (rc == cu::CUDA_ERROR_NOT_READY)
+            throw LogicError("time_since: an event has not completed yet; synchronize the later "
+                             "event first");
+        drv.check(rc, "cuEventElapsedTime", " on " + ctx_->where());
+        return ms;
+    }
+
+private:
+    std::shared_ptr<const CudaPrimaryContext> ctx_;
+    cu::CUevent event_ = nullptr;
+    bool timing_;
+    bool recorded_ = false;
+};
+
+/// What the streams and the back end of one device share: the context, the kernels launched
+/// since the last synchronisation (named when a fault surfaces) and the live user streams
+/// ([Note] Streams in Backend.h).
+struct CudaDeviceState {
+    CudaDeviceState(const CudaDriver &d, std::shared_ptr<const CudaPrimaryContext> c)
+        : drv(d), ctx(std::move(c)) {}
+
+    const CudaDriver &drv;
+    std::shared_ptr<const CudaPrimaryContext> ctx;
+
+    /// Keeps the names of the kernels launched since the last synchronize (a few), so that a
+    /// fault reported later names its suspects.
+    void remember_launch(const std::string &kernel) {
+        std::lock_guard<std::mutex> lock(launched_mutex);
+        for (const std::string &k : launched)
+            if (k == kernel) return;
+        if (launched.size() < 8) launched.push_back(kernel);
+    }
+    void forget_launches() {
+        std::lock_guard<std::mutex> lock(launched_mutex);
+        launched.clear();
+    }
+
+    /// For a kernel fault surfacing at a later call: the kernels launched since the last
+    /// synchronize, and what a misaligned address means in ember ([Note] IR semantics: Vector
+    /// memory). Empty for other failures.
+    std::string fault_context(cu::CUresult rc) const {
+        if (cuda_error_class(rc) != CudaErrorClass::Launch) return {};
+        std::string s;
+        {
+            std::lock_guard<std::mutex> lock(launched_mutex);
+            for (const std::string &k : launched)
+                s += (s.empty() ? "; kernels launched since the last synchronize: '" : ", '") + k + "'";
+        }
+        if (rc == cu::CUDA_ERROR_MISALIGNED_ADDRESS)
+            s += "; a SIMD vector load or store (p.load<N>(i), p.store(i, v)) needs an address aligned to "
+                 "min(N * sizeof(T), 16) bytes";
+        return s;
+    }
+
+    std::string copy_context(size_t bytes, const char *direction, DeviceAddress device) const {
+        return "; copying " + format_bytes(bytes) + " " + direction + " on " + ctx->where() +
+               " (device address " + hex(device) + ")";
+    }
+
+    mutable std::mutex launched_mutex;
+    std::vector<std::string> launched;
+
+    /// The user streams alive now, and whether there ever were any.
+    std::mutex streams_mutex;
+    std::vector<CudaStream *> user_streams;
+    std::atomic<bool> had_user_streams{false};
+};
+
+/// A CUstream of one context: the back end's default stream or one the user made.
+class CudaStream final : public BackendStream {
+public:
+    /// Creates the stream (non-blocking with respect to the legacy NULL stream).
+    CudaStream(std::shared_ptr<CudaDeviceState> dev, int priority, bool user)
+        : dev_(std::move(dev)), priority_(priority), user_(user) {
+        const CudaDriver &drv = dev_->drv;
+        ScopedCurrent current(*dev_->ctx);
+        drv.check(drv.cuStreamCreateWithPriority(&stream_, cu::CU_STREAM_NON_BLOCKING, priority),
+                  "cuStreamCreateWithPriority",
+                  " (priority " + std::to_string(priority) + ") on " + dev_->ctx->where());
+        if (user_) {
+            std::lock_guard<std::mutex> lock(dev_->streams_mutex);
+            dev_->user_streams.push_back(this);
+            dev_->had_user_streams = true;
+        }
+    }
+    /// Waits for the stream's work (so that a stream-ordered free after this cannot overtake
+    /// it), then destroys it.
+    ~CudaStream() override {
+        if (user_) {
+            std::lock_guard<std::mutex> lock(dev_->streams_mutex);
+            std::erase(dev_->user_streams, this);
+        }
+        const CudaDriver &drv = dev_->drv;
+        ScopedCurrent current(*dev_->ctx, std::nothrow);
+        if (!current.ok()) return;
+        drv.log_if_error(drv.cuStreamSynchronize(stream_), "cuStreamSynchronize",
+                         " while destroying a stream of " + dev_->ctx->where());
+        drv.log_if_error(drv.cuStreamDestroy(stream_), "cuStreamDestroy", " on " + dev_->ctx->where());
+    }
+    CudaStream(const CudaStream &) = delete;
+    CudaStream &operator=(const CudaStream &) = delete;
+
+    cu::CUstream handle() const noexcept { return stream_; }
+    int priority() const override { return priority_; }
+
+    void copy_to_device(DeviceAddress dst, const void *src, size_t bytes) override {
+        if (bytes == 0) return;
+        ScopedCurrent current(*dev_->ctx);
+        cu::CUresult rc = dev_->drv.cuMemcpyHtoDAsync(dst, src, bytes, stream_);
+        if (rc != cu::CUDA_SUCCESS)
+            dev_->drv.check(rc, "cuMemcpyHtoDAsync",
+                            dev_->copy_context(bytes, "host to device", dst) + dev_->fault_context(rc));
+    }
+
+    void copy_from_device(void *dst, DeviceAddress src, size_t bytes) override {
+        if (bytes == 0) return;
+        ScopedCurrent current(*dev_->ctx);
+        cu::CUresult rc = dev_->drv.cuMemcpyDtoHAsync(dst, src, bytes, stream_);
+        if (rc != cu::CUDA_SUCCESS)
+            dev_->drv.check(rc, "cuMemcpyDtoHAsync",
+                            dev_->copy_context(bytes, "device to host", src) + dev_->fault_context(rc));
+    }
+
+    void copy_device_to_device(DeviceAddress dst, DeviceAddress src, size_t bytes) override {
+        if (bytes == 0) return;
+        ScopedCurrent current(*dev_->ctx);
+        cu::CUresult rc = dev_->drv.cuMemcpyDtoDAsync(dst, src, bytes, stream_);
+        if (rc != cu::CUDA_SUCCESS)
+            dev_->drv.check(rc, "cuMemcpyDtoDAsync",
+                            dev_->copy_context(bytes, "device to device", src) + " to " + hex(dst) +
+                                dev_->fault_context(rc));
+    }
+
+    void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &d, void **args,
+                size_t /*num_args*/) override {
+        auto &f = static_cast<CudaFunction &>(fn);
+        ScopedCurrent current(*dev_->ctx);
+        cu::CUresult rc = dev_->drv.cuLaunchKernel(
+            f.function, unsigned(d.grid[0]), unsigned(d.grid[1]), unsigned(d.grid[2]),
+            unsigned(d.block[0]), unsigned(d.block[1]), unsigned(d.block[2]), d.shared_mem_bytes,
+            stream_, args, /*extra=*/nullptr);
+        if (rc == cu::CUDA_SUCCESS) {
+            dev_->remember_launch(kernel_name);
+            return;
+        }
+        std::string context = "; grid " + dims(d.grid) + ", block " + dims(d.block) + ", " +
+                              std::to_string(d.shared_mem_bytes) +
+                              " bytes of dynamic shared memory, on " + dev_->ctx->where();
+        if (rc == cu::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+            context += "; a block of this size needs more registers than the device has: launch "
+                       "fewer threads per block";
+        context += dev_->fault_context(rc);
+        dev_->drv.raise(rc, "launch of kernel '" + kernel_name + "' failed", context);
+    }
+
+    void record(BackendEvent &e) override {
+        auto *ce = dynamic_cast<CudaEvent *>(&e);
+        EMBER_ASSERT(ce, "CudaStream::record of another api's event");
+        if (&ce->context() != dev_->ctx.get())
+            throw LogicError("record_event: the event belongs to " + ce->context().where() +
+                             " but the stream to " + dev_->ctx->where() +
+                             "; record an event of the stream's own context");
+        ScopedCurrent current(*dev_->ctx);
+        dev_->drv.check(dev_->drv.cuEventRecord(ce->handle(), stream_), "cuEventRecord",
+                        " on " + dev_->ctx->where());
+        ce->mark_recorded();
+    }
+
+    void wait(BackendEvent &e) override {
+        auto *ce = dynamic_cast<CudaEvent *>(&e);
+        if (!ce) {
+            // An event of another api (the CPU device's complete when recorded): wait on the host.
+            e.synchronize();
+            return;
+        }
+        // cuStreamWaitEvent takes events of other contexts and devices too.
+        ScopedCurrent current(*dev_->ctx);
+        dev_->drv.check(dev_->drv.cuStreamWaitEvent(stream_, ce->handle(), 0), "cuStreamWaitEvent",
+                        " on " + dev_->ctx->where());
+    }
+
+    void synchronize() override {
+        ScopedCurrent current(*dev_->ctx);
+        cu::CUresult rc = dev_->drv.cuStreamSynchronize(stream_);
+        if (rc != cu::CUDA_SUCCESS)
+            dev_->drv.check(rc, "cuStreamSynchronize",
+                            " on " + dev_->ctx->where() +
+                                "; the failure comes from a kernel or copy enqueued since the last "
+                                "synchronize" +
+                                dev_->fault_context(rc));
+        dev_->forget_launches();
+    }
+
+    bool is_done() override {
+        ScopedCurrent current(*dev_->ctx);
+        cu::CUresult rc = dev_->drv.cuStreamQuery(stream_);
+        if (rc == cu::CUDA_ERROR_NOT_READY) return false;
+        if (rc != cu::CUDA_SUCCESS)
+            dev_->drv.check(rc, "cuStreamQuery", " on " + dev_->ctx->where() + dev_->fault_context(rc));
+        return true;
+    }
+
+private:
+    std::shared_ptr<CudaDeviceState> dev_;
+    cu::CUstream stream_ = nullptr;
+    int priority_;
+    bool user_;
+};
+
 class CudaBackend final : public Backend {
 public:
     CudaBackend(const CudaDriver &drv, int device_id) : drv_(drv), device_id_(device_id) {
@@ -178,20 +451,18 @@ public:
             pools = 0;
         use_pools_ = pools != 0 && drv_.cuMemAllocAsync && drv_.cuMemFreeAsync;
 
-        ctx_ = std::make_shared<const CudaPrimaryContext>(drv_, dev_, where);
+        auto ctx = std::make_shared<const CudaPrimaryContext>(drv_, dev_, where);
+        state_ = std::make_shared<CudaDeviceState>(drv_, ctx);
+        ctx_ = std::move(ctx);
         ScopedCurrent current(*ctx_);
-        drv_.check(drv_.cuStreamCreate(&stream_, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate",
-                   " on " + ctx_->where());
+        drv_.check(drv_.cuCtxGetStreamPriorityRange(&least_priority_, &greatest_priority_),
+                   "cuCtxGetStreamPriorityRange", " on " + ctx_->where());
+        default_stream_ = std::make_shared<CudaStream>(state_, 0, /*user=*/false);
     }
 
     ~CudaBackend() override {
-        if (!stream_) return;
-        ScopedCurrent current(*ctx_, std::nothrow);
-        if (!current.ok()) return;
-        drv_.log_if_error(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize",
-                          " while destroying the stream of " + ctx_->where());
-        drv_.log_if_error(drv_.cuStreamDestroy(stream_), "cuStreamDestroy",
-                          " on " + ctx_->where());
+        // The default stream synchronises in its destructor, before the context is released.
+        default_stream_.reset();
     }
 
     std::string api() const override { return "cuda"; }
@@ -204,20 +475,26 @@ public:
         EMBER_ASSERT(bytes > 0, "CudaBackend::allocate of 0 bytes");
         ScopedCurrent current(*ctx_);
         cu::CUdeviceptr p = 0;
-        const char *call = use_pools_ ? "cuMemAllocAsync" : "cuMemAlloc";
-        cu::CUresult rc = use_pools_ ? drv_.cuMemAllocAsync(&p, bytes, stream_)
-                                     : drv_.cuMemAlloc(&p, bytes);
+        // Stream-ordered only while the default stream is the only one ([Note] Streams).
+        const bool pooled = use_pools_ && !state_->had_user_streams;
+        const char *call = pooled ? "cuMemAllocAsync" : "cuMemAlloc";
+        cu::CUstream stream = default_handle();
+        cu::CUresult rc = pooled ? drv_.cuMemAllocAsync(&p, bytes, stream) : drv_.cuMemAlloc(&p, bytes);
         if (rc == cu::CUDA_ERROR_OUT_OF_MEMORY && use_pools_) {
             // The pool returns memory freed on the stream to the device only at a synchronisation
             // point; one retry after it.
-            drv_.check(drv_.cuStreamSynchronize(stream_), "cuStreamSynchronize",
+            drv_.check(drv_.cuStreamSynchronize(stream), "cuStreamSynchronize",
                        " (retrying an allocation that ran out of memory on " + ctx_->where() +
                            ")");
-            rc = drv_.cuMemAllocAsync(&p, bytes, stream_);
+            rc = pooled ? drv_.cuMemAllocAsync(&p, bytes, stream) : drv_.cuMemAlloc(&p, bytes);
         }
         if (rc == cu::CUDA_ERROR_OUT_OF_MEMORY)
             drv_.raise(rc, std::string(call) + " failed", out_of_memory_context(bytes));
         drv_.check(rc, call, "; requested " + format_bytes(bytes) + " on " + ctx_->where());
+        if (!pooled) {
+            std::lock_guard<std::mutex> lock(immediate_mutex_);
+            immediate_.insert(p);
+        }
         return p;
     }
 
@@ -225,10 +502,17 @@ public:
         if (!p) return;
         ScopedCurrent current(*ctx_, std::nothrow);
         if (!current.ok()) return;
-        if (use_pools_)
-            drv_.log_if_error(drv_.cuMemFreeAsync(p, stream_), "cuMemFreeAsync");
-        else
-            drv_.log_if_error(drv_.cuMemFree(p), "cuMemFree");
+        {
+            std::lock_guard<std::mutex> lock(immediate_mutex_);
+            if (immediate_.erase(p)) {
+                // cuMemFree waits for the work in flight on the device.
+                drv_.log_if_error(drv_.cuMemFree(p), "cuMemFree");
+                return;
+            }
+        }
+        cu::CUstream stream = default_handle();
+        if (state_->had_user_streams) order_after_user_streams();
+        drv_.log_if_error(drv_.cuMemFreeAsync(p, stream), "cuMemFreeAsync");
     }
 
     void *allocate_host(size_t bytes) override {
@@ -249,41 +533,28 @@ public:
         drv_.log_if_error(drv_.cuMemFreeHost(p), "cuMemFreeHost");
     }
 
-    void enqueue_copy_to_device(DeviceAddress dst, const void *src, size_t bytes) override {
-        if (bytes == 0) return;
-        ScopedCurrent current(*ctx_);
-        cu::CUresult rc = drv_.cuMemcpyHtoDAsync(dst, src, bytes, stream_);
-        if (rc != cu::CUDA_SUCCESS)
-            drv_.check(rc, "cuMemcpyHtoDAsync", copy_context(bytes, "host to device", dst) + fault_context(rc));
+    const std::shared_ptr<BackendStream> &default_stream() override { return default_stream_; }
+
+    std::shared_ptr<BackendStream> create_stream(int priority) override {
+        // Lower numbers are more urgent: greatest <= priority <= least.
+        if (priority > least_priority_ || priority < greatest_priority_)
+            throw LogicError("create_stream: priority " + std::to_string(priority) + " is outside " +
+                             ctx_->where() + "'s range, from " + std::to_string(least_priority_) +
+                             " (least urgent, the default) to " + std::to_string(greatest_priority_) +
+                             " (most urgent)");
+        auto stream = std::make_shared<CudaStream>(state_, priority, /*user=*/true);
+        // The allocations made on the default stream so far are ordered before the new stream's
+        // work ([Note] Streams).
+        CudaEvent mark(ctx_, EventOptions{.timing = false});
+        default_stream_->record(mark);
+        stream->wait(mark);
+        return stream;
     }
 
-    void enqueue_copy_from_device(void *dst, DeviceAddress src, size_t bytes) override {
-        if (bytes == 0) return;
-        ScopedCurrent current(*ctx_);
-        cu::CUresult rc = drv_.cuMemcpyDtoHAsync(dst, src, bytes, stream_);
-        if (rc != cu::CUDA_SUCCESS)
-            drv_.check(rc, "cuMemcpyDtoHAsync", copy_context(bytes, "device to host", src) + fault_context(rc));
-    }
+    std::pair<int, int> stream_priority_range() override { return {least_priority_, greatest_priority_}; }
 
-    void enqueue_copy_device_to_device(DeviceAddress dst, DeviceAddress src,
-                                       size_t bytes) override {
-        if (bytes == 0) return;
-        ScopedCurrent current(*ctx_);
-        drv_.check(drv_.cuMemcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync",
-                   copy_context(bytes, "device to device", src) + " to " + hex(dst));
-    }
-
-    void synchronize() override {
-        ScopedCurrent current(*ctx_);
-        cu::CUresult rc = drv_.cuStreamSynchronize(stream_);
-        if (rc != cu::CUDA_SUCCESS)
-            drv_.check(rc, "cuStreamSynchronize",
-                       " on " + ctx_->where() +
-                           "; the failure comes from a kernel or copy enqueued since the last "
-                           "synchronize" +
-                           fault_context(rc));
-        std::lock_guard<std::mutex> lock(launched_mutex_);
-        launched_.clear();
+    std::shared_ptr<BackendEvent> create_event(const EventOptions &options) override {
+        return std::make_shared<CudaEvent>(ctx_, options);
     }
 
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
@@ -324,52 +595,23 @@ public:
         return fn;
     }
 
-    void enqueue_launch(LoadedFunction &fn, const std::string &kernel_name,
-                        const LaunchDims &d, void **args, size_t /*num_args*/) override {
-        auto &f = static_cast<CudaFunction &>(fn);
-        ScopedCurrent current(*ctx_);
-        cu::CUresult rc = drv_.cuLaunchKernel(
-            f.function, unsigned(d.grid[0]), unsigned(d.grid[1]), unsigned(d.grid[2]),
-            unsigned(d.block[0]), unsigned(d.block[1]), unsigned(d.block[2]), d.shared_mem_bytes,
-            stream_, args, /*extra=*/nullptr);
-        if (rc == cu::CUDA_SUCCESS) {
-            remember_launch(kernel_name);
-            return;
-        }
-        std::string context = "; grid " + dims(d.grid) + ", block " + dims(d.block) + ", " +
-                              std::to_string(d.shared_mem_bytes) +
-                              " bytes of dynamic shared memory, on " + ctx_->where();
-        if (rc == cu::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
-            context += "; a block of this size needs more registers than the device has: launch "
-                       "fewer threads per block";
-        drv_.raise(rc, "launch of kernel '" + kernel_name + "' failed", context);
-    }
-
 private:
-    /// Keeps the names of the kernels launched since the last synchronize (a few), so that a
-    /// fault reported later names its suspects.
-    void remember_launch(const std::string &kernel) {
-        std::lock_guard<std::mutex> lock(launched_mutex_);
-        for (const std::string &k : launched_)
-            if (k == kernel) return;
-        if (launched_.size() < 8) launched_.push_back(kernel);
-    }
+    cu::CUstream default_handle() const { return static_cast<CudaStream &>(*default_stream_).handle(); }
 
-    /// For a kernel fault surfacing at a later call: the kernels launched since the last
-    /// synchronize, and what a misaligned address means in ember ([Note] IR semantics: Vector
-    /// memory). Empty for other failures.
-    std::string fault_context(cu::CUresult rc) const {
-        if (cuda_error_class(rc) != CudaErrorClass::Launch) return {};
-        std::string s;
-        {
-            std::lock_guard<std::mutex> lock(launched_mutex_);
-            for (const std::string &k : launched_)
-                s += (s.empty() ? "; kernels launched since the last synchronize: '" : ", '") + k + "'";
+    /// Makes the default stream wait for the current end of every live user stream, so that a
+    /// stream-ordered free cannot overtake a use of the memory there.
+    void order_after_user_streams() noexcept {
+        std::lock_guard<std::mutex> lock(state_->streams_mutex);
+        for (CudaStream *s : state_->user_streams) {
+            try {
+                CudaEvent mark(ctx_, EventOptions{.timing = false});
+                s->record(mark);
+                default_stream_->wait(mark);
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "ember: warning: ordering a free after a stream of %s: %s\n",
+                             ctx_->where().c_str(), e.what());
+            }
         }
-        if (rc == cu::CUDA_ERROR_MISALIGNED_ADDRESS)
-            s += "; a SIMD vector load or store (p.load<N>(i), p.store(i, v)) needs an address aligned to "
-                 "min(N * sizeof(T), 16) bytes";
-        return s;
     }
 
     std::string out_of_memory_context(size_t bytes) const {
@@ -379,11 +621,6 @@ private:
             s += ", which has " + format_bytes(free_bytes) + " free of " +
                  format_bytes(total_bytes);
         return s;
-    }
-
-    std::string copy_context(size_t bytes, const char *direction, DeviceAddress device) const {
-        return "; copying " + format_bytes(bytes) + " " + direction + " on " + ctx_->where() +
-               " (device address " + hex(device) + ")";
     }
 
     [[noreturn]] void throw_load_error(const CompiledKernel &k, cu::CUresult rc,
@@ -421,9 +658,12 @@ private:
     DeviceLimits limits_;
     bool use_pools_ = false;
     std::shared_ptr<const CudaPrimaryContext> ctx_;
-    cu::CUstream stream_ = nullptr;
-    mutable std::mutex launched_mutex_;
-    std::vector<std::string> launched_;
+    std::shared_ptr<CudaDeviceState> state_;
+    int least_priority_ = 0, greatest_priority_ = 0;
+    std::shared_ptr<BackendStream> default_stream_;
+    /// Addresses from cuMemAlloc (made once user streams exist), freed with cuMemFree.
+    std::mutex immediate_mutex_;
+    std::unordered_set<DeviceAddress> immediate_;
 };
 
 } // namespace

@@ -290,6 +290,16 @@ void CudaDriver::load() noexcept {
         sym(cuModuleGetFunction, "cuModuleGetFunction", true);
         sym(cuModuleUnload, "cuModuleUnload", true);
         sym(cuLaunchKernel, "cuLaunchKernel", true);
+        sym(cuStreamCreateWithPriority, "cuStreamCreateWithPriority", true);
+        sym(cuStreamQuery, "cuStreamQuery", true);
+        sym(cuStreamWaitEvent, "cuStreamWaitEvent", true);
+        sym(cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", true);
+        sym(cuEventCreate, "cuEventCreate", true);
+        sym(cuEventDestroy, "cuEventDestroy_v2", true);
+        sym(cuEventRecord, "cuEventRecord", true);
+        sym(cuEventQuery, "cuEventQuery", true);
+        sym(cuEventSynchronize, "cuEventSynchronize", true);
+        sym(cuEventElapsedTime, "cuEventElapsedTime", true);
         sym(cuMemAllocAsync, "cuMemAllocAsync", /*required=*/false);
         sym(cuMemFreeAsync, "cuMemFreeAsync", /*required=*/false);
         if (!cuMemAllocAsync || !cuMemFreeAsync) {

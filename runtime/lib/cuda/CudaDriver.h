@@ -41,6 +41,8 @@ struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
+struct CUevent_st;
+using CUevent = CUevent_st *;
 using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
@@ -65,6 +67,7 @@ enum : CUresult {
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_ILLEGAL_STATE = 401,
     CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
     CUDA_ERROR_LAUNCH_TIMEOUT = 702,
@@ -107,6 +110,12 @@ enum : CUjit_option {
 };
 
 enum : unsigned { CU_STREAM_NON_BLOCKING = 0x1 };
+enum : unsigned {
+    CU_EVENT_DEFAULT = 0x0,
+    CU_EVENT_BLOCKING_SYNC = 0x1,
+    CU_EVENT_DISABLE_TIMING = 0x2,
+    CU_EVENT_INTERPROCESS = 0x4,
+};
 } // namespace cu
 
 /// Which public exception a CUresult becomes; see [Note] CUDA errors.
@@ -198,6 +207,20 @@ public:
     cu::CUresult (*cuLaunchKernel)(cu::CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
                                    unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
                                    cu::CUstream stream, void **params, void **extra) = nullptr;
+
+    // Streams and events.
+    cu::CUresult (*cuStreamCreateWithPriority)(cu::CUstream *stream, unsigned flags,
+                                               int priority) = nullptr;
+    cu::CUresult (*cuStreamQuery)(cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuStreamWaitEvent)(cu::CUstream stream, cu::CUevent event,
+                                      unsigned flags) = nullptr;
+    cu::CUresult (*cuCtxGetStreamPriorityRange)(int *least, int *greatest) = nullptr;
+    cu::CUresult (*cuEventCreate)(cu::CUevent *event, unsigned flags) = nullptr;
+    cu::CUresult (*cuEventDestroy)(cu::CUevent event) = nullptr;
+    cu::CUresult (*cuEventRecord)(cu::CUevent event, cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuEventQuery)(cu::CUevent event) = nullptr;
+    cu::CUresult (*cuEventSynchronize)(cu::CUevent event) = nullptr;
+    cu::CUresult (*cuEventElapsedTime)(float *ms, cu::CUevent start, cu::CUevent end) = nullptr;
 
     // Optional entry points (CUDA 11.2+): nullptr when the driver lacks them.
     cu::CUresult (*cuMemAllocAsync)(cu::CUdeviceptr *p, size_t bytes,

@@ -211,17 +211,17 @@ TEST_F(CudaBackendTest, CopiesRoundTrip) {
     DeviceAddress a = backend_->allocate(bytes), b = backend_->allocate(bytes);
     auto *pinned = static_cast<uint8_t *>(backend_->allocate_host(bytes));
     ASSERT_NE(pinned, nullptr);
-    backend_->enqueue_copy_to_device(a, in.data(), bytes);
-    backend_->enqueue_copy_device_to_device(b, a, bytes);
-    backend_->enqueue_copy_from_device(out.data(), b, bytes);
-    backend_->enqueue_copy_from_device(pinned, a, bytes);
-    backend_->synchronize();
+    backend_->default_stream()->copy_to_device(a, in.data(), bytes);
+    backend_->default_stream()->copy_device_to_device(b, a, bytes);
+    backend_->default_stream()->copy_from_device(out.data(), b, bytes);
+    backend_->default_stream()->copy_from_device(pinned, a, bytes);
+    backend_->default_stream()->synchronize();
     EXPECT_EQ(std::memcmp(in.data(), out.data(), bytes), 0);
     EXPECT_EQ(std::memcmp(in.data(), pinned, bytes), 0);
     backend_->deallocate_host(pinned);
     backend_->deallocate(b);
     backend_->deallocate(a);
-    backend_->synchronize();
+    backend_->default_stream()->synchronize();
 }
 
 TEST_F(CudaBackendTest, HugeAllocationIsMemoryError) {
@@ -239,7 +239,7 @@ TEST_F(CudaBackendTest, HugeAllocationIsMemoryError) {
     // The back end is still usable.
     DeviceAddress p = backend_->allocate(256);
     backend_->deallocate(p);
-    backend_->synchronize();
+    backend_->default_stream()->synchronize();
 }
 
 TEST_F(CudaBackendTest, BadPtxIsCompileErrorWithLog) {
@@ -265,15 +265,15 @@ TEST_F(CudaBackendTest, LoadsAndLaunchesHandWrittenPtx) {
 
     DeviceAddress out = backend_->allocate(sizeof(uint32_t));
     uint32_t zero = 0, result = 0;
-    backend_->enqueue_copy_to_device(out, &zero, sizeof zero);
+    backend_->default_stream()->copy_to_device(out, &zero, sizeof zero);
     void *args[] = {&out};
     LaunchDims dims; // one thread
-    backend_->enqueue_launch(*fn, "store42", dims, args, 1);
-    backend_->enqueue_copy_from_device(&result, out, sizeof result);
-    backend_->synchronize();
+    backend_->default_stream()->launch(*fn, "store42", dims, args, 1);
+    backend_->default_stream()->copy_from_device(&result, out, sizeof result);
+    backend_->default_stream()->synchronize();
     EXPECT_EQ(result, 42u);
     backend_->deallocate(out);
-    backend_->synchronize();
+    backend_->default_stream()->synchronize();
 }
 
 TEST_F(CudaBackendTest, LaunchOverLimitsIsReported) {
@@ -284,13 +284,13 @@ TEST_F(CudaBackendTest, LaunchOverLimitsIsReported) {
     LaunchDims dims;
     dims.block = {4096, 1, 1}; // over every device's 1024 threads per block
     try {
-        backend_->enqueue_launch(*fn, "store42", dims, args, 1);
+        backend_->default_stream()->launch(*fn, "store42", dims, args, 1);
         FAIL() << "launched 4096 threads per block";
     } catch (const DriverErrorBase &e) {
         EXPECT_TRUE(contains(e.what(), "launch of kernel 'store42' failed: CUDA_ERROR_"));
         EXPECT_TRUE(contains(e.what(), "block (4096, 1, 1)"));
     }
-    backend_->synchronize();
+    backend_->default_stream()->synchronize();
     backend_->deallocate(out);
 }
 

@@ -26,6 +26,7 @@ template <class T> class HostBuffer;
 
 namespace detail {
 struct ContextImpl;
+struct StreamImpl;
 
 /// Untyped device memory owned by one context.
 class RawDeviceBuffer {
@@ -65,7 +66,8 @@ private:
 /// the operation in messages. Sizes are checked by the callers.
 enum class MemSide { Host, Device };
 void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const ContextImpl *dst_ctx,
-                        MemSide src_side, uint64_t src, const ContextImpl *src_ctx, size_t bytes);
+                        MemSide src_side, uint64_t src, const ContextImpl *src_ctx, size_t bytes,
+                        StreamImpl *stream = nullptr);
 [[noreturn]] void throw_copy_size_mismatch(size_t dst_elems, size_t src_elems, size_t elem_bytes);
 [[noreturn]] void throw_null_buffer(const char *what);
 

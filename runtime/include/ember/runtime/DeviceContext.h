@@ -80,7 +80,13 @@ struct LaunchRequest {
     int64_t shared_mem_bytes = 0;
 };
 
-void launch(ContextImpl &ctx, FunctionImpl &fn, const LaunchRequest &req, void **args, size_t n);
+struct StreamImpl;
+struct EventImpl;
+
+/// Checks `req` against the device's limits and enqueues `fn` on `stream` (the context's default
+/// stream when null).
+void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const LaunchRequest &req, void **args,
+            size_t n);
 std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
                                       const std::shared_ptr<const KernelInfo> &kernel,
                                       const CompileFunctionOptions &opts);
@@ -102,6 +108,133 @@ template <class... A> constexpr size_t trailing_launch_options() {
     size_t n = 0;
     for (size_t i = sizeof...(A); i > 0 && flags[i]; --i) ++n;
     return n;
+}
+
+inline void apply_option(LaunchRequest &r, const LaunchGrid &g, bool &has_grid, bool &) {
+    r.grid = Dim(g);
+    has_grid = true;
+}
+inline void apply_option(LaunchRequest &r, const LaunchBlock &b, bool &, bool &has_block) {
+    r.block = Dim(b);
+    has_block = true;
+}
+inline void apply_option(LaunchRequest &r, const LaunchConfig &c, bool &has_grid, bool &has_block) {
+    r.grid = c.grid_dim;
+    r.block = c.block_dim;
+    r.shared_mem_bytes = c.shared_mem_bytes;
+    has_grid = has_block = true;
+}
+inline void apply_option(LaunchRequest &r, const LaunchSharedMem &m, bool &, bool &) {
+    r.shared_mem_bytes = m.bytes;
+}
+[[noreturn]] void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block);
+
+template <class H>
+void check_buffer(const ContextImpl &ctx, const FunctionImpl &fn, size_t i, const char *field, const H &h) {
+    if constexpr (requires { h.raw(); }) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*h.raw())>, RawDeviceBuffer>)
+            check_buffer_context(ctx, fn, i, field, h.raw().get());
+    }
+}
+
+/// Throws LogicError when `raw` is empty or belongs to a context other than `ctx`.
+void check_own(const ContextImpl &ctx, const RawDeviceBuffer *raw, const char *which);
+
+template <class Dst, class Src> struct enqueue_copy_operands {
+    static_assert(always_false<Dst>,
+                  "enqueue_copy(dst, src) copies a HostBuffer<T> or a T* host pointer to a "
+                  "DeviceBuffer<T>, a DeviceBuffer<T> to a HostBuffer<T>, a T* or a DeviceBuffer<T>, "
+                  "with one element type T: see Dst and Src in this instantiation");
+};
+
+/// The copies of DeviceContext::enqueue_copy and DeviceStream::enqueue_copy, on `stream` (the
+/// default stream when null).
+template <class Dst, class Src> void typed_copy(ContextImpl &, StreamImpl *, const Dst &, const Src &) {
+    (void)enqueue_copy_operands<Dst, Src>{};
+}
+template <class T>
+void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, const HostBuffer<T> &src) {
+    check_own(ctx, dst.raw().get(), "destination");
+    require(src, "source HostBuffer");
+    check_sizes(dst.size(), src.size(), sizeof(T));
+    enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), &ctx, MemSide::Host,
+                       reinterpret_cast<uint64_t>(src.data()), src.raw()->context().get(), dst.bytes(), stream);
+}
+template <class T>
+void typed_copy(ContextImpl &ctx, StreamImpl *stream, const HostBuffer<T> &dst, const DeviceBuffer<T> &src) {
+    check_own(ctx, src.raw().get(), "source");
+    require(dst, "destination HostBuffer");
+    check_sizes(dst.size(), src.size(), sizeof(T));
+    enqueue_copy_bytes(ctx, MemSide::Host, reinterpret_cast<uint64_t>(dst.data()), dst.raw()->context().get(),
+                       MemSide::Device, src.address(), &ctx, src.bytes(), stream);
+}
+template <class T>
+void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, const DeviceBuffer<T> &src) {
+    check_own(ctx, dst.raw().get(), "destination");
+    check_own(ctx, src.raw().get(), "source");
+    check_sizes(dst.size(), src.size(), sizeof(T));
+    enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), &ctx, MemSide::Device, src.address(), &ctx,
+                       src.bytes(), stream);
+}
+template <class T>
+void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, const T *src) {
+    check_own(ctx, dst.raw().get(), "destination");
+    if (dst.size() == 0) return;
+    if (!src) throw_null_buffer("source pointer");
+    enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), &ctx, MemSide::Host, reinterpret_cast<uint64_t>(src),
+                       nullptr, dst.bytes(), stream);
+}
+template <class T> void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, T *src) {
+    typed_copy(ctx, stream, dst, static_cast<const T *>(src));
+}
+template <class T>
+void typed_copy(ContextImpl &ctx, StreamImpl *stream, T *dst, const DeviceBuffer<T> &src) {
+    check_own(ctx, src.raw().get(), "source");
+    if (src.size() == 0) return;
+    if (!dst) throw_null_buffer("destination pointer");
+    enqueue_copy_bytes(ctx, MemSide::Host, reinterpret_cast<uint64_t>(dst), nullptr, MemSide::Device, src.address(),
+                       &ctx, src.bytes(), stream);
+}
+
+/// enqueue_function of DeviceContext and DeviceStream: `all` is the kernel's arguments followed
+/// by the launch options; see [Note] Argument checking.
+template <class Tuple, class... P>
+void enqueue_checked(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, Tuple &&all, std::tuple<P...> *) {
+    constexpr size_t total = std::tuple_size_v<std::remove_cvref_t<Tuple>>;
+    constexpr size_t num_options = []<size_t... I>(std::index_sequence<I...>) {
+        return trailing_launch_options<std::tuple_element_t<I, std::remove_cvref_t<Tuple>>...>();
+    }(std::make_index_sequence<total>{});
+    constexpr size_t num_args = total - num_options;
+    if constexpr (num_args != sizeof...(P)) {
+        (void)enqueue_function_argument_count_mismatch<KernelTakes<sizeof...(P)>, ArgumentsGiven<num_args>>{};
+    } else {
+        LaunchRequest req;
+        bool has_grid = false, has_block = false;
+        [&]<size_t... I>(std::index_sequence<I...>) {
+            (apply_option(req, std::get<num_args + I>(all), has_grid, has_block), ...);
+        }(std::make_index_sequence<num_options>{});
+        constexpr bool ok = []<size_t... I>(std::index_sequence<I...>) {
+            return (check_argument<I, P, std::tuple_element_t<I, std::remove_cvref_t<Tuple>>>() && ...);
+        }(std::make_index_sequence<num_args>{});
+        if constexpr (ok) {
+            if (!has_grid || !has_block) throw_missing_dims(fn, has_grid, has_block);
+            // One representation per kernel (IR) parameter: a struct argument becomes one per
+            // field ([Note] Structs).
+            using Flat = flat_params_t<P...>;
+            constexpr size_t num_params = std::tuple_size_v<Flat>;
+            typename repr_tuple<Flat>::type reprs{};
+            [&]<size_t... I>(std::index_sequence<I...>) {
+                (flatten_into<flat_offset<I, P...>(), P, FixedString<1>{""}>(
+                     reprs, std::get<I>(all),
+                     [&](const auto &h, const char *field) { check_buffer(ctx, fn, I, field, h); }),
+                 ...);
+            }(std::make_index_sequence<num_args>{});
+            [&]<size_t... J>(std::index_sequence<J...>) {
+                void *ptrs[num_params + 1] = {static_cast<void *>(&std::get<J>(reprs))..., nullptr};
+                launch(ctx, stream, fn, req, ptrs, num_params);
+            }(std::make_index_sequence<num_params>{});
+        }
+    }
 }
 } // namespace detail
 
@@ -145,6 +278,97 @@ template <class... P> double DeviceFunction<P...>::load_seconds() const {
     return detail::function_load_seconds(*impl_);
 }
 
+/// How an event is made (PyCUDA's event_flags, CUevent_flags); combine with `|`.
+enum class EventFlags : unsigned {
+    none = 0,
+    /// synchronize() sleeps instead of spinning (CU_EVENT_BLOCKING_SYNC).
+    blocking_sync = 1,
+    /// No timestamps: cheaper, for ordering only (CU_EVENT_DISABLE_TIMING).
+    disable_timing = 2,
+    /// Shareable with another process (CU_EVENT_INTERPROCESS); needs disable_timing.
+    interprocess = 4,
+};
+constexpr EventFlags operator|(EventFlags a, EventFlags b) {
+    return static_cast<EventFlags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
+constexpr bool has_flag(EventFlags set, EventFlags f) {
+    return (static_cast<unsigned>(set) & static_cast<unsigned>(f)) != 0;
+}
+
+class DeviceContext;
+class DeviceStream;
+
+/// A marker in a stream's work, as Mojo's DeviceEvent and PyCUDA's Event: record it on a
+/// stream, wait for it (on the host, or on another stream with enqueue_wait_for), time the work
+/// between two. Made by `ctx.create_event()` or `stream.create_event()`. Cheap to copy; copies
+/// are the same event.
+class DeviceEvent {
+public:
+    DeviceEvent() = default;
+    explicit DeviceEvent(std::shared_ptr<detail::EventImpl> impl) : impl_(std::move(impl)) {}
+
+    /// Records the event at the current end of `stream` (its context's default stream when
+    /// omitted). Returns *this, as PyCUDA's record.
+    const DeviceEvent &record(const DeviceStream &stream) const;
+    const DeviceEvent &record() const;
+    /// Blocks until the work before the last record has finished (at once if never recorded).
+    /// Errors of that work (a faulting kernel) surface here as LaunchError.
+    void synchronize() const;
+    /// Whether the work before the last record has finished (true if never recorded).
+    bool query() const;
+    bool is_done() const { return query(); }
+    /// Milliseconds from `earlier` to this event, both recorded and completed.
+    float time_since(const DeviceEvent &earlier) const;
+    /// Milliseconds from this event to `later`.
+    float time_till(const DeviceEvent &later) const { return later.time_since(*this); }
+
+    explicit operator bool() const { return impl_ != nullptr; }
+    const std::shared_ptr<detail::EventImpl> &impl() const { return impl_; }
+
+private:
+    std::shared_ptr<detail::EventImpl> impl_;
+};
+
+/// A queue of operations on one device, as Mojo's DeviceStream and PyCUDA's Stream: operations
+/// on one stream run in order; operations on different streams may overlap. A DeviceContext's
+/// own enqueue_* calls go to its default stream (`ctx.stream()`); `ctx.create_stream()` makes
+/// more. Cheap to copy; the stream lives while a copy (or, for the default stream, its context)
+/// does. See [Note] Streams in the runtime's Backend.h for how buffers and streams interact.
+class DeviceStream {
+public:
+    explicit DeviceStream(std::shared_ptr<detail::StreamImpl> impl) : impl_(std::move(impl)) {}
+
+    /// Blocks until every operation enqueued on this stream has finished; errors of earlier
+    /// asynchronous operations (a faulting kernel) surface here as LaunchError.
+    void synchronize() const;
+    /// Whether every operation enqueued so far has finished (PyCUDA's is_done).
+    bool is_done() const;
+    /// Later operations on this stream wait for the work before `event`'s last record (the
+    /// event may belong to another context or device).
+    void enqueue_wait_for(const DeviceEvent &event) const;
+    /// Records `event` at the current end of this stream.
+    void record_event(const DeviceEvent &event) const;
+    /// A new event of this stream's context (not yet recorded).
+    DeviceEvent create_event(EventFlags flags = EventFlags::none) const;
+    /// The priority the stream was made with (lower numbers are more urgent on CUDA).
+    int priority() const;
+    /// The context the stream belongs to.
+    DeviceContext context() const;
+
+    /// As DeviceContext::enqueue_function, on this stream.
+    template <class... P, class... A> void enqueue_function(const DeviceFunction<P...> &f, A &&...a) const;
+    template <class... P, class... A> void enqueue_function(const Kernel<P...> &k, A &&...a) const;
+    /// As DeviceContext::enqueue_copy, on this stream.
+    template <class Dst, class Src> void enqueue_copy(const Dst &dst, const Src &src) const;
+
+    const std::shared_ptr<detail::StreamImpl> &impl() const { return impl_; }
+    /// Whether both are the same stream.
+    friend bool operator==(const DeviceStream &a, const DeviceStream &b);
+
+private:
+    std::shared_ptr<detail::StreamImpl> impl_;
+};
+
 /// One device (a GPU, or the CPU device) and the stream its operations are queued on. Copies
 /// share the same device context.
 class DeviceContext {
@@ -174,33 +398,46 @@ public:
         return HostBuffer<T>(std::make_shared<detail::RawHostBuffer>(impl_, n * sizeof(T)), n);
     }
 
-    /// Copies, in (destination, source) order as memcpy. Buffer-to-buffer copies need equal sizes
-    /// (LogicError otherwise); a raw host pointer must hold the buffer's size() elements.
-    template <class T> void enqueue_copy(const DeviceBuffer<T> &dst, const HostBuffer<T> &src) const {
-        check_own(dst.raw().get(), "destination");
-        dst.enqueue_copy_from(src);
-    }
-    template <class T> void enqueue_copy(const HostBuffer<T> &dst, const DeviceBuffer<T> &src) const {
-        check_own(src.raw().get(), "source");
-        src.enqueue_copy_to(dst);
-    }
-    template <class T> void enqueue_copy(const DeviceBuffer<T> &dst, const DeviceBuffer<T> &src) const {
-        check_own(dst.raw().get(), "destination");
-        check_own(src.raw().get(), "source");
-        src.enqueue_copy_to(dst);
-    }
-    template <class T> void enqueue_copy(const DeviceBuffer<T> &dst, const T *src) const {
-        check_own(dst.raw().get(), "destination");
-        dst.enqueue_copy_from(src);
-    }
-    template <class T> void enqueue_copy(T *dst, const DeviceBuffer<T> &src) const {
-        check_own(src.raw().get(), "source");
-        src.enqueue_copy_to(dst);
+    /// Copies, in (destination, source) order as memcpy: between DeviceBuffers and HostBuffers of
+    /// one element type, or a DeviceBuffer and a raw host pointer to its size() elements.
+    /// Buffer-to-buffer copies need equal sizes (LogicError otherwise).
+    template <class Dst, class Src> void enqueue_copy(const Dst &dst, const Src &src) const {
+        detail::typed_copy(*impl_, nullptr, dst, src);
     }
 
-    /// Blocks until every operation queued on this context has finished. Errors of earlier
-    /// asynchronous operations (a faulting kernel) surface here as LaunchError.
+    /// Blocks until every operation queued on this context's stream has finished. Errors of
+    /// earlier asynchronous operations (a faulting kernel) surface here as LaunchError.
     void synchronize() const;
+
+    /// The stream this context's own enqueue_* calls use.
+    DeviceStream stream() const;
+    /// A new stream of this device. `priority` lies in stream_priority_range() (LogicError
+    /// otherwise); 0, the default, is the least urgent. The stream first waits for the work
+    /// enqueued on this context so far.
+    DeviceStream create_stream(int priority = 0) const;
+    /// {least, greatest} stream priority: {0, -5} on recent NVIDIA GPUs (lower numbers are more
+    /// urgent, as cuCtxGetStreamPriorityRange), {0, 0} on the CPU device.
+    std::pair<int, int> stream_priority_range() const;
+    /// A new event of this device (not yet recorded).
+    DeviceEvent create_event(EventFlags flags = EventFlags::none) const;
+    /// Records `event` at the current end of this context's stream.
+    void record_event(const DeviceEvent &event) const;
+    /// Later operations on this context's stream wait for the work before `event`'s last record.
+    void enqueue_wait_for(const DeviceEvent &event) const;
+    /// Later operations on this context's stream wait for everything enqueued on `other`'s
+    /// stream so far (Mojo's enqueue_wait_for(other)); `other` may be another device.
+    void enqueue_wait_for(const DeviceContext &other) const;
+
+    /// Nanoseconds that `num_iters` calls of `func(ctx)` take on the device, measured with events
+    /// around them on this context's stream (Mojo's execution_time): the enqueued work's time,
+    /// not the host's. Synchronises before returning.
+    template <class F> int64_t execution_time(F &&func, int num_iters) const {
+        return time_iterations([&](int) { func(*this); }, num_iters);
+    }
+    /// As execution_time, calling `func(ctx, i)` with the iteration number i.
+    template <class F> int64_t execution_time_iter(F &&func, int num_iters) const {
+        return time_iterations([&](int i) { func(*this, i); }, num_iters);
+    }
 
     /// Compiles `k` for this device and loads it.
     template <class... P>
@@ -212,92 +449,43 @@ public:
     /// Enqueues `f` with `args...`, followed by `grid_dim(...)` and `block_dim(...)` (or one
     /// `LaunchConfig`), and optionally `shared_mem_bytes(...)`. Argument types are checked at compile time (see [Note] Argument checking).
     template <class... P, class... A> void enqueue_function(const DeviceFunction<P...> &f, A &&...a) const {
-        launch_with(*f.impl(), std::forward_as_tuple(std::forward<A>(a)...),
-                    static_cast<std::tuple<P...> *>(nullptr));
+        detail::enqueue_checked(*impl_, nullptr, *f.impl(), std::forward_as_tuple(std::forward<A>(a)...),
+                                static_cast<std::tuple<P...> *>(nullptr));
     }
     /// Compiles `k` on first use (once per context) and enqueues it.
     template <class... P, class... A> void enqueue_function(const Kernel<P...> &k, A &&...a) const {
         std::shared_ptr<detail::FunctionImpl> fn = detail::compile_cached(impl_, k.info());
-        launch_with(*fn, std::forward_as_tuple(std::forward<A>(a)...),
-                    static_cast<std::tuple<P...> *>(nullptr));
+        detail::enqueue_checked(*impl_, nullptr, *fn, std::forward_as_tuple(std::forward<A>(a)...),
+                                static_cast<std::tuple<P...> *>(nullptr));
     }
 
     const std::shared_ptr<detail::ContextImpl> &impl() const { return impl_; }
 
+    explicit DeviceContext(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
+
 private:
-    void check_own(const detail::RawDeviceBuffer *raw, const char *which) const;
-
-    template <class Tuple, class... P> void launch_with(detail::FunctionImpl &fn, Tuple &&all,
-                                                        std::tuple<P...> *) const {
-        constexpr size_t total = std::tuple_size_v<std::remove_cvref_t<Tuple>>;
-        constexpr size_t num_options = []<size_t... I>(std::index_sequence<I...>) {
-            return detail::trailing_launch_options<std::tuple_element_t<I, std::remove_cvref_t<Tuple>>...>();
-        }(std::make_index_sequence<total>{});
-        constexpr size_t num_args = total - num_options;
-        if constexpr (num_args != sizeof...(P)) {
-            (void)enqueue_function_argument_count_mismatch<KernelTakes<sizeof...(P)>,
-                                                           ArgumentsGiven<num_args>>{};
-        } else {
-            detail::LaunchRequest req;
-            bool has_grid = false, has_block = false;
-            [&]<size_t... I>(std::index_sequence<I...>) {
-                (apply_option(req, std::get<num_args + I>(all), has_grid, has_block), ...);
-            }(std::make_index_sequence<num_options>{});
-            constexpr bool ok = []<size_t... I>(std::index_sequence<I...>) {
-                return (detail::check_argument<I, P, std::tuple_element_t<I, std::remove_cvref_t<Tuple>>>() && ...);
-            }(std::make_index_sequence<num_args>{});
-            if constexpr (ok) {
-                if (!has_grid || !has_block) throw_missing_dims(fn, has_grid, has_block);
-                // One representation per kernel (IR) parameter: a struct argument becomes one per
-                // field ([Note] Structs).
-                using Flat = detail::flat_params_t<P...>;
-                constexpr size_t num_params = std::tuple_size_v<Flat>;
-                typename detail::repr_tuple<Flat>::type reprs{};
-                [&]<size_t... I>(std::index_sequence<I...>) {
-                    (detail::flatten_into<detail::flat_offset<I, P...>(), P, detail::FixedString<1>{""}>(
-                         reprs, std::get<I>(all),
-                         [&](const auto &h, const char *field) { check_buffer(fn, I, field, h); }),
-                     ...);
-                }(std::make_index_sequence<num_args>{});
-                [&]<size_t... J>(std::index_sequence<J...>) {
-                    void *ptrs[num_params + 1] = {static_cast<void *>(&std::get<J>(reprs))..., nullptr};
-                    detail::launch(*impl_, fn, req, ptrs, num_params);
-                }(std::make_index_sequence<num_params>{});
-            }
-        }
-    }
-
-    static void apply_option(detail::LaunchRequest &r, const LaunchGrid &g, bool &has_grid, bool &) {
-        r.grid = Dim(g);
-        has_grid = true;
-    }
-    static void apply_option(detail::LaunchRequest &r, const LaunchBlock &b, bool &, bool &has_block) {
-        r.block = Dim(b);
-        has_block = true;
-    }
-    static void apply_option(detail::LaunchRequest &r, const LaunchConfig &c, bool &has_grid,
-                             bool &has_block) {
-        r.grid = c.grid_dim;
-        r.block = c.block_dim;
-        r.shared_mem_bytes = c.shared_mem_bytes;
-        has_grid = has_block = true;
-    }
-    static void apply_option(detail::LaunchRequest &r, const LaunchSharedMem &m, bool &, bool &) {
-        r.shared_mem_bytes = m.bytes;
-    }
-    [[noreturn]] static void throw_missing_dims(const detail::FunctionImpl &fn, bool has_grid,
-                                                bool has_block);
-
-    template <class H>
-    void check_buffer(const detail::FunctionImpl &fn, size_t i, const char *field, const H &h) const {
-        if constexpr (requires { h.raw(); }) {
-            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*h.raw())>, detail::RawDeviceBuffer>)
-                detail::check_buffer_context(*impl_, fn, i, field, h.raw().get());
-        }
-    }
+    int64_t time_iterations(const std::function<void(int)> &body, int num_iters) const;
 
     std::shared_ptr<detail::ContextImpl> impl_;
 };
+
+namespace detail {
+ContextImpl &stream_context(const StreamImpl &s);
+}
+
+template <class... P, class... A>
+void DeviceStream::enqueue_function(const DeviceFunction<P...> &f, A &&...a) const {
+    detail::enqueue_checked(detail::stream_context(*impl_), impl_.get(), *f.impl(),
+                            std::forward_as_tuple(std::forward<A>(a)...), static_cast<std::tuple<P...> *>(nullptr));
+}
+template <class... P, class... A> void DeviceStream::enqueue_function(const Kernel<P...> &k, A &&...a) const {
+    std::shared_ptr<detail::FunctionImpl> fn = detail::compile_cached(context().impl(), k.info());
+    detail::enqueue_checked(detail::stream_context(*impl_), impl_.get(), *fn,
+                            std::forward_as_tuple(std::forward<A>(a)...), static_cast<std::tuple<P...> *>(nullptr));
+}
+template <class Dst, class Src> void DeviceStream::enqueue_copy(const Dst &dst, const Src &src) const {
+    detail::typed_copy(detail::stream_context(*impl_), impl_.get(), dst, src);
+}
 
 /// True when the machine has a GPU that some ember back end or probe can see (NVIDIA or AMD).
 /// The CPU device does not count.
