@@ -114,6 +114,18 @@ public:
     virtual bool is_done() = 0;
     /// The priority it was made with (lower numbers run first on CUDA).
     virtual int priority() const = 0;
+
+    // [issue-4 anchor: devinfo] Device information and context limits.
+
+    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+
+    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+
+    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+    // [issue-4 anchor: modules] Constant memory and external modules.
+
+    // [issue-4 anchor: graphs] Graphs.
 };
 
 class Backend {
@@ -146,6 +158,18 @@ public:
     /// (lower numbers are more urgent); {0, 0} on the CPU device.
     virtual std::pair<int, int> stream_priority_range() = 0;
     virtual std::shared_ptr<BackendEvent> create_event(const EventOptions &options) = 0;
+
+    // [issue-4 anchor: devinfo] Device information and context limits.
+
+    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+
+    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+
+    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+    // [issue-4 anchor: modules] Constant memory and external modules.
+
+    // [issue-4 anchor: graphs] Graphs.
 
     /// Loads a compiled kernel. Throws CompileError carrying the driver's JIT log.
     virtual std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) = 0;

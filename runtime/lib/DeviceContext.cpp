@@ -386,6 +386,18 @@ void DeviceStream::record_event(const DeviceEvent &event) const {
 
 DeviceEvent DeviceStream::create_event(EventFlags flags) const { return context().create_event(flags); }
 
+// [issue-4 anchor: devinfo] Device information and context limits.
+
+// [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+
+// [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+
+// [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+// [issue-4 anchor: modules] Constant memory and external modules.
+
+// [issue-4 anchor: graphs] Graphs.
+
 const DeviceEvent &DeviceEvent::record(const DeviceStream &stream) const {
     stream.record_event(*this);
     return *this;

@@ -246,6 +246,18 @@ public:
         return std::make_shared<CpuEvent>(o);
     }
 
+    // [issue-4 anchor: devinfo] Device information and context limits.
+
+    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+
+    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+
+    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+    // [issue-4 anchor: modules] Constant memory and external modules.
+
+    // [issue-4 anchor: graphs] Graphs.
+
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
         return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol));
     }

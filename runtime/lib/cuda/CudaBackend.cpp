@@ -391,6 +391,18 @@ public:
         dev_->forget_launches();
     }
 
+    // [issue-4 anchor: devinfo] Device information and context limits.
+
+    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+
+    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+
+    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+    // [issue-4 anchor: modules] Constant memory and external modules.
+
+    // [issue-4 anchor: graphs] Graphs.
+
     bool is_done() override {
         ScopedCurrent current(*dev_->ctx);
         cu::CUresult rc = dev_->drv.cuStreamQuery(stream_);
@@ -556,6 +568,18 @@ public:
     std::shared_ptr<BackendEvent> create_event(const EventOptions &options) override {
         return std::make_shared<CudaEvent>(ctx_, options);
     }
+
+    // [issue-4 anchor: devinfo] Device information and context limits.
+
+    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+
+    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+
+    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+    // [issue-4 anchor: modules] Constant memory and external modules.
+
+    // [issue-4 anchor: graphs] Graphs.
 
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
         if (k.target.arch != Arch::NVPTX)

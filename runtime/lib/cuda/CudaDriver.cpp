@@ -300,6 +300,18 @@ void CudaDriver::load() noexcept {
         sym(cuEventQuery, "cuEventQuery", true);
         sym(cuEventSynchronize, "cuEventSynchronize", true);
         sym(cuEventElapsedTime, "cuEventElapsedTime", true);
+
+        // [issue-4 anchor: devinfo] Device information and context limits.
+
+        // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+
+        // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+
+        // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+        // [issue-4 anchor: modules] Constant memory and external modules.
+
+        // [issue-4 anchor: graphs] Graphs.
         sym(cuMemAllocAsync, "cuMemAllocAsync", /*required=*/false);
         sym(cuMemFreeAsync, "cuMemFreeAsync", /*required=*/false);
         if (!cuMemAllocAsync || !cuMemFreeAsync) {

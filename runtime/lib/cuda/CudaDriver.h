@@ -222,6 +222,18 @@ public:
     cu::CUresult (*cuEventSynchronize)(cu::CUevent event) = nullptr;
     cu::CUresult (*cuEventElapsedTime)(float *ms, cu::CUevent start, cu::CUevent end) = nullptr;
 
+    // [issue-4 anchor: devinfo] Device information and context limits.
+
+    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+
+    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+
+    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+    // [issue-4 anchor: modules] Constant memory and external modules.
+
+    // [issue-4 anchor: graphs] Graphs.
+
     // Optional entry points (CUDA 11.2+): nullptr when the driver lacks them.
     cu::CUresult (*cuMemAllocAsync)(cu::CUdeviceptr *p, size_t bytes,
                                     cu::CUstream stream) = nullptr;

@@ -439,6 +439,18 @@ public:
         return time_iterations([&](int i) { func(*this, i); }, num_iters);
     }
 
+    // [issue-4 anchor: devinfo] Device information and context limits.
+
+    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+
+    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+
+    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+    // [issue-4 anchor: modules] Constant memory and external modules.
+
+    // [issue-4 anchor: graphs] Graphs.
+
     /// Compiles `k` for this device and loads it.
     template <class... P>
     DeviceFunction<P...> compile_function(const Kernel<P...> &k,
