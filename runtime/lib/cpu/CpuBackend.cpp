@@ -145,13 +145,28 @@ private:
     CpuKernelFn entry_;
 };
 
+/// The host's available memory (MemAvailable of /proc/meminfo) in bytes; 0 when unknown.
+uint64_t available_host_memory() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    std::string unit;
+    while (in >> key >> kib >> unit)
+        if (key == "MemAvailable:") return kib * 1024;
+    return 0;
+}
+
 /// Memory for the CPU device: 256-byte aligned like cudaMalloc, so vector loads behave alike.
 void *aligned_bytes(size_t bytes, const char *what) {
     size_t rounded = (bytes + 255) / 256 * 256;
-    void *p = std::aligned_alloc(256, rounded);
-    if (!p)
-        throw MemoryError(std::string(what) + ": cannot allocate " + std::to_string(bytes) +
-                          " bytes of host memory for the CPU device");
+    void *p = rounded >= bytes ? std::aligned_alloc(256, rounded) : nullptr;
+    if (!p) {
+        std::string msg = std::string(what) + ": out of memory: requested " + std::to_string(bytes) +
+                          " bytes of host memory for the CPU device";
+        if (uint64_t avail = available_host_memory())
+            msg += ", which has " + std::to_string(avail) + " bytes free (MemAvailable)";
+        throw MemoryError(msg);
+    }
     return p;
 }
 
