@@ -271,6 +271,55 @@ TEST_P(StreamTest, ManyHostThreadsShareOneContext) {
     }
 }
 
+// Waits across devices: a context on the second GPU waits for one on the first and the other way
+// round, and the CPU device waits for a GPU (and a GPU for the CPU device). The two-GPU case needs a
+// second GPU and skips with a message without one; the CPU/GPU case needs one GPU.
+TEST(StreamMultiDeviceTest, ContextsOnTwoGpusWaitForEachOther) {
+    if (detail::cuda_device_count() < 2)
+        GTEST_SKIP() << "needs two CUDA devices; this machine has " << detail::cuda_device_count();
+    DeviceContext a(0, "cuda"), b(1, "cuda");
+    ASSERT_EQ(b.id(), 1);
+    auto da = a.enqueue_create_buffer<int64_t>(kN);
+    auto db = b.enqueue_create_buffer<int64_t>(kN);
+    auto host = a.enqueue_create_host_buffer<int64_t>(kN);
+    a.enqueue_function(slow_fill, da, kN, int64_t{20000}, int64_t{7}, grid_dim(kN / kBlock), block_dim(kBlock));
+    a.enqueue_copy(host, da);
+    b.enqueue_wait_for(a);
+    b.synchronize(); // covers a's work
+    for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(host[i], 7) << "element " << i;
+
+    // An event recorded on device 1 orders a stream of device 0.
+    b.enqueue_function(slow_fill, db, kN, int64_t{20000}, int64_t{9}, grid_dim(kN / kBlock), block_dim(kBlock));
+    auto host_b = b.enqueue_create_host_buffer<int64_t>(kN);
+    b.enqueue_copy(host_b, db);
+    DeviceEvent e = b.create_event();
+    b.record_event(e);
+    DeviceStream s = a.create_stream();
+    s.enqueue_wait_for(e);
+    s.synchronize();
+    for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(host_b[i], 9) << "element " << i;
+}
+
+TEST(StreamMultiDeviceTest, TheCpuDeviceAndAGpuWaitForEachOther) {
+    if (detail::cuda_device_count() < 1) GTEST_SKIP() << "no CUDA device on this machine";
+    DeviceContext gpu(0, "cuda"), cpu(0, "cpu");
+    auto dg = gpu.enqueue_create_buffer<int64_t>(kN);
+    auto hg = gpu.enqueue_create_host_buffer<int64_t>(kN);
+    gpu.enqueue_function(slow_fill, dg, kN, int64_t{20000}, int64_t{5}, grid_dim(kN / kBlock), block_dim(kBlock));
+    gpu.enqueue_copy(hg, dg);
+    cpu.enqueue_wait_for(gpu);
+    cpu.synchronize();
+    for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(hg[i], 5) << "element " << i;
+
+    auto dc = cpu.enqueue_create_buffer<int64_t>(kN);
+    auto hc = cpu.enqueue_create_host_buffer<int64_t>(kN);
+    cpu.enqueue_function(slow_fill, dc, kN, int64_t{20}, int64_t{6}, grid_dim(kN / kBlock), block_dim(kBlock));
+    cpu.enqueue_copy(hc, dc);
+    gpu.enqueue_wait_for(cpu);
+    gpu.synchronize();
+    for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(hc[i], 6) << "element " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(AllApis, StreamTest, ember::testing::all_apis(), ember::testing::api_name);
 
 } // namespace
