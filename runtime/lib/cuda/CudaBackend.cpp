@@ -602,12 +602,21 @@ public:
         if (!p) return;
         ScopedCurrent current(*ctx_, std::nothrow);
         if (!current.ok()) return;
+        bool ipc_opened = false;
         {
             std::lock_guard<std::mutex> lock(immediate_mutex_);
-            if (ipc_opened_.erase(p)) { // memory2d: mapped from another process
-                drv_.log_if_error(drv_.cuIpcCloseMemHandle(p), "cuIpcCloseMemHandle");
-                return;
-            }
+            ipc_opened = ipc_opened_.erase(p) != 0;
+        }
+        if (ipc_opened) { // memory2d: mapped from another process
+            // Unmapping does not wait for the work that uses the memory: wait for it first.
+            if (state_->had_user_streams) order_after_user_streams();
+            drv_.log_if_error(drv_.cuStreamSynchronize(default_handle()), "cuStreamSynchronize",
+                              " (before closing an IPC buffer)");
+            drv_.log_if_error(drv_.cuIpcCloseMemHandle(p), "cuIpcCloseMemHandle");
+            return;
+        }
+        {
+            std::lock_guard<std::mutex> lock(immediate_mutex_);
             shareable_.erase(p);
             if (immediate_.erase(p)) {
                 // cuMemFree waits for the work in flight on the device.
