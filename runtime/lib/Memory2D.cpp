@@ -233,6 +233,8 @@ void copy_across_contexts(ContextImpl &ctx, StreamImpl *stream, MemSide dst_side
         }
         // A GPU's memory: that GPU copies, and the copy is done when this call returns.
         const ContextImpl *gpu = dc ? dc : sc;
+        // Between two GPUs: the source's work so far first (the copy runs on the destination's).
+        if (dc && sc && dc != sc) sc->backend->default_stream()->synchronize();
         BackendStream &g = *gpu->backend->default_stream();
         g.copy_between(dst, d, src, s, bytes);
         g.synchronize();
