@@ -120,6 +120,24 @@ public:
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    /// One side of copy_3d: host memory, or device memory of this stream's context.
+    struct Region3D {
+        bool device = false;
+        DeviceAddress address = 0;
+        size_t x_bytes = 0, y = 0, z = 0;
+        /// Bytes per row and rows per slice (both > 0).
+        size_t pitch = 0, rows = 0;
+    };
+    /// Copies `depth` slices of `height` rows of `width_bytes` bytes (cuMemcpy2DAsync when
+    /// depth is 1, else cuMemcpy3DAsync). The regions were checked against their memory.
+    virtual void copy_3d(const Region3D &dst, const Region3D &src, size_t width_bytes, size_t height,
+                         size_t depth) = 0;
+    /// Copies `bytes` where a side may be memory of another context: `*_owner` is the back end
+    /// whose device memory the side is, or nullptr for host memory (which includes the CPU
+    /// device's buffers when this is a GPU). CUDA: cuMemcpyPeerAsync between two contexts, else
+    /// cuMemcpyAsync (unified addressing). See [Note] Copies between contexts in Memory2D.cpp.
+    virtual void copy_between(DeviceAddress dst, class Backend *dst_owner, DeviceAddress src,
+                              class Backend *src_owner, size_t bytes) = 0;
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
@@ -164,6 +182,26 @@ public:
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    /// `height` rows of `width_bytes` (both > 0), each row at a multiple of `*pitch` bytes
+    /// (cuMemAllocPitch; `element_bytes` is the widest access kernels make, 4, 8 or 16). Released by
+    /// deallocate. MemoryError naming the bytes when out of memory.
+    virtual DeviceAddress allocate_pitched(size_t width_bytes, size_t height, unsigned element_bytes,
+                                           size_t *pitch) = 0;
+    /// `bytes` (> 0) of device memory that ipc_handle can share with another process (CUDA:
+    /// cuMemAlloc, never the stream-ordered pool; CPU: a memfd mapping). Released by deallocate.
+    virtual DeviceAddress allocate_shareable(size_t bytes) = 0;
+    /// The 64 bytes another process passes to open_ipc. LogicError when `p` is not the start of
+    /// an allocate_shareable allocation.
+    virtual std::array<uint8_t, 64> ipc_handle(DeviceAddress p) = 0;
+    /// Maps the memory of another process's ipc_handle; LogicError when it holds fewer than
+    /// `bytes`, or cannot be opened (named). deallocate unmaps it.
+    virtual DeviceAddress open_ipc(const std::array<uint8_t, 64> &handle, size_t bytes) = 0;
+    /// Whether kernels of this device can access the memory of `peer` (cuDeviceCanAccessPeer;
+    /// true for the same device).
+    virtual bool can_access_peer(Backend &peer) = 0;
+    /// Lets kernels of this device access `peer`'s memory (cuCtxEnablePeerAccess, and access to
+    /// peer's memory pool); idempotent. LogicError when can_access_peer is false.
+    virtual void enable_peer_access(Backend &peer) = 0;
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 

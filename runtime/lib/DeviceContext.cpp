@@ -113,6 +113,9 @@ RawDeviceBuffer::RawDeviceBuffer(std::shared_ptr<ContextImpl> ctx, size_t bytes)
     if (bytes_ > 0) address_ = ctx_->backend->allocate(bytes_);
 }
 
+RawDeviceBuffer::RawDeviceBuffer(std::shared_ptr<ContextImpl> ctx, uint64_t address, size_t bytes)
+    : ctx_(std::move(ctx)), address_(address), bytes_(bytes) {}
+
 RawDeviceBuffer::~RawDeviceBuffer() {
     if (address_) ctx_->backend->deallocate(address_);
 }
@@ -130,14 +133,10 @@ void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const 
                         MemSide src_side, uint64_t src, const ContextImpl *src_ctx, size_t bytes,
                         StreamImpl *stream) {
     if (bytes == 0) return;
-    auto check = [&](MemSide side, const ContextImpl *c, const char *which) {
-        if (side == MemSide::Device && c != &ctx)
-            throw LogicError(std::string("enqueue_copy: the ") + which + " DeviceBuffer belongs to " +
-                             (c ? c->label : std::string("no context")) + " but the copy runs on " +
-                             ctx.label + "; copies between devices are not supported yet");
-    };
-    check(dst_side, dst_ctx, "destination");
-    check(src_side, src_ctx, "source");
+    if ((dst_side == MemSide::Device && dst_ctx != &ctx) || (src_side == MemSide::Device && src_ctx != &ctx)) {
+        copy_across_contexts(ctx, stream, dst_side, dst, dst_ctx, src_side, src, src_ctx, bytes);
+        return;
+    }
     BackendStream &b = stream ? *stream->stream : *ctx.backend->default_stream();
     if (dst_side == MemSide::Device && src_side == MemSide::Host)
         b.copy_to_device(dst, reinterpret_cast<const void *>(src), bytes);
@@ -223,11 +222,8 @@ void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t
                          " but the kernel runs on " + ctx.label);
 }
 
-void check_own(const ContextImpl &ctx, const RawDeviceBuffer *raw, const char *which) {
+void check_own(const ContextImpl &, const RawDeviceBuffer *raw, const char *which) {
     if (!raw) throw_null_buffer((std::string(which) + " DeviceBuffer").c_str());
-    if (raw->context().get() != &ctx)
-        throw LogicError(std::string("enqueue_copy: the ") + which + " DeviceBuffer belongs to " +
-                         raw->context()->label + " but the copy runs on " + ctx.label);
 }
 
 void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block) {

@@ -20,7 +20,15 @@
 #include <mutex>
 #include <new>
 #include <thread>
+#include <unordered_map>
 #include <vector>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace ember::detail {
 
@@ -225,6 +233,20 @@ public:
     void synchronize() override {}
     bool is_done() override { return true; }
     int priority() const override { return 0; }
+
+    // memory2d: every address of the CPU device is a host address.
+    void copy_3d(const Region3D &dst, const Region3D &src, size_t width_bytes, size_t height,
+                 size_t depth) override {
+        for (size_t z = 0; z < depth; ++z)
+            for (size_t y = 0; y < height; ++y)
+                std::memmove(reinterpret_cast<char *>(dst.address) + dst.x_bytes + (dst.y + y) * dst.pitch +
+                                 (dst.z + z) * dst.pitch * dst.rows,
+                             reinterpret_cast<const char *>(src.address) + src.x_bytes + (src.y + y) * src.pitch +
+                                 (src.z + z) * src.pitch * src.rows,
+                             width_bytes);
+    }
+    void copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddress src, Backend *src_owner,
+                      size_t bytes) override;
 };
 
 class CpuBackend final : public Backend {
@@ -241,7 +263,10 @@ public:
     DeviceAddress allocate(size_t bytes) override {
         return reinterpret_cast<DeviceAddress>(aligned_bytes(bytes, "enqueue_create_buffer"));
     }
-    void deallocate(DeviceAddress p) noexcept override { std::free(reinterpret_cast<void *>(p)); }
+    void deallocate(DeviceAddress p) noexcept override {
+        if (release_mapping(p)) return; // shareable or IPC-opened memory (memory2d)
+        std::free(reinterpret_cast<void *>(p));
+    }
     void *allocate_host(size_t bytes) override { return aligned_bytes(bytes, "enqueue_create_host_buffer"); }
     void deallocate_host(void *p) noexcept override { std::free(p); }
 
@@ -266,6 +291,113 @@ public:
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    // The pitch is the row's bytes rounded up to 256 (every CPU-device allocation's alignment, so
+    // each row starts as aligned as a buffer does) and to a multiple of the element size.
+    DeviceAddress allocate_pitched(size_t width_bytes, size_t height, unsigned element_bytes,
+                                   size_t *pitch) override {
+        size_t p = (width_bytes + 255) / 256 * 256;
+        while (element_bytes && p % element_bytes) p += 256;
+        size_t total = 0;
+        if (p < width_bytes || __builtin_mul_overflow(p, height, &total))
+            throw MemoryError("create_pitched_buffer: " + std::to_string(height) + " rows of " +
+                              std::to_string(width_bytes) + " bytes overflow the address space");
+        *pitch = p;
+        return reinterpret_cast<DeviceAddress>(aligned_bytes(total, "create_pitched_buffer"));
+    }
+
+    // [Note] CPU-device IPC
+    // Shareable memory is a memfd mapped MAP_SHARED; its handle names this process and the fd
+    // ("emberipc", pid, fd, bytes), and another process of the same user maps
+    // /proc/<pid>/fd/<fd>. It stays valid while this process holds the buffer.
+    DeviceAddress allocate_shareable(size_t bytes) override {
+        int fd = static_cast<int>(::syscall(SYS_memfd_create, "ember-ipc-buffer", 1u /*MFD_CLOEXEC*/));
+        if (fd < 0) throw_errno("create_ipc_buffer: memfd_create");
+        if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+            int e = errno;
+            ::close(fd);
+            if (e == ENOMEM || e == ENOSPC || e == EFBIG)
+                throw MemoryError("create_ipc_buffer: out of memory: requested " + std::to_string(bytes) +
+                                  " bytes of shared memory for the CPU device: " + std::strerror(e));
+            errno = e;
+            throw_errno("create_ipc_buffer: ftruncate");
+        }
+        void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            ::close(fd);
+            throw MemoryError("create_ipc_buffer: mmap of " + std::to_string(bytes) +
+                              " bytes of shared memory failed: " + std::strerror(e));
+        }
+        std::lock_guard<std::mutex> lock(mappings_mutex_);
+        mappings_[reinterpret_cast<DeviceAddress>(p)] = Mapping{fd, bytes};
+        return reinterpret_cast<DeviceAddress>(p);
+    }
+
+    std::array<uint8_t, 64> ipc_handle(DeviceAddress p) override {
+        Mapping m;
+        {
+            std::lock_guard<std::mutex> lock(mappings_mutex_);
+            auto it = mappings_.find(p);
+            if (it == mappings_.end() || it->second.fd < 0)
+                throw LogicError("ipc_handle: the buffer was not made by create_ipc_buffer on this "
+                                 "device (or is a view into one); only those can be shared with "
+                                 "another process");
+            m = it->second;
+        }
+        std::array<uint8_t, 64> h{};
+        std::memcpy(h.data(), kIpcMagic, 8);
+        int32_t pid = static_cast<int32_t>(::getpid()), fd = m.fd;
+        uint64_t bytes = m.bytes;
+        std::memcpy(h.data() + 8, &pid, 4);
+        std::memcpy(h.data() + 12, &fd, 4);
+        std::memcpy(h.data() + 16, &bytes, 8);
+        return h;
+    }
+
+    DeviceAddress open_ipc(const std::array<uint8_t, 64> &h, size_t bytes) override {
+        if (std::memcmp(h.data(), kIpcMagic, 8) != 0)
+            throw LogicError("open_ipc_buffer: the handle was not made by ember's CPU device");
+        int32_t pid = 0, fd = 0;
+        uint64_t size = 0;
+        std::memcpy(&pid, h.data() + 8, 4);
+        std::memcpy(&fd, h.data() + 12, 4);
+        std::memcpy(&size, h.data() + 16, 8);
+        if (bytes > size)
+            throw LogicError("open_ipc_buffer: asked for " + std::to_string(bytes) +
+                             " bytes but the shared buffer has " + std::to_string(size));
+        std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+        int own = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (own < 0)
+            throw LogicError("open_ipc_buffer: cannot open the shared buffer of process " + std::to_string(pid) +
+                             " (" + path + "): " + std::strerror(errno) +
+                             "; the process must be alive, hold the buffer, and belong to this user");
+        struct stat st {};
+        if (::fstat(own, &st) != 0 || static_cast<uint64_t>(st.st_size) < size) {
+            ::close(own);
+            throw LogicError("open_ipc_buffer: " + path + " is not the shared buffer of " +
+                             std::to_string(size) + " bytes the handle names (the process closed it)");
+        }
+        size_t map_bytes = size ? size : 1;
+        void *p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, own, 0);
+        int e = errno;
+        ::close(own);
+        if (p == MAP_FAILED)
+            throw MemoryError("open_ipc_buffer: mmap of " + std::to_string(map_bytes) + " bytes failed: " +
+                              std::strerror(e));
+        std::lock_guard<std::mutex> lock(mappings_mutex_);
+        mappings_[reinterpret_cast<DeviceAddress>(p)] = Mapping{-1, map_bytes};
+        return reinterpret_cast<DeviceAddress>(p);
+    }
+
+    // Host threads run the CPU device's kernels: they reach any CPU device's memory, never a
+    // GPU's.
+    bool can_access_peer(Backend &peer) override { return peer.api() == "cpu"; }
+    void enable_peer_access(Backend &peer) override {
+        if (!can_access_peer(peer))
+            throw LogicError("enable_peer_access: the CPU device cannot access the memory of " + peer.api() +
+                             " device " + std::to_string(peer.device_id()) + " (" + peer.name() +
+                             "); can_access() is false");
+    }
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
@@ -325,11 +457,43 @@ private:
                               "CUDA_ERROR_MISALIGNED_ADDRESS");
     }
 
+    struct Mapping {
+        int fd = -1; // the memfd of a shareable buffer; -1 for one opened from another process
+        size_t bytes = 0;
+    };
+    static constexpr char kIpcMagic[9] = "emberipc";
+    [[noreturn]] static void throw_errno(const std::string &what) {
+        throw RuntimeError(what + " failed: " + std::strerror(errno));
+    }
+    /// Unmaps `p` when it is shareable or IPC-opened memory; false otherwise.
+    bool release_mapping(DeviceAddress p) noexcept {
+        Mapping m;
+        {
+            std::lock_guard<std::mutex> lock(mappings_mutex_);
+            auto it = mappings_.find(p);
+            if (it == mappings_.end()) return false;
+            m = it->second;
+            mappings_.erase(it);
+        }
+        ::munmap(reinterpret_cast<void *>(p), m.bytes ? m.bytes : 1);
+        if (m.fd >= 0) ::close(m.fd);
+        return true;
+    }
+    std::mutex mappings_mutex_;
+    std::unordered_map<DeviceAddress, Mapping> mappings_;
+
     std::string name_;
     TargetSpec target_;
     DeviceLimits limits_;
     std::shared_ptr<BackendStream> default_stream_ = std::make_shared<CpuStream>();
 };
+
+void CpuStream::copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddress src, Backend *src_owner,
+                             size_t bytes) {
+    EMBER_ASSERT((!dst_owner || dst_owner->api() == "cpu") && (!src_owner || src_owner->api() == "cpu"),
+                 "CpuStream::copy_between with a GPU's memory (Memory2D.cpp routes those to the GPU)");
+    std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
+}
 
 void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
                        size_t) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <mutex>
 #include <new>
@@ -138,6 +139,9 @@ std::string log_text(const std::string &buffer) {
 constexpr size_t jit_log_bytes = 16 * 1024;
 
 class CudaStream;
+
+/// The CUcontext of a CUDA back end; nullptr for another api's (memory2d).
+cu::CUcontext cuda_context_of(Backend &b) noexcept;
 
 /// A CUevent of one context.
 class CudaEvent final : public BackendEvent {
@@ -396,6 +400,90 @@ public:
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    void copy_3d(const Region3D &dst, const Region3D &src, size_t width_bytes, size_t height,
+                 size_t depth) override {
+        ScopedCurrent current(*dev_->ctx);
+        const CudaDriver &drv = dev_->drv;
+        cu::CUresult rc;
+        const char *call;
+        if (depth == 1) {
+            // One slice: a 2-D copy, the slice offset folded into the row.
+            cu::CUDA_MEMCPY2D c{};
+            c.srcXInBytes = src.x_bytes;
+            c.srcY = src.y + src.z * src.rows;
+            c.srcPitch = src.pitch;
+            c.srcMemoryType = src.device ? cu::CU_MEMORYTYPE_DEVICE : cu::CU_MEMORYTYPE_HOST;
+            if (src.device) c.srcDevice = src.address;
+            else c.srcHost = reinterpret_cast<const void *>(src.address);
+            c.dstXInBytes = dst.x_bytes;
+            c.dstY = dst.y + dst.z * dst.rows;
+            c.dstPitch = dst.pitch;
+            c.dstMemoryType = dst.device ? cu::CU_MEMORYTYPE_DEVICE : cu::CU_MEMORYTYPE_HOST;
+            if (dst.device) c.dstDevice = dst.address;
+            else c.dstHost = reinterpret_cast<void *>(dst.address);
+            c.WidthInBytes = width_bytes;
+            c.Height = height;
+            call = "cuMemcpy2DAsync";
+            rc = drv.cuMemcpy2DAsync(&c, stream_);
+        } else {
+            cu::CUDA_MEMCPY3D c{};
+            c.srcXInBytes = src.x_bytes;
+            c.srcY = src.y;
+            c.srcZ = src.z;
+            c.srcPitch = src.pitch;
+            c.srcHeight = src.rows;
+            c.srcMemoryType = src.device ? cu::CU_MEMORYTYPE_DEVICE : cu::CU_MEMORYTYPE_HOST;
+            if (src.device) c.srcDevice = src.address;
+            else c.srcHost = reinterpret_cast<const void *>(src.address);
+            c.dstXInBytes = dst.x_bytes;
+            c.dstY = dst.y;
+            c.dstZ = dst.z;
+            c.dstPitch = dst.pitch;
+            c.dstHeight = dst.rows;
+            c.dstMemoryType = dst.device ? cu::CU_MEMORYTYPE_DEVICE : cu::CU_MEMORYTYPE_HOST;
+            if (dst.device) c.dstDevice = dst.address;
+            else c.dstHost = reinterpret_cast<void *>(dst.address);
+            c.WidthInBytes = width_bytes;
+            c.Height = height;
+            c.Depth = depth;
+            call = "cuMemcpy3DAsync";
+            rc = drv.cuMemcpy3DAsync(&c, stream_);
+        }
+        if (rc != cu::CUDA_SUCCESS)
+            drv.check(rc, call,
+                      "; copying " + std::to_string(depth) + " x " + std::to_string(height) + " rows of " +
+                          std::to_string(width_bytes) + " bytes from " + (src.device ? "device" : "host") +
+                          " memory " + hex(src.address) + " (pitch " + std::to_string(src.pitch) + ") to " +
+                          (dst.device ? "device" : "host") + " memory " + hex(dst.address) + " (pitch " +
+                          std::to_string(dst.pitch) + ") on " + dev_->ctx->where() + dev_->fault_context(rc));
+    }
+
+    void copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddress src, Backend *src_owner,
+                      size_t bytes) override {
+        if (bytes == 0) return;
+        ScopedCurrent current(*dev_->ctx);
+        const CudaDriver &drv = dev_->drv;
+        cu::CUcontext dc = dst_owner ? cuda_context_of(*dst_owner) : nullptr;
+        cu::CUcontext sc = src_owner ? cuda_context_of(*src_owner) : nullptr;
+        cu::CUresult rc;
+        const char *call;
+        if (dc && sc && dc != sc) {
+            call = "cuMemcpyPeerAsync";
+            rc = drv.cuMemcpyPeerAsync(dst, dc, src, sc, bytes, stream_);
+        } else {
+            // Unified addressing: the driver tells host from device memory of any context.
+            call = "cuMemcpyAsync";
+            rc = drv.cuMemcpyAsync(dst, src, bytes, stream_);
+        }
+        if (rc != cu::CUDA_SUCCESS)
+            drv.check(rc, call,
+                      "; copying " + format_bytes(bytes) + " from " +
+                          (src_owner ? src_owner->api() + ":" + std::to_string(src_owner->device_id()) : "host") +
+                          " memory " + hex(src) + " to " +
+                          (dst_owner ? dst_owner->api() + ":" + std::to_string(dst_owner->device_id()) : "host") +
+                          " memory " + hex(dst) + " on a stream of " + dev_->ctx->where() + dev_->fault_context(rc));
+    }
+
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
@@ -514,8 +602,22 @@ public:
         if (!p) return;
         ScopedCurrent current(*ctx_, std::nothrow);
         if (!current.ok()) return;
+        bool ipc_opened = false;
         {
             std::lock_guard<std::mutex> lock(immediate_mutex_);
+            ipc_opened = ipc_opened_.erase(p) != 0;
+        }
+        if (ipc_opened) { // memory2d: mapped from another process
+            // Unmapping does not wait for the work that uses the memory: wait for it first.
+            if (state_->had_user_streams) order_after_user_streams();
+            drv_.log_if_error(drv_.cuStreamSynchronize(default_handle()), "cuStreamSynchronize",
+                              " (before closing an IPC buffer)");
+            drv_.log_if_error(drv_.cuIpcCloseMemHandle(p), "cuIpcCloseMemHandle");
+            return;
+        }
+        {
+            std::lock_guard<std::mutex> lock(immediate_mutex_);
+            shareable_.erase(p);
             if (immediate_.erase(p)) {
                 // cuMemFree waits for the work in flight on the device.
                 drv_.log_if_error(drv_.cuMemFree(p), "cuMemFree");
@@ -574,6 +676,117 @@ public:
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    cu::CUcontext context_handle() const noexcept { return ctx_->handle(); }
+    cu::CUdevice device_handle() const noexcept { return dev_; }
+
+    DeviceAddress allocate_pitched(size_t width_bytes, size_t height, unsigned element_bytes,
+                                   size_t *pitch) override {
+        ScopedCurrent current(*ctx_);
+        cu::CUdeviceptr p = 0;
+        // cuMemAllocPitch takes 4, 8 or 16: the widest access kernels make to a row.
+        unsigned access = element_bytes <= 4 ? 4 : element_bytes <= 8 ? 8 : 16;
+        cu::CUresult rc = drv_.cuMemAllocPitch(&p, pitch, width_bytes, height, access);
+        std::string what = "; " + std::to_string(height) + " rows of " + std::to_string(width_bytes) + " bytes";
+        if (rc == cu::CUDA_ERROR_OUT_OF_MEMORY)
+            drv_.raise(rc, "cuMemAllocPitch failed", what + out_of_memory_context(width_bytes * height));
+        drv_.check(rc, "cuMemAllocPitch", what + " on " + ctx_->where());
+        std::lock_guard<std::mutex> lock(immediate_mutex_);
+        immediate_.insert(p);
+        return p;
+    }
+
+    DeviceAddress allocate_shareable(size_t bytes) override {
+        ScopedCurrent current(*ctx_);
+        cu::CUdeviceptr p = 0;
+        cu::CUresult rc = drv_.cuMemAlloc(&p, bytes);
+        if (rc == cu::CUDA_ERROR_OUT_OF_MEMORY) drv_.raise(rc, "cuMemAlloc failed", out_of_memory_context(bytes));
+        drv_.check(rc, "cuMemAlloc", "; requested " + format_bytes(bytes) + " on " + ctx_->where());
+        std::lock_guard<std::mutex> lock(immediate_mutex_);
+        immediate_.insert(p);
+        shareable_.insert(p);
+        return p;
+    }
+
+    std::array<uint8_t, 64> ipc_handle(DeviceAddress p) override {
+        {
+            std::lock_guard<std::mutex> lock(immediate_mutex_);
+            if (!shareable_.count(p))
+                throw LogicError("ipc_handle: the buffer at " + hex(p) + " on " + ctx_->where() +
+                                 " was not made by create_ipc_buffer (or is a view into one): CUDA "
+                                 "shares only whole cuMemAlloc allocations, not the stream-ordered "
+                                 "pool's");
+        }
+        ScopedCurrent current(*ctx_);
+        cu::CUipcMemHandle h{};
+        drv_.check(drv_.cuIpcGetMemHandle(&h, p), "cuIpcGetMemHandle", " for " + hex(p) + " on " + ctx_->where());
+        std::array<uint8_t, 64> out{};
+        static_assert(sizeof h == 64);
+        std::memcpy(out.data(), &h, 64);
+        return out;
+    }
+
+    DeviceAddress open_ipc(const std::array<uint8_t, 64> &handle, size_t bytes) override {
+        ScopedCurrent current(*ctx_);
+        cu::CUipcMemHandle h{};
+        std::memcpy(&h, handle.data(), 64);
+        cu::CUdeviceptr p = 0;
+        cu::CUresult rc = drv_.cuIpcOpenMemHandle(&p, h, cu::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        if (rc == cu::CUDA_ERROR_INVALID_CONTEXT)
+            drv_.raise(rc, "cuIpcOpenMemHandle failed",
+                       " on " + ctx_->where() + "; a process cannot open its own IPC handles, and the "
+                       "exporting process must still hold the buffer");
+        drv_.check(rc, "cuIpcOpenMemHandle", " on " + ctx_->where());
+        cu::CUdeviceptr base = 0;
+        size_t size = 0;
+        rc = drv_.cuMemGetAddressRange(&base, &size, p);
+        if (rc != cu::CUDA_SUCCESS || size < bytes) {
+            drv_.log_if_error(drv_.cuIpcCloseMemHandle(p), "cuIpcCloseMemHandle");
+            drv_.check(rc, "cuMemGetAddressRange", " for an IPC buffer on " + ctx_->where());
+            throw LogicError("open_ipc_buffer: asked for " + std::to_string(bytes) +
+                             " bytes but the shared buffer has " + std::to_string(size));
+        }
+        std::lock_guard<std::mutex> lock(immediate_mutex_);
+        ipc_opened_.insert(p);
+        return p;
+    }
+
+    bool can_access_peer(Backend &peer) override {
+        auto *other = dynamic_cast<CudaBackend *>(&peer);
+        if (!other) return false; // the CPU device's memory is pageable host memory
+        if (other->dev_ == dev_) return true;
+        int can = 0;
+        drv_.check(drv_.cuDeviceCanAccessPeer(&can, dev_, other->dev_), "cuDeviceCanAccessPeer",
+                   " for " + ctx_->where() + " and " + other->ctx_->where());
+        return can != 0;
+    }
+
+    void enable_peer_access(Backend &peer) override {
+        auto *other = dynamic_cast<CudaBackend *>(&peer);
+        if (!other || !can_access_peer(peer))
+            throw LogicError("enable_peer_access: " + ctx_->where() + " cannot access the memory of " +
+                             peer.api() + " device " + std::to_string(peer.device_id()) + " (" + peer.name() +
+                             "); can_access() is false");
+        if (other->dev_ == dev_) return; // one primary context
+        ScopedCurrent current(*ctx_);
+        cu::CUresult rc = drv_.cuCtxEnablePeerAccess(other->ctx_->handle(), 0);
+        constexpr cu::CUresult peer_access_already_enabled = 704;
+        if (rc != peer_access_already_enabled)
+            drv_.check(rc, "cuCtxEnablePeerAccess", " from " + ctx_->where() + " to " + other->ctx_->where());
+        // Stream-ordered allocations of the peer live in its default pool, which
+        // cuCtxEnablePeerAccess does not cover.
+        if (other->use_pools_ && drv_.cuDeviceGetDefaultMemPool && drv_.cuMemPoolSetAccess) {
+            cu::CUmemoryPool pool = nullptr;
+            drv_.check(drv_.cuDeviceGetDefaultMemPool(&pool, other->dev_), "cuDeviceGetDefaultMemPool",
+                       " of " + other->ctx_->where());
+            cu::CUmemAccessDesc desc{};
+            desc.location.type = cu::CU_MEM_LOCATION_TYPE_DEVICE;
+            desc.location.id = device_id_;
+            desc.flags = cu::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            drv_.check(drv_.cuMemPoolSetAccess(pool, &desc, 1), "cuMemPoolSetAccess",
+                       " giving " + ctx_->where() + " access to the memory pool of " + other->ctx_->where());
+        }
+    }
+
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
@@ -688,7 +901,15 @@ private:
     /// Addresses from cuMemAlloc (made once user streams exist), freed with cuMemFree.
     std::mutex immediate_mutex_;
     std::unordered_set<DeviceAddress> immediate_;
+    /// memory2d, under immediate_mutex_: allocations of allocate_shareable (also in immediate_),
+    /// and addresses opened from another process's IPC handle.
+    std::unordered_set<DeviceAddress> shareable_, ipc_opened_;
 };
+
+cu::CUcontext cuda_context_of(Backend &b) noexcept {
+    auto *c = dynamic_cast<CudaBackend *>(&b);
+    return c ? c->context_handle() : nullptr;
+}
 
 } // namespace
 

@@ -306,6 +306,20 @@ void CudaDriver::load() noexcept {
         // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
         // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+        sym(cuMemAllocPitch, "cuMemAllocPitch_v2", true);
+        sym(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", true);
+        sym(cuMemcpy3DAsync, "cuMemcpy3DAsync_v2", true);
+        sym(cuMemcpyAsync, "cuMemcpyAsync", true);
+        sym(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", true);
+        sym(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", true);
+        sym(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", true);
+        sym(cuIpcGetMemHandle, "cuIpcGetMemHandle", true);
+        sym(cuIpcOpenMemHandle, "cuIpcOpenMemHandle_v2", true);
+        sym(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", true);
+        sym(cuMemGetAddressRange, "cuMemGetAddressRange_v2", true);
+        // Memory pools (CUDA 11.2+): only for peer access to pooled allocations.
+        sym(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", false);
+        sym(cuMemPoolSetAccess, "cuMemPoolSetAccess", false);
 
         // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 

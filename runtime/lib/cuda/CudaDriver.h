@@ -116,6 +116,74 @@ enum : unsigned {
     CU_EVENT_DISABLE_TIMING = 0x2,
     CU_EVENT_INTERPROCESS = 0x4,
 };
+// Pitched 2-D/3-D copies, peer access, IPC (issue-4 memory2d).
+struct CUarray_st;
+struct CUmemPoolHandle_st;
+using CUarray = CUarray_st *;
+using CUmemoryPool = CUmemPoolHandle_st *;
+enum : int { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_UNIFIED = 4 };
+/// CUDA_MEMCPY2D_v2 of cuda.h.
+struct CUDA_MEMCPY2D {
+    size_t srcXInBytes;
+    size_t srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes;
+    size_t dstY;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes;
+    size_t Height;
+};
+/// CUDA_MEMCPY3D_v2 of cuda.h.
+struct CUDA_MEMCPY3D {
+    size_t srcXInBytes;
+    size_t srcY;
+    size_t srcZ;
+    size_t srcLOD;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    void *reserved0;
+    size_t srcPitch;
+    size_t srcHeight;
+    size_t dstXInBytes;
+    size_t dstY;
+    size_t dstZ;
+    size_t dstLOD;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    void *reserved1;
+    size_t dstPitch;
+    size_t dstHeight;
+    size_t WidthInBytes;
+    size_t Height;
+    size_t Depth;
+};
+/// CUipcMemHandle_v1: 64 opaque bytes, passed by value.
+struct CUipcMemHandle {
+    char reserved[64];
+};
+enum : unsigned { CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1 };
+/// CUmemLocation and CUmemAccessDesc (cuMemPoolSetAccess).
+struct CUmemLocation {
+    int type;
+    int id;
+};
+struct CUmemAccessDesc {
+    CUmemLocation location;
+    int flags;
+};
+enum : int { CU_MEM_LOCATION_TYPE_DEVICE = 1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 };
 } // namespace cu
 
 /// Which public exception a CUresult becomes; see [Note] CUDA errors.
@@ -227,6 +295,25 @@ public:
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    cu::CUresult (*cuMemAllocPitch)(cu::CUdeviceptr *p, size_t *pitch, size_t width_bytes,
+                                    size_t height, unsigned element_bytes) = nullptr;
+    cu::CUresult (*cuMemcpy2DAsync)(const cu::CUDA_MEMCPY2D *copy, cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemcpy3DAsync)(const cu::CUDA_MEMCPY3D *copy, cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemcpyAsync)(cu::CUdeviceptr dst, cu::CUdeviceptr src, size_t bytes,
+                                  cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemcpyPeerAsync)(cu::CUdeviceptr dst, cu::CUcontext dst_ctx, cu::CUdeviceptr src,
+                                      cu::CUcontext src_ctx, size_t bytes, cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuDeviceCanAccessPeer)(int *can, cu::CUdevice dev, cu::CUdevice peer) = nullptr;
+    cu::CUresult (*cuCtxEnablePeerAccess)(cu::CUcontext peer, unsigned flags) = nullptr;
+    cu::CUresult (*cuIpcGetMemHandle)(cu::CUipcMemHandle *handle, cu::CUdeviceptr p) = nullptr;
+    cu::CUresult (*cuIpcOpenMemHandle)(cu::CUdeviceptr *p, cu::CUipcMemHandle handle,
+                                       unsigned flags) = nullptr;
+    cu::CUresult (*cuIpcCloseMemHandle)(cu::CUdeviceptr p) = nullptr;
+    cu::CUresult (*cuMemGetAddressRange)(cu::CUdeviceptr *base, size_t *bytes,
+                                         cu::CUdeviceptr p) = nullptr;
+    cu::CUresult (*cuDeviceGetDefaultMemPool)(cu::CUmemoryPool *pool, cu::CUdevice dev) = nullptr;
+    cu::CUresult (*cuMemPoolSetAccess)(cu::CUmemoryPool pool, const cu::CUmemAccessDesc *desc,
+                                       size_t count) = nullptr;
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 

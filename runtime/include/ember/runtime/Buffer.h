@@ -32,6 +32,9 @@ struct StreamImpl;
 class RawDeviceBuffer {
 public:
     RawDeviceBuffer(std::shared_ptr<ContextImpl> ctx, size_t bytes);
+    /// Adopts `address` (`bytes` long) that the context's back end allocated another way (pitched,
+    /// shareable, opened from another process: Memory2D.h); its deallocate releases it.
+    RawDeviceBuffer(std::shared_ptr<ContextImpl> ctx, uint64_t address, size_t bytes);
     ~RawDeviceBuffer();
     RawDeviceBuffer(const RawDeviceBuffer &) = delete;
     RawDeviceBuffer &operator=(const RawDeviceBuffer &) = delete;

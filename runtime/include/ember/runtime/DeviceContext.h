@@ -7,6 +7,7 @@
 #include "ember/dsl/Kernel.h"
 #include "ember/runtime/Buffer.h"
 #include "ember/runtime/DevicePassable.h"
+#include "ember/runtime/Memory2D.h"
 
 #include <array>
 #include <cstdint>
@@ -137,7 +138,8 @@ void check_buffer(const ContextImpl &ctx, const FunctionImpl &fn, size_t i, cons
     }
 }
 
-/// Throws LogicError when `raw` is empty or belongs to a context other than `ctx`.
+/// Throws LogicError when `raw` is empty. A buffer of another context is copied across contexts
+/// (see [Note] Copies between contexts in runtime/lib/Memory2D.cpp).
 void check_own(const ContextImpl &ctx, const RawDeviceBuffer *raw, const char *which);
 
 template <class Dst, class Src> struct enqueue_copy_operands {
@@ -157,7 +159,7 @@ void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst
     check_own(ctx, dst.raw().get(), "destination");
     require(src, "source HostBuffer");
     check_sizes(dst.size(), src.size(), sizeof(T));
-    enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), &ctx, MemSide::Host,
+    enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), dst.raw()->context().get(), MemSide::Host,
                        reinterpret_cast<uint64_t>(src.data()), src.raw()->context().get(), dst.bytes(), stream);
 }
 template <class T>
@@ -166,23 +168,23 @@ void typed_copy(ContextImpl &ctx, StreamImpl *stream, const HostBuffer<T> &dst, 
     require(dst, "destination HostBuffer");
     check_sizes(dst.size(), src.size(), sizeof(T));
     enqueue_copy_bytes(ctx, MemSide::Host, reinterpret_cast<uint64_t>(dst.data()), dst.raw()->context().get(),
-                       MemSide::Device, src.address(), &ctx, src.bytes(), stream);
+                       MemSide::Device, src.address(), src.raw()->context().get(), src.bytes(), stream);
 }
 template <class T>
 void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, const DeviceBuffer<T> &src) {
     check_own(ctx, dst.raw().get(), "destination");
     check_own(ctx, src.raw().get(), "source");
     check_sizes(dst.size(), src.size(), sizeof(T));
-    enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), &ctx, MemSide::Device, src.address(), &ctx,
-                       src.bytes(), stream);
+    enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), dst.raw()->context().get(), MemSide::Device,
+                       src.address(), src.raw()->context().get(), src.bytes(), stream);
 }
 template <class T>
 void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, const T *src) {
     check_own(ctx, dst.raw().get(), "destination");
     if (dst.size() == 0) return;
     if (!src) throw_null_buffer("source pointer");
-    enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), &ctx, MemSide::Host, reinterpret_cast<uint64_t>(src),
-                       nullptr, dst.bytes(), stream);
+    enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), dst.raw()->context().get(), MemSide::Host,
+                       reinterpret_cast<uint64_t>(src), nullptr, dst.bytes(), stream);
 }
 template <class T> void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, T *src) {
     typed_copy(ctx, stream, dst, static_cast<const T *>(src));
@@ -193,7 +195,7 @@ void typed_copy(ContextImpl &ctx, StreamImpl *stream, T *dst, const DeviceBuffer
     if (src.size() == 0) return;
     if (!dst) throw_null_buffer("destination pointer");
     enqueue_copy_bytes(ctx, MemSide::Host, reinterpret_cast<uint64_t>(dst), nullptr, MemSide::Device, src.address(),
-                       &ctx, src.bytes(), stream);
+                       src.raw()->context().get(), src.bytes(), stream);
 }
 
 /// enqueue_function of DeviceContext and DeviceStream: `all` is the kernel's arguments followed
@@ -360,6 +362,9 @@ public:
     template <class... P, class... A> void enqueue_function(const Kernel<P...> &k, A &&...a) const;
     /// As DeviceContext::enqueue_copy, on this stream.
     template <class Dst, class Src> void enqueue_copy(const Dst &dst, const Src &src) const;
+    /// As DeviceContext::enqueue_copy_2d / enqueue_copy_3d, on this stream.
+    void enqueue_copy_2d(const Copy2D &c) const;
+    void enqueue_copy_3d(const Copy3D &c) const;
 
     const std::shared_ptr<detail::StreamImpl> &impl() const { return impl_; }
     /// Whether both are the same stream.
@@ -444,6 +449,50 @@ public:
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    /// `height` rows of `width` elements of T, each row starting at a multiple of the pitch
+    /// (cuMemAllocPitch; on the CPU device the row's bytes rounded up to 256). LogicError for a
+    /// zero width or height, MemoryError when the device is out of memory.
+    template <class T> PitchedBuffer<T> create_pitched_buffer(size_t width, size_t height) const {
+        size_t pitch = 0;
+        auto raw = detail::create_pitched(impl_, width, height, sizeof(T), &pitch);
+        return PitchedBuffer<T>(std::move(raw), width, height, pitch);
+    }
+    /// Enqueues the 2-D copy `c` (cuMemcpy2DAsync) on this context's stream, after checking
+    /// every region against its memory (LogicError naming the field, its value and the limit).
+    /// Device memory must be this context's, or a CPU-device buffer (host memory to a GPU).
+    void enqueue_copy_2d(const Copy2D &c) const;
+    /// Enqueues the 3-D copy `c` (cuMemcpy3DAsync), checked as enqueue_copy_2d.
+    void enqueue_copy_3d(const Copy3D &c) const;
+    /// enqueue_copy_2d / enqueue_copy_3d, then waits for this context's stream.
+    void copy_2d_sync(const Copy2D &c) const;
+    void copy_3d_sync(const Copy3D &c) const;
+
+    /// Whether kernels on this device can read and write `peer`'s memory once
+    /// enable_peer_access(peer) was called (cuDeviceCanAccessPeer; true for the same device, and
+    /// between CPU devices; false between a GPU and the CPU device).
+    bool can_access(const DeviceContext &peer) const;
+    /// Lets kernels on this device access `peer`'s memory (cuCtxEnablePeerAccess, and access to
+    /// peer's memory pool). Calling it again is not an error. LogicError when can_access(peer) is
+    /// false. Copies between devices (enqueue_copy of buffers of two contexts) work without it.
+    void enable_peer_access(const DeviceContext &peer) const;
+
+    /// A device buffer of n elements that `ipc_handle` can share with another process (CUDA:
+    /// cuMemAlloc, never the stream-ordered pool; CPU device: shared memory, see docs/runtime.md).
+    template <class T> DeviceBuffer<T> create_ipc_buffer(size_t n) const {
+        return DeviceBuffer<T>(detail::create_shareable(impl_, n, sizeof(T)), n);
+    }
+    /// The handle another process passes to open_ipc_buffer (cuIpcGetMemHandle). `buffer` must
+    /// come from create_ipc_buffer of this context (LogicError otherwise).
+    template <class T> IpcMemHandle ipc_handle(const DeviceBuffer<T> &buffer) const {
+        return detail::ipc_handle(*impl_, buffer.raw().get(), buffer.address(), buffer.bytes());
+    }
+    /// Opens another process's buffer as n elements of T (cuIpcOpenMemHandle; unmapped when the
+    /// last copy of the returned buffer goes away). LogicError when the handle is of another api,
+    /// malformed, or its buffer holds fewer than n elements; on CUDA a process cannot open its
+    /// own handles.
+    template <class T> DeviceBuffer<T> open_ipc_buffer(const IpcMemHandle &handle, size_t n) const {
+        return DeviceBuffer<T>(detail::open_ipc(impl_, handle, n, sizeof(T)), n);
+    }
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
