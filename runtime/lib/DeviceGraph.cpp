@@ -83,7 +83,11 @@ void capture_kernel(BackendStream &stream, BackendGraph &graph, FunctionImpl &fn
                          "': this kind of launch cannot be captured into a graph (its argument sizes "
                          "are unknown); launch it with enqueue_function");
     KernelNodeRecord node;
-    node.function = fn.shared_from_this();
+    node.function = fn.weak_from_this().lock();
+    if (!node.function)
+        throw LogicError("kernel '" + fn.kernel->ir.name +
+                         "': this function is not shared-owned, so a graph cannot keep it alive; launch it "
+                         "outside the capture");
     node.function_id = &fn;
     node.name = fn.kernel->ir.name;
     node.dims = dims;

@@ -452,7 +452,12 @@ public:
     public:
         GraphExec(std::shared_ptr<CudaDeviceState> dev, cu::CUgraphExec exec, const Graph &graph)
             : dev_(std::move(dev)), exec_(exec), nodes_(graph.kernel_nodes_), functions_(graph.kernel_functions_),
-              names_(graph.kernel_names_) {}
+              names_(graph.kernel_names_) {
+            // A fault surfacing later names the graph's kernels: each once, a few at most.
+            for (const std::string &k : names_)
+                if (suspects_.size() < 8 && std::find(suspects_.begin(), suspects_.end(), k) == suspects_.end())
+                    suspects_.push_back(k);
+        }
         ~GraphExec() override {
             if (!exec_) return;
             ScopedCurrent current(*dev_->ctx, std::nothrow);
@@ -468,7 +473,7 @@ public:
             cu::CUresult rc = dev_->drv.cuGraphLaunch(exec_, s.handle());
             if (rc != cu::CUDA_SUCCESS)
                 dev_->drv.check(rc, "cuGraphLaunch", " on " + dev_->ctx->where() + dev_->fault_context(rc));
-            for (const std::string &k : names_) dev_->remember_launch(k);
+            for (const std::string &k : suspects_) dev_->remember_launch(k);
         }
         void update_kernel(size_t index, const LaunchDims &d, void **args, const uint32_t *, size_t) override {
             EMBER_ASSERT(index < nodes_.size(), "CudaStream::GraphExec::update_kernel: no such kernel node");
@@ -495,6 +500,7 @@ public:
         std::vector<cu::CUgraphNode> nodes_;
         std::vector<cu::CUfunction> functions_;
         std::vector<std::string> names_;
+        std::vector<std::string> suspects_;
     };
 
     void begin_capture() override {
