@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -246,10 +247,18 @@ struct CpuGraphOp {
             event->synchronize();
             return;
         case Kind::Launch: {
-            std::vector<void *> args(offsets.size() + 1, nullptr);
+            // The pointers go to this op's own storage (a copy of the op has its own).
+            void *small[33];
+            std::vector<void *> large;
+            void **args = small;
+            if (offsets.size() + 1 > std::size(small)) {
+                large.resize(offsets.size() + 1);
+                args = large.data();
+            }
             for (size_t i = 0; i < offsets.size(); ++i)
                 args[i] = reinterpret_cast<unsigned char *>(storage.data()) + offsets[i];
-            run_cpu_kernel(*function, kernel_name, dims, args.data());
+            args[offsets.size()] = nullptr;
+            run_cpu_kernel(*function, kernel_name, dims, args);
             return;
         }
         }
