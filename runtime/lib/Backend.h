@@ -22,6 +22,7 @@
 #include "ember/compiler/Target.h"
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -144,6 +145,21 @@ public:
     // [issue-4 anchor: modules] Constant memory and external modules.
 
     // [issue-4 anchor: graphs] Graphs.
+    /// Starts capturing this stream's work into a new graph instead of running it ([Note]
+    /// Graphs in BackendGraph.h). The caller checked that the stream does not capture already.
+    virtual void begin_capture() = 0;
+    /// Ends the capture and returns the complete graph (the one capture_graph() returned).
+    virtual std::shared_ptr<class BackendGraph> end_capture() = 0;
+    /// The graph this stream is capturing into, or nullptr: one atomic load, so the hot paths
+    /// (launch, copies) may ask.
+    BackendGraph *capture_graph() const noexcept { return capture_.load(std::memory_order_acquire); }
+    /// launch() while capturing: adds a kernel node (the graph's next kernel node in enqueue
+    /// order); `sizes[i]` is the size of *args[i] in bytes (the CPU device copies them).
+    virtual void capture_launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
+                                void **args, const uint32_t *sizes, size_t num_args) = 0;
+
+protected:
+    std::atomic<BackendGraph *> capture_{nullptr};
 };
 
 class Backend {

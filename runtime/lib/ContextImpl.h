@@ -25,7 +25,8 @@ struct ContextImpl {
     std::unordered_map<uint64_t, std::shared_ptr<FunctionImpl>> cache;
 };
 
-struct FunctionImpl {
+/// Shared (enable_shared_from_this) so that a graph that captures a launch can keep it alive.
+struct FunctionImpl : std::enable_shared_from_this<FunctionImpl> {
     /// Keeps the back end alive for as long as the loaded code (declared first: destroyed last).
     std::shared_ptr<Backend> backend;
     const ContextImpl *context = nullptr;

@@ -3,6 +3,7 @@
 #include "ember/runtime/DeviceContext.h"
 
 #include "Backend.h"
+#include "BackendGraph.h"
 #include "ContextImpl.h"
 
 #include "ember/compiler/Compiler.h"
@@ -131,13 +132,15 @@ RawHostBuffer::~RawHostBuffer() {
 
 void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const ContextImpl *dst_ctx,
                         MemSide src_side, uint64_t src, const ContextImpl *src_ctx, size_t bytes,
-                        StreamImpl *stream) {
+                        StreamImpl *stream, const CopyOwners &owners) {
     if (bytes == 0) return;
     if ((dst_side == MemSide::Device && dst_ctx != &ctx) || (src_side == MemSide::Device && src_ctx != &ctx)) {
         copy_across_contexts(ctx, stream, dst_side, dst, dst_ctx, src_side, src, src_ctx, bytes);
         return;
     }
     BackendStream &b = stream ? *stream->stream : *ctx.backend->default_stream();
+    if (BackendGraph *g = b.capture_graph()) [[unlikely]]
+        keep_copy_operands(*g, dst_side, dst_ctx, src_side, src_ctx, owners);
     if (dst_side == MemSide::Device && src_side == MemSide::Host)
         b.copy_to_device(dst, reinterpret_cast<const void *>(src), bytes);
     else if (dst_side == MemSide::Host && src_side == MemSide::Device)
@@ -198,7 +201,7 @@ std::shared_ptr<FunctionImpl> compile_cached(const std::shared_ptr<ContextImpl> 
 }
 
 void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const LaunchRequest &req, void **args,
-            size_t n) {
+            size_t n, const KernelArgsInfo *info) {
     if (fn.context != &ctx)
         throw LogicError("kernel '" + fn.kernel->ir.name + "' was compiled for " + fn.context->label +
                          " and cannot be launched on " + ctx.label + "; compile it for this context");
@@ -208,6 +211,10 @@ void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const Launch
     dims.block = {req.block.x, req.block.y, req.block.z};
     dims.shared_mem_bytes = static_cast<uint32_t>(req.shared_mem_bytes);
     BackendStream &s = stream ? *stream->stream : *ctx.backend->default_stream();
+    if (BackendGraph *g = s.capture_graph()) [[unlikely]] {
+        capture_kernel(s, *g, fn, dims, args, n, info);
+        return;
+    }
     s.launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
 }
 
@@ -307,13 +314,17 @@ std::string DeviceContext::name() const { return impl_->backend->name(); }
 std::string DeviceContext::api() const { return impl_->backend->api(); }
 int DeviceContext::id() const { return impl_->backend->device_id(); }
 std::string DeviceContext::target() const { return impl_->backend->target().to_string(); }
-void DeviceContext::synchronize() const { impl_->backend->default_stream()->synchronize(); }
+void DeviceContext::synchronize() const {
+    detail::reject_while_capturing(*impl_->backend->default_stream(), *impl_, "synchronize");
+    impl_->backend->default_stream()->synchronize();
+}
 
 DeviceStream DeviceContext::stream() const {
     return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, impl_->backend->default_stream()}));
 }
 
 DeviceStream DeviceContext::create_stream(int priority) const {
+    detail::reject_while_capturing(*impl_->backend->default_stream(), *impl_, "create_stream");
     return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, impl_->backend->create_stream(priority)}));
 }
 
@@ -362,18 +373,27 @@ int64_t DeviceContext::time_iterations(const std::function<void(int)> &body, int
 // ---------------------------------------------------------------------------------------------
 // DeviceStream and DeviceEvent.
 
-void DeviceStream::synchronize() const { impl_->stream->synchronize(); }
-bool DeviceStream::is_done() const { return impl_->stream->is_done(); }
+void DeviceStream::synchronize() const {
+    detail::reject_while_capturing(*impl_->stream, *impl_->context, "synchronize");
+    impl_->stream->synchronize();
+}
+bool DeviceStream::is_done() const {
+    detail::reject_while_capturing(*impl_->stream, *impl_->context, "is_done");
+    return impl_->stream->is_done();
+}
 int DeviceStream::priority() const { return impl_->stream->priority(); }
 DeviceContext DeviceStream::context() const { return DeviceContext(impl_->context); }
 bool operator==(const DeviceStream &a, const DeviceStream &b) { return a.impl_->stream == b.impl_->stream; }
 
 void DeviceStream::enqueue_wait_for(const DeviceEvent &event) const {
-    impl_->stream->wait(*require_event(event, "enqueue_wait_for").event);
+    const detail::EventImpl &e = require_event(event, "enqueue_wait_for");
+    if (detail::BackendGraph *g = impl_->stream->capture_graph()) detail::keep_for_graph(*g, event.impl());
+    impl_->stream->wait(*e.event);
 }
 
 void DeviceStream::record_event(const DeviceEvent &event) const {
     const detail::EventImpl &e = require_event(event, "record_event");
+    detail::reject_while_capturing(*impl_->stream, *impl_->context, "record_event");
     if (e.context != impl_->context)
         throw LogicError("record_event: the event belongs to " + e.context->label + " but the stream to " +
                          impl_->context->label + "; record an event of the stream's own context");
@@ -393,6 +413,10 @@ DeviceEvent DeviceStream::create_event(EventFlags flags) const { return context(
 // [issue-4 anchor: modules] Constant memory and external modules.
 
 // [issue-4 anchor: graphs] Graphs.
+// (The rest is in DeviceGraph.cpp.)
+void detail::check_launch_request(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRequest &req) {
+    check_launch(ctx, fn, req);
+}
 
 const DeviceEvent &DeviceEvent::record(const DeviceStream &stream) const {
     stream.record_event(*this);

@@ -5,6 +5,7 @@
 /// keeps each stream's in-order semantics; synchronize() has nothing to wait for ([Note] Streams
 /// in Backend.h).
 #include "Backend.h"
+#include "BackendGraph.h"
 
 #include "ember/compiler/CpuAbi.h"
 
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -208,16 +210,134 @@ private:
     std::chrono::steady_clock::time_point time_{};
 };
 
+/// Runs a kernel on the pool (CpuBackend::launch; defined below).
+void run_cpu_kernel(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args);
+
+/// A graph of the CPU device: the captured operations, run in order by a replay ([Note] Graphs
+/// in BackendGraph.h).
+struct CpuGraphOp {
+    enum class Kind { Copy, Launch, Wait } kind = Kind::Copy;
+    // Copy.
+    void *dst = nullptr;
+    const void *src = nullptr;
+    size_t bytes = 0;
+    // Launch: the argument bytes, each at a 16-byte aligned offset of `storage`.
+    LoadedFunction *function = nullptr;
+    std::string kernel_name;
+    LaunchDims dims;
+    struct alignas(16) Chunk {
+        unsigned char bytes[16];
+    };
+    std::vector<Chunk> storage;
+    std::vector<size_t> offsets, sizes;
+    // Wait (the API layer keeps the event alive).
+    BackendEvent *event = nullptr;
+
+    void set_arguments(void **args, const uint32_t *arg_sizes, size_t n) {
+        offsets.resize(n);
+        sizes.resize(n);
+        size_t at = 0;
+        for (size_t i = 0; i < n; ++i) {
+            offsets[i] = at;
+            sizes[i] = arg_sizes[i];
+            at += (arg_sizes[i] + 15) / 16 * 16;
+        }
+        storage.assign(at / 16, Chunk{});
+        for (size_t i = 0; i < n; ++i)
+            std::memcpy(reinterpret_cast<unsigned char *>(storage.data()) + offsets[i], args[i], sizes[i]);
+    }
+    void run() {
+        switch (kind) {
+        case Kind::Copy:
+            std::memmove(dst, src, bytes);
+            return;
+        case Kind::Wait:
+            event->synchronize();
+            return;
+        case Kind::Launch: {
+            // The pointers go to this op's own storage (a copy of the op has its own).
+            void *small[33];
+            std::vector<void *> large;
+            void **args = small;
+            if (offsets.size() + 1 > std::size(small)) {
+                large.resize(offsets.size() + 1);
+                args = large.data();
+            }
+            for (size_t i = 0; i < offsets.size(); ++i)
+                args[i] = reinterpret_cast<unsigned char *>(storage.data()) + offsets[i];
+            args[offsets.size()] = nullptr;
+            run_cpu_kernel(*function, kernel_name, dims, args);
+            return;
+        }
+        }
+    }
+};
+
+class CpuGraphExec final : public BackendGraphExec {
+public:
+    explicit CpuGraphExec(std::vector<CpuGraphOp> ops) : ops_(std::move(ops)) {
+        for (size_t i = 0; i < ops_.size(); ++i)
+            if (ops_[i].kind == CpuGraphOp::Kind::Launch) kernels_.push_back(i);
+    }
+    /// Every CPU operation is done when its call returns, on any stream: the replay runs here.
+    void launch(BackendStream &) override {
+        for (CpuGraphOp &op : ops_) op.run();
+    }
+    void update_kernel(size_t index, const LaunchDims &dims, void **args, const uint32_t *sizes,
+                       size_t n) override {
+        EMBER_ASSERT(index < kernels_.size(), "CpuGraphExec::update_kernel: no such kernel node");
+        CpuGraphOp &op = ops_[kernels_[index]];
+        EMBER_ASSERT(n == op.sizes.size(), "CpuGraphExec::update_kernel: another kernel's arguments");
+        op.dims = dims;
+        op.set_arguments(args, sizes, n);
+    }
+
+private:
+    std::vector<CpuGraphOp> ops_;
+    std::vector<size_t> kernels_;
+};
+
+class CpuGraph final : public BackendGraph {
+public:
+    size_t num_nodes() override { return ops.size(); }
+    std::unique_ptr<BackendGraphExec> instantiate() override { return std::make_unique<CpuGraphExec>(ops); }
+    std::vector<CpuGraphOp> ops;
+};
+
 class CpuStream final : public BackendStream {
 public:
     void copy_to_device(DeviceAddress dst, const void *src, size_t bytes) override {
+        if (captured_copy(reinterpret_cast<void *>(dst), src, bytes)) return;
         std::memmove(reinterpret_cast<void *>(dst), src, bytes);
     }
     void copy_from_device(void *dst, DeviceAddress src, size_t bytes) override {
+        if (captured_copy(dst, reinterpret_cast<const void *>(src), bytes)) return;
         std::memmove(dst, reinterpret_cast<const void *>(src), bytes);
     }
     void copy_device_to_device(DeviceAddress dst, DeviceAddress src, size_t bytes) override {
+        if (captured_copy(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes)) return;
         std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
+    }
+
+    // Graphs ([Note] Graphs in BackendGraph.h): while capturing, operations are recorded into
+    // graph_ instead of running.
+    void begin_capture() override {
+        graph_ = std::make_shared<CpuGraph>();
+        capture_.store(graph_.get(), std::memory_order_release);
+    }
+    std::shared_ptr<BackendGraph> end_capture() override {
+        capture_.store(nullptr, std::memory_order_release);
+        return std::move(graph_);
+    }
+    void capture_launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
+                        const uint32_t *sizes, size_t n) override {
+        CpuGraphOp op;
+        op.kind = CpuGraphOp::Kind::Launch;
+        op.function = &fn;
+        op.kernel_name = kernel_name;
+        op.dims = dims;
+        op.set_arguments(args, sizes, n);
+        graph_->ops.push_back(std::move(op));
     }
     void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
                 size_t) override;
@@ -229,7 +349,17 @@ public:
         ce->record();
     }
     /// The work before a CPU event is done; another device's event is waited for on the host.
-    void wait(BackendEvent &e) override { e.synchronize(); }
+    void wait(BackendEvent &e) override {
+        if (graph_) {
+            CpuGraphOp op;
+            op.kind = CpuGraphOp::Kind::Wait;
+            op.event = &e;
+            std::lock_guard<std::mutex> lock(graph_->record.mutex);
+            graph_->ops.push_back(std::move(op));
+            return;
+        }
+        e.synchronize();
+    }
     void synchronize() override {}
     bool is_done() override { return true; }
     int priority() const override { return 0; }
@@ -238,15 +368,32 @@ public:
     void copy_3d(const Region3D &dst, const Region3D &src, size_t width_bytes, size_t height,
                  size_t depth) override {
         for (size_t z = 0; z < depth; ++z)
-            for (size_t y = 0; y < height; ++y)
-                std::memmove(reinterpret_cast<char *>(dst.address) + dst.x_bytes + (dst.y + y) * dst.pitch +
-                                 (dst.z + z) * dst.pitch * dst.rows,
-                             reinterpret_cast<const char *>(src.address) + src.x_bytes + (src.y + y) * src.pitch +
-                                 (src.z + z) * src.pitch * src.rows,
-                             width_bytes);
+            for (size_t y = 0; y < height; ++y) {
+                char *d = reinterpret_cast<char *>(dst.address) + dst.x_bytes + (dst.y + y) * dst.pitch +
+                          (dst.z + z) * dst.pitch * dst.rows;
+                const char *s = reinterpret_cast<const char *>(src.address) + src.x_bytes + (src.y + y) * src.pitch +
+                                (src.z + z) * src.pitch * src.rows;
+                // While capturing, each row becomes one recorded copy.
+                if (!captured_copy(d, s, width_bytes)) std::memmove(d, s, width_bytes);
+            }
     }
     void copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddress src, Backend *src_owner,
                       size_t bytes) override;
+private:
+    /// Records a copy while capturing; false otherwise.
+    bool captured_copy(void *dst, const void *src, size_t bytes) {
+        if (!graph_) return false;
+        CpuGraphOp op;
+        op.kind = CpuGraphOp::Kind::Copy;
+        op.dst = dst;
+        op.src = src;
+        op.bytes = bytes;
+        std::lock_guard<std::mutex> lock(graph_->record.mutex);
+        graph_->ops.push_back(std::move(op));
+        return true;
+    }
+
+    std::shared_ptr<CpuGraph> graph_;
 };
 
 class CpuBackend final : public Backend {
@@ -492,11 +639,20 @@ void CpuStream::copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddres
                              size_t bytes) {
     EMBER_ASSERT((!dst_owner || dst_owner->api() == "cpu") && (!src_owner || src_owner->api() == "cpu"),
                  "CpuStream::copy_between with a GPU's memory (Memory2D.cpp routes those to the GPU)");
+    if (captured_copy(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes)) return;
     std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
 }
 
 void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
                        size_t) {
+    if (graph_)
+        throw LogicError("kernel '" + kernel_name +
+                         "': this kind of launch cannot be captured into a graph on the CPU device; "
+                         "launch it with enqueue_function");
+    CpuBackend::launch(fn, kernel_name, dims, args);
+}
+
+void run_cpu_kernel(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args) {
     CpuBackend::launch(fn, kernel_name, dims, args);
 }
 

@@ -12,6 +12,8 @@
 /// CUDA code runs on; when the thread had none, ours is left current (as the CUDA runtime does).
 #include "cuda/CudaDriver.h"
 
+#include "BackendGraph.h"
+
 #include "ember/Error.h"
 
 #include <algorithm>
@@ -268,6 +270,12 @@ struct CudaDeviceState {
     std::mutex streams_mutex;
     std::vector<CudaStream *> user_streams;
     std::atomic<bool> had_user_streams{false};
+
+    /// Streams capturing a graph now, and the frees deferred until none does ([Note] Graphs in
+    /// BackendGraph.h).
+    std::atomic<int> capturing{0};
+    std::mutex deferred_mutex;
+    std::vector<DeviceAddress> deferred_frees;
 };
 
 /// A CUstream of one context: the back end's default stream or one the user made.
@@ -297,6 +305,14 @@ public:
         const CudaDriver &drv = dev_->drv;
         ScopedCurrent current(*dev_->ctx, std::nothrow);
         if (!current.ok()) return;
+        if (graph_) {
+            // Dropped while capturing: end the capture (the graph is discarded).
+            capture_.store(nullptr);
+            --dev_->capturing;
+            cu::CUgraph g = nullptr;
+            drv.cuStreamEndCapture(stream_, &g);
+            if (g) drv.cuGraphDestroy(g);
+        }
         drv.log_if_error(drv.cuStreamSynchronize(stream_), "cuStreamSynchronize",
                          " while destroying a stream of " + dev_->ctx->where());
         drv.log_if_error(drv.cuStreamDestroy(stream_), "cuStreamDestroy", " on " + dev_->ctx->where());
@@ -377,9 +393,11 @@ public:
             e.synchronize();
             return;
         }
-        // cuStreamWaitEvent takes events of other contexts and devices too.
+        // cuStreamWaitEvent takes events of other contexts and devices too. While capturing, the
+        // wait becomes an event wait node ([Note] Graphs in BackendGraph.h).
         ScopedCurrent current(*dev_->ctx);
-        dev_->drv.check(dev_->drv.cuStreamWaitEvent(stream_, ce->handle(), 0), "cuStreamWaitEvent",
+        const unsigned flags = capture_graph() ? cu::CU_EVENT_WAIT_EXTERNAL : 0u;
+        dev_->drv.check(dev_->drv.cuStreamWaitEvent(stream_, ce->handle(), flags), "cuStreamWaitEvent",
                         " on " + dev_->ctx->where());
     }
 
@@ -490,6 +508,151 @@ public:
     // [issue-4 anchor: modules] Constant memory and external modules.
 
     // [issue-4 anchor: graphs] Graphs.
+    /// A captured CUgraph and its kernel nodes in enqueue order ([Note] Graphs in BackendGraph.h).
+    class Graph final : public BackendGraph {
+    public:
+        explicit Graph(std::shared_ptr<CudaDeviceState> dev) : dev_(std::move(dev)) {}
+        ~Graph() override {
+            if (!graph_) return;
+            ScopedCurrent current(*dev_->ctx, std::nothrow);
+            if (current.ok()) dev_->drv.log_if_error(dev_->drv.cuGraphDestroy(graph_), "cuGraphDestroy");
+        }
+        size_t num_nodes() override {
+            size_t n = 0;
+            ScopedCurrent current(*dev_->ctx);
+            dev_->drv.check(dev_->drv.cuGraphGetNodes(graph_, nullptr, &n), "cuGraphGetNodes",
+                            " on " + dev_->ctx->where());
+            return n;
+        }
+        std::unique_ptr<BackendGraphExec> instantiate() override;
+
+        cu::CUgraph graph_ = nullptr;
+        std::vector<cu::CUgraphNode> kernel_nodes_;
+        std::vector<cu::CUfunction> kernel_functions_;
+        std::vector<std::string> kernel_names_;
+
+    private:
+        std::shared_ptr<CudaDeviceState> dev_;
+    };
+
+    /// A CUgraphExec.
+    class GraphExec final : public BackendGraphExec {
+    public:
+        GraphExec(std::shared_ptr<CudaDeviceState> dev, cu::CUgraphExec exec, const Graph &graph)
+            : dev_(std::move(dev)), exec_(exec), nodes_(graph.kernel_nodes_), functions_(graph.kernel_functions_),
+              names_(graph.kernel_names_) {
+            // A fault surfacing later names the graph's kernels: each once, a few at most.
+            for (const std::string &k : names_)
+                if (suspects_.size() < 8 && std::find(suspects_.begin(), suspects_.end(), k) == suspects_.end())
+                    suspects_.push_back(k);
+        }
+        ~GraphExec() override {
+            if (!exec_) return;
+            ScopedCurrent current(*dev_->ctx, std::nothrow);
+            if (current.ok()) dev_->drv.log_if_error(dev_->drv.cuGraphExecDestroy(exec_), "cuGraphExecDestroy");
+        }
+        GraphExec(const GraphExec &) = delete;
+        GraphExec &operator=(const GraphExec &) = delete;
+
+        void launch(BackendStream &stream) override {
+            if (!exec_) return; // an empty graph: nothing to run
+            auto &s = static_cast<CudaStream &>(stream);
+            ScopedCurrent current(*dev_->ctx);
+            cu::CUresult rc = dev_->drv.cuGraphLaunch(exec_, s.handle());
+            if (rc != cu::CUDA_SUCCESS)
+                dev_->drv.check(rc, "cuGraphLaunch", " on " + dev_->ctx->where() + dev_->fault_context(rc));
+            for (const std::string &k : suspects_) dev_->remember_launch(k);
+        }
+        void update_kernel(size_t index, const LaunchDims &d, void **args, const uint32_t *, size_t) override {
+            EMBER_ASSERT(index < nodes_.size(), "CudaStream::GraphExec::update_kernel: no such kernel node");
+            cu::CUDA_KERNEL_NODE_PARAMS p{};
+            p.func = functions_[index];
+            p.gridDimX = unsigned(d.grid[0]);
+            p.gridDimY = unsigned(d.grid[1]);
+            p.gridDimZ = unsigned(d.grid[2]);
+            p.blockDimX = unsigned(d.block[0]);
+            p.blockDimY = unsigned(d.block[1]);
+            p.blockDimZ = unsigned(d.block[2]);
+            p.sharedMemBytes = d.shared_mem_bytes;
+            p.kernelParams = args; // copied by the driver
+            ScopedCurrent current(*dev_->ctx);
+            dev_->drv.check(dev_->drv.cuGraphExecKernelNodeSetParams(exec_, nodes_[index], &p),
+                            "cuGraphExecKernelNodeSetParams",
+                            "; updating kernel node " + std::to_string(index) + " ('" + names_[index] + "') on " +
+                                dev_->ctx->where());
+        }
+
+    private:
+        std::shared_ptr<CudaDeviceState> dev_;
+        cu::CUgraphExec exec_;
+        std::vector<cu::CUgraphNode> nodes_;
+        std::vector<cu::CUfunction> functions_;
+        std::vector<std::string> names_;
+        std::vector<std::string> suspects_;
+    };
+
+    void begin_capture() override {
+        const CudaDriver &drv = dev_->drv;
+        if (!drv.cuStreamBeginCapture || !drv.cuStreamEndCapture ||
+            (!drv.cuStreamGetCaptureInfo_v3 && !drv.cuStreamGetCaptureInfo_v2) || !drv.cuGraphInstantiateWithFlags ||
+            !drv.cuGraphLaunch || !drv.cuGraphExecDestroy || !drv.cuGraphDestroy || !drv.cuGraphGetNodes ||
+            !drv.cuGraphExecKernelNodeSetParams)
+            throw RuntimeError("begin_capture: graphs need a driver for CUDA 11.4 or newer; this libcuda.so.1 (CUDA " +
+                               std::to_string(drv.version() / 1000) + "." + std::to_string(drv.version() % 1000 / 10) +
+                               ") lacks a graph entry point");
+        auto graph = std::make_shared<Graph>(dev_);
+        ScopedCurrent current(*dev_->ctx);
+        // Relaxed: ember itself may still allocate (cuMemAlloc) and load modules while a stream
+        // captures; it rejects the calls that would break the capture before the driver sees them.
+        drv.check(drv.cuStreamBeginCapture(stream_, cu::CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture",
+                  " on " + dev_->ctx->where());
+        ++dev_->capturing;
+        graph_ = std::move(graph);
+        capture_.store(graph_.get(), std::memory_order_release);
+    }
+
+    std::shared_ptr<BackendGraph> end_capture() override {
+        const CudaDriver &drv = dev_->drv;
+        std::shared_ptr<Graph> graph = std::move(graph_);
+        capture_.store(nullptr, std::memory_order_release);
+        --dev_->capturing;
+        ScopedCurrent current(*dev_->ctx);
+        cu::CUgraph g = nullptr;
+        cu::CUresult rc = drv.cuStreamEndCapture(stream_, &g);
+        if (rc != cu::CUDA_SUCCESS) {
+            if (g) drv.cuGraphDestroy(g);
+            drv.check(rc, "cuStreamEndCapture",
+                      " on " + dev_->ctx->where() +
+                          "; an operation enqueued during the capture was not allowed while capturing, and the "
+                          "driver invalidated the capture");
+        }
+        graph->graph_ = g;
+        return graph;
+    }
+
+    void capture_launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
+                        const uint32_t *, size_t num_args) override {
+        launch(fn, kernel_name, dims, args, num_args); // captured: becomes a kernel node
+        // The node just added is now the capture's only dependency.
+        const CudaDriver &drv = dev_->drv;
+        ScopedCurrent current(*dev_->ctx);
+        int status = 0;
+        const cu::CUgraphNode *deps = nullptr;
+        size_t num_deps = 0;
+        cu::CUresult rc = drv.cuStreamGetCaptureInfo_v3
+                              ? drv.cuStreamGetCaptureInfo_v3(stream_, &status, nullptr, nullptr, &deps, nullptr,
+                                                              &num_deps)
+                              : drv.cuStreamGetCaptureInfo_v2(stream_, &status, nullptr, nullptr, &deps, &num_deps);
+        drv.check(rc, "cuStreamGetCaptureInfo", " after capturing kernel '" + kernel_name + "' on " + dev_->ctx->where());
+        if (status != cu::CU_STREAM_CAPTURE_STATUS_ACTIVE || num_deps != 1)
+            throw LogicError("capturing kernel '" + kernel_name + "' on " + dev_->ctx->where() +
+                             ": the capture is no longer active (status " + std::to_string(status) +
+                             ") or the kernel node is not its only dependency (" + std::to_string(num_deps) +
+                             " dependencies); an operation not allowed while capturing invalidated it");
+        graph_->kernel_nodes_.push_back(deps[0]);
+        graph_->kernel_functions_.push_back(static_cast<CudaFunction &>(fn).function);
+        graph_->kernel_names_.push_back(kernel_name);
+    }
 
     bool is_done() override {
         ScopedCurrent current(*dev_->ctx);
@@ -503,9 +666,21 @@ public:
 private:
     std::shared_ptr<CudaDeviceState> dev_;
     cu::CUstream stream_ = nullptr;
+    /// The graph being captured (capture_ points to it).
+    std::shared_ptr<Graph> graph_;
     int priority_;
     bool user_;
 };
+
+std::unique_ptr<BackendGraphExec> CudaStream::Graph::instantiate() {
+    // An empty graph runs nothing: it needs no CUgraphExec.
+    if (num_nodes() == 0) return std::make_unique<GraphExec>(dev_, nullptr, *this);
+    ScopedCurrent current(*dev_->ctx);
+    cu::CUgraphExec exec = nullptr;
+    dev_->drv.check(dev_->drv.cuGraphInstantiateWithFlags(&exec, graph_, 0), "cuGraphInstantiateWithFlags",
+                    " on " + dev_->ctx->where());
+    return std::make_unique<GraphExec>(dev_, exec, *this);
+}
 
 class CudaBackend final : public Backend {
 public:
@@ -561,6 +736,7 @@ public:
     }
 
     ~CudaBackend() override {
+        free_deferred();
         // The default stream synchronises in its destructor, before the context is released.
         default_stream_.reset();
     }
@@ -575,8 +751,10 @@ public:
         EMBER_ASSERT(bytes > 0, "CudaBackend::allocate of 0 bytes");
         ScopedCurrent current(*ctx_);
         cu::CUdeviceptr p = 0;
-        // Stream-ordered only while the default stream is the only one ([Note] Streams).
-        const bool pooled = use_pools_ && !state_->had_user_streams;
+        free_deferred();
+        // Stream-ordered only while the default stream is the only one ([Note] Streams), and
+        // not while it captures a graph (the allocation would become a node of the graph).
+        const bool pooled = use_pools_ && !state_->had_user_streams && !default_stream_->capture_graph();
         const char *call = pooled ? "cuMemAllocAsync" : "cuMemAlloc";
         cu::CUstream stream = default_handle();
         cu::CUresult rc = pooled ? drv_.cuMemAllocAsync(&p, bytes, stream) : drv_.cuMemAlloc(&p, bytes);
@@ -600,6 +778,33 @@ public:
 
     void deallocate(DeviceAddress p) noexcept override {
         if (!p) return;
+        if (state_->capturing > 0) {
+            // A free must neither become a node of a graph nor wait for a capturing stream
+            // ([Note] Graphs in BackendGraph.h): later.
+            try {
+                std::lock_guard<std::mutex> lock(state_->deferred_mutex);
+                state_->deferred_frees.push_back(p);
+                return;
+            } catch (const std::bad_alloc &) {
+                // No memory to defer it: free it now, as outside a capture.
+            }
+        }
+        free_deferred();
+        free_now(p);
+    }
+
+    /// Frees what deallocate deferred during a capture, once no stream captures.
+    void free_deferred() noexcept {
+        if (state_->capturing > 0) return;
+        std::vector<DeviceAddress> frees;
+        {
+            std::lock_guard<std::mutex> lock(state_->deferred_mutex);
+            frees.swap(state_->deferred_frees);
+        }
+        for (DeviceAddress p : frees) free_now(p);
+    }
+
+    void free_now(DeviceAddress p) noexcept {
         ScopedCurrent current(*ctx_, std::nothrow);
         if (!current.ok()) return;
         bool ipc_opened = false;

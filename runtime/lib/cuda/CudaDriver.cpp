@@ -159,6 +159,17 @@ CudaErrorClass cuda_error_class(int code) noexcept {
     case CUDA_ERROR_NOT_FOUND:
     case CUDA_ERROR_CONTEXT_IS_DESTROYED:
     case CUDA_ERROR_NOT_SUPPORTED:
+    // Stream capture and graphs: the program did something a capture does not allow.
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    case CUDA_ERROR_STREAM_CAPTURE_MERGE:
+    case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
+    case CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
+    case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+    case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+    case CUDA_ERROR_CAPTURED_EVENT:
+    case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+    case CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE:
         return CudaErrorClass::Logic;
     default:
         return CudaErrorClass::Runtime;
@@ -326,6 +337,18 @@ void CudaDriver::load() noexcept {
         // [issue-4 anchor: modules] Constant memory and external modules.
 
         // [issue-4 anchor: graphs] Graphs.
+        sym(cuStreamBeginCapture, "cuStreamBeginCapture_v2", false);
+        sym(cuStreamEndCapture, "cuStreamEndCapture", false);
+        sym(cuStreamGetCaptureInfo_v3, "cuStreamGetCaptureInfo_v3", false);
+        sym(cuStreamGetCaptureInfo_v2, "cuStreamGetCaptureInfo_v2", false);
+        sym(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", false);
+        sym(cuGraphLaunch, "cuGraphLaunch", false);
+        sym(cuGraphExecDestroy, "cuGraphExecDestroy", false);
+        sym(cuGraphDestroy, "cuGraphDestroy", false);
+        sym(cuGraphGetNodes, "cuGraphGetNodes", false);
+        sym(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2", false);
+        if (!cuGraphExecKernelNodeSetParams)
+            sym(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", false);
         sym(cuMemAllocAsync, "cuMemAllocAsync", /*required=*/false);
         sym(cuMemFreeAsync, "cuMemFreeAsync", /*required=*/false);
         if (!cuMemAllocAsync || !cuMemFreeAsync) {

@@ -13,7 +13,9 @@
 ///   cooperative launch too large, tensor memory leak).
 /// * LogicError: the program asked for something impossible (invalid value/handle/context/device/
 ///   image, not found, not supported, not initialised, context destroyed, illegal state, no binary
-///   for this GPU, invalid PTX, unsupported PTX version). `CudaBackend::load` turns the failures of
+///   for this GPU, invalid PTX, unsupported PTX version, the stream capture and graph errors 900-908
+///   and 910: CUDA_ERROR_STREAM_CAPTURE_*, CUDA_ERROR_CAPTURED_EVENT,
+///   CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE). `CudaBackend::load` turns the failures of
 ///   cuModuleLoadDataEx into CompileError carrying the JIT log instead.
 /// * RuntimeError: everything else (no device, driver too old, ECC errors, the unknown).
 /// Messages read `<call> failed: CUDA_ERROR_XXX (<driver's description>)<context>`. The sticky
@@ -186,6 +188,44 @@ struct CUmemAccessDesc {
 enum : int { CU_MEM_LOCATION_TYPE_DEVICE = 1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 };
 } // namespace cu
 
+// [graphs] Graph types and constants of cuda.h ([Note] Graphs in BackendGraph.h).
+namespace cu {
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
+using CUgraph = CUgraph_st *;
+using CUgraphExec = CUgraphExec_st *;
+using CUgraphNode = CUgraphNode_st *;
+enum : CUresult {
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    CUDA_ERROR_STREAM_CAPTURE_MERGE = 902,
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,
+    CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904,
+    CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
+    CUDA_ERROR_CAPTURED_EVENT = 907,
+    CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908,
+    CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910,
+};
+/// CUstreamCaptureMode and CUstreamCaptureStatus.
+enum : int { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
+enum : int { CU_STREAM_CAPTURE_STATUS_NONE = 0, CU_STREAM_CAPTURE_STATUS_ACTIVE = 1 };
+/// cuStreamWaitEvent's flag that captures the wait as an event wait node.
+enum : unsigned { CU_EVENT_WAIT_EXTERNAL = 0x1 };
+/// CUDA_KERNEL_NODE_PARAMS_v2 (CUDA 12); its first fields are CUDA_KERNEL_NODE_PARAMS_v1.
+struct CUDA_KERNEL_NODE_PARAMS {
+    CUfunction func;
+    unsigned gridDimX, gridDimY, gridDimZ;
+    unsigned blockDimX, blockDimY, blockDimZ;
+    unsigned sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    void *kern;
+    CUcontext ctx;
+};
+} // namespace cu
+
 /// Which public exception a CUresult becomes; see [Note] CUDA errors.
 enum class CudaErrorClass { Memory, Logic, Launch, Runtime };
 
@@ -320,6 +360,27 @@ public:
     // [issue-4 anchor: modules] Constant memory and external modules.
 
     // [issue-4 anchor: graphs] Graphs.
+    // Optional: graphs need them (CUDA 11.4+; the kernel node update's _v2 is CUDA 12), and
+    // begin_capture says which are missing.
+    cu::CUresult (*cuStreamBeginCapture)(cu::CUstream stream, int mode) = nullptr;
+    cu::CUresult (*cuStreamEndCapture)(cu::CUstream stream, cu::CUgraph *graph) = nullptr;
+    /// cuStreamGetCaptureInfo_v3 (CUDA 12.3+, with edge data), else _v2 (CUDA 11.3+).
+    cu::CUresult (*cuStreamGetCaptureInfo_v3)(cu::CUstream stream, int *status, unsigned long long *id,
+                                              cu::CUgraph *graph, const cu::CUgraphNode **deps,
+                                              const void **edge_data, size_t *num_deps) = nullptr;
+    cu::CUresult (*cuStreamGetCaptureInfo_v2)(cu::CUstream stream, int *status, unsigned long long *id,
+                                              cu::CUgraph *graph, const cu::CUgraphNode **deps,
+                                              size_t *num_deps) = nullptr;
+    cu::CUresult (*cuGraphInstantiateWithFlags)(cu::CUgraphExec *exec, cu::CUgraph graph,
+                                                unsigned long long flags) = nullptr;
+    cu::CUresult (*cuGraphLaunch)(cu::CUgraphExec exec, cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuGraphExecDestroy)(cu::CUgraphExec exec) = nullptr;
+    cu::CUresult (*cuGraphDestroy)(cu::CUgraph graph) = nullptr;
+    cu::CUresult (*cuGraphGetNodes)(cu::CUgraph graph, cu::CUgraphNode *nodes, size_t *num_nodes) = nullptr;
+    /// cuGraphExecKernelNodeSetParams_v2 (CUDA 12), else the v1 entry point, which reads the
+    /// v1 prefix of the same struct.
+    cu::CUresult (*cuGraphExecKernelNodeSetParams)(cu::CUgraphExec exec, cu::CUgraphNode node,
+                                                   const cu::CUDA_KERNEL_NODE_PARAMS *params) = nullptr;
 
     // Optional entry points (CUDA 11.2+): nullptr when the driver lacks them.
     cu::CUresult (*cuMemAllocAsync)(cu::CUdeviceptr *p, size_t bytes,

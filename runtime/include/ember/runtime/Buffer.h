@@ -68,9 +68,15 @@ private:
 /// Copy entry points shared by DeviceContext and the buffers' enqueue_copy_to/from. `what` names
 /// the operation in messages. Sizes are checked by the callers.
 enum class MemSide { Host, Device };
+/// The buffers a copy writes and reads, which a graph that captures it keeps alive ([Note]
+/// Graphs in the runtime's BackendGraph.h).
+struct CopyOwners {
+    const std::shared_ptr<RawDeviceBuffer> *dst_device = nullptr, *src_device = nullptr;
+    const std::shared_ptr<RawHostBuffer> *dst_host = nullptr, *src_host = nullptr;
+};
 void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const ContextImpl *dst_ctx,
                         MemSide src_side, uint64_t src, const ContextImpl *src_ctx, size_t bytes,
-                        StreamImpl *stream = nullptr);
+                        StreamImpl *stream = nullptr, const CopyOwners &owners = {});
 [[noreturn]] void throw_copy_size_mismatch(size_t dst_elems, size_t src_elems, size_t elem_bytes);
 [[noreturn]] void throw_null_buffer(const char *what);
 
@@ -188,7 +194,8 @@ template <class T> void DeviceBuffer<T>::enqueue_copy_to(const HostBuffer<T> &ds
     detail::check_sizes(dst.size(), size_, sizeof(T));
     detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Host,
                                reinterpret_cast<uint64_t>(dst.data()), dst.raw()->context().get(),
-                               detail::MemSide::Device, address(), raw_->context().get(), bytes());
+                               detail::MemSide::Device, address(), raw_->context().get(), bytes(), nullptr,
+                               {.src_device = &raw_, .dst_host = &dst.raw()});
 }
 template <class T> void DeviceBuffer<T>::enqueue_copy_to(const DeviceBuffer<T> &dst) const {
     detail::require(*this, "source DeviceBuffer");
@@ -196,7 +203,8 @@ template <class T> void DeviceBuffer<T>::enqueue_copy_to(const DeviceBuffer<T> &
     detail::check_sizes(dst.size(), size_, sizeof(T));
     detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Device, dst.address(),
                                dst.raw()->context().get(), detail::MemSide::Device, address(),
-                               raw_->context().get(), bytes());
+                               raw_->context().get(), bytes(), nullptr,
+                               {.dst_device = &dst.raw(), .src_device = &raw_});
 }
 template <class T> void DeviceBuffer<T>::enqueue_copy_to(T *dst) const {
     detail::require(*this, "source DeviceBuffer");
@@ -204,7 +212,7 @@ template <class T> void DeviceBuffer<T>::enqueue_copy_to(T *dst) const {
     if (!dst) detail::throw_null_buffer("destination pointer");
     detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Host, reinterpret_cast<uint64_t>(dst),
                                nullptr, detail::MemSide::Device, address(), raw_->context().get(),
-                               bytes());
+                               bytes(), nullptr, {.src_device = &raw_});
 }
 template <class T> void DeviceBuffer<T>::enqueue_copy_from(const HostBuffer<T> &src) const {
     detail::require(*this, "destination DeviceBuffer");
@@ -213,7 +221,7 @@ template <class T> void DeviceBuffer<T>::enqueue_copy_from(const HostBuffer<T> &
     detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Device, address(),
                                raw_->context().get(), detail::MemSide::Host,
                                reinterpret_cast<uint64_t>(src.data()), src.raw()->context().get(),
-                               bytes());
+                               bytes(), nullptr, {.dst_device = &raw_, .src_host = &src.raw()});
 }
 template <class T> void DeviceBuffer<T>::enqueue_copy_from(const DeviceBuffer<T> &src) const {
     src.enqueue_copy_to(*this);
@@ -224,7 +232,8 @@ template <class T> void DeviceBuffer<T>::enqueue_copy_from(const T *src) const {
     if (!src) detail::throw_null_buffer("source pointer");
     detail::enqueue_copy_bytes(*raw_->context(), detail::MemSide::Device, address(),
                                raw_->context().get(), detail::MemSide::Host,
-                               reinterpret_cast<uint64_t>(src), nullptr, bytes());
+                               reinterpret_cast<uint64_t>(src), nullptr, bytes(), nullptr,
+                               {.dst_device = &raw_});
 }
 
 } // namespace ember

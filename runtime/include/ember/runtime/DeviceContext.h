@@ -86,8 +86,10 @@ struct EventImpl;
 
 /// Checks `req` against the device's limits and enqueues `fn` on `stream` (the context's default
 /// stream when null).
+struct KernelArgsInfo;
+/// `info` (sizes and buffers of the arguments) is needed when the stream captures a graph.
 void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const LaunchRequest &req, void **args,
-            size_t n);
+            size_t n, const KernelArgsInfo *info = nullptr);
 std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
                                       const std::shared_ptr<const KernelInfo> &kernel,
                                       const CompileFunctionOptions &opts);
@@ -160,7 +162,8 @@ void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst
     require(src, "source HostBuffer");
     check_sizes(dst.size(), src.size(), sizeof(T));
     enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), dst.raw()->context().get(), MemSide::Host,
-                       reinterpret_cast<uint64_t>(src.data()), src.raw()->context().get(), dst.bytes(), stream);
+                       reinterpret_cast<uint64_t>(src.data()), src.raw()->context().get(), dst.bytes(), stream,
+                       {.dst_device = &dst.raw(), .src_host = &src.raw()});
 }
 template <class T>
 void typed_copy(ContextImpl &ctx, StreamImpl *stream, const HostBuffer<T> &dst, const DeviceBuffer<T> &src) {
@@ -168,7 +171,8 @@ void typed_copy(ContextImpl &ctx, StreamImpl *stream, const HostBuffer<T> &dst, 
     require(dst, "destination HostBuffer");
     check_sizes(dst.size(), src.size(), sizeof(T));
     enqueue_copy_bytes(ctx, MemSide::Host, reinterpret_cast<uint64_t>(dst.data()), dst.raw()->context().get(),
-                       MemSide::Device, src.address(), src.raw()->context().get(), src.bytes(), stream);
+                       MemSide::Device, src.address(), src.raw()->context().get(), src.bytes(), stream,
+                       {.src_device = &src.raw(), .dst_host = &dst.raw()});
 }
 template <class T>
 void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, const DeviceBuffer<T> &src) {
@@ -176,7 +180,8 @@ void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst
     check_own(ctx, src.raw().get(), "source");
     check_sizes(dst.size(), src.size(), sizeof(T));
     enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), dst.raw()->context().get(), MemSide::Device,
-                       src.address(), src.raw()->context().get(), src.bytes(), stream);
+                       src.address(), src.raw()->context().get(), src.bytes(), stream,
+                       {.dst_device = &dst.raw(), .src_device = &src.raw()});
 }
 template <class T>
 void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, const T *src) {
@@ -184,7 +189,8 @@ void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst
     if (dst.size() == 0) return;
     if (!src) throw_null_buffer("source pointer");
     enqueue_copy_bytes(ctx, MemSide::Device, dst.address(), dst.raw()->context().get(), MemSide::Host,
-                       reinterpret_cast<uint64_t>(src), nullptr, dst.bytes(), stream);
+                       reinterpret_cast<uint64_t>(src), nullptr, dst.bytes(), stream,
+                       {.dst_device = &dst.raw()});
 }
 template <class T> void typed_copy(ContextImpl &ctx, StreamImpl *stream, const DeviceBuffer<T> &dst, T *src) {
     typed_copy(ctx, stream, dst, static_cast<const T *>(src));
@@ -195,13 +201,42 @@ void typed_copy(ContextImpl &ctx, StreamImpl *stream, T *dst, const DeviceBuffer
     if (src.size() == 0) return;
     if (!dst) throw_null_buffer("destination pointer");
     enqueue_copy_bytes(ctx, MemSide::Host, reinterpret_cast<uint64_t>(dst), nullptr, MemSide::Device, src.address(),
-                       src.raw()->context().get(), src.bytes(), stream);
+                       src.raw()->context().get(), src.bytes(), stream,
+                       {.src_device = &src.raw()});
 }
 
-/// enqueue_function of DeviceContext and DeviceStream: `all` is the kernel's arguments followed
-/// by the launch options; see [Note] Argument checking.
-template <class Tuple, class... P>
-void enqueue_checked(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, Tuple &&all, std::tuple<P...> *) {
+/// What a launch passes besides the parameters' values: their sizes, and the buffers they refer
+/// to, which a graph that captures the launch keeps alive ([Note] Graphs in the runtime's
+/// BackendGraph.h).
+struct KernelArgsInfo {
+    const uint32_t *sizes = nullptr;
+    const std::shared_ptr<RawDeviceBuffer> *const *owners = nullptr;
+    size_t num_owners = 0;
+};
+
+template <class Tuple> struct repr_sizes;
+template <class... L> struct repr_sizes<std::tuple<L...>> {
+    static constexpr uint32_t value[sizeof...(L) + 1] = {static_cast<uint32_t>(sizeof(L))..., 0};
+};
+
+template <class H>
+void collect_owner(const std::shared_ptr<RawDeviceBuffer> **owners, size_t &n, const H &h) {
+    if constexpr (requires { h.raw(); }) {
+        if constexpr (std::is_lvalue_reference_v<decltype(h.raw())> &&
+                      std::is_same_v<std::remove_cvref_t<decltype(h.raw())>, std::shared_ptr<RawDeviceBuffer>>)
+            owners[n++] = &h.raw();
+    }
+}
+
+/// The argument checking of enqueue_function, shared with graph updates: `all` is the kernel's
+/// arguments followed by the launch options. Checks the arguments against P... at compile time
+/// (see [Note] Argument checking) and every buffer against `ctx` at run time, converts them to
+/// one representation per kernel (IR) parameter, and calls `body(req, ptrs, num_params, info)`.
+/// `req` points to the launch options; with `OptionsOptional`, it is null when none were given
+/// (otherwise grid_dim and block_dim are required).
+template <bool OptionsOptional, class Tuple, class... P, class Body>
+void with_kernel_params(const ContextImpl &ctx, const FunctionImpl &fn, Tuple &&all, std::tuple<P...> *,
+                        Body &&body) {
     constexpr size_t total = std::tuple_size_v<std::remove_cvref_t<Tuple>>;
     constexpr size_t num_options = []<size_t... I>(std::index_sequence<I...>) {
         return trailing_launch_options<std::tuple_element_t<I, std::remove_cvref_t<Tuple>>...>();
@@ -219,24 +254,42 @@ void enqueue_checked(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, Tup
             return (check_argument<I, P, std::tuple_element_t<I, std::remove_cvref_t<Tuple>>>() && ...);
         }(std::make_index_sequence<num_args>{});
         if constexpr (ok) {
-            if (!has_grid || !has_block) throw_missing_dims(fn, has_grid, has_block);
+            constexpr bool has_options = !OptionsOptional || num_options > 0;
+            if (has_options && (!has_grid || !has_block)) throw_missing_dims(fn, has_grid, has_block);
             // One representation per kernel (IR) parameter: a struct argument becomes one per
             // field ([Note] Structs).
             using Flat = flat_params_t<P...>;
             constexpr size_t num_params = std::tuple_size_v<Flat>;
-            typename repr_tuple<Flat>::type reprs{};
+            using Reprs = typename repr_tuple<Flat>::type;
+            Reprs reprs{};
+            const std::shared_ptr<RawDeviceBuffer> *owners[num_params + 1] = {};
+            size_t num_owners = 0;
             [&]<size_t... I>(std::index_sequence<I...>) {
                 (flatten_into<flat_offset<I, P...>(), P, FixedString<1>{""}>(
                      reprs, std::get<I>(all),
-                     [&](const auto &h, const char *field) { check_buffer(ctx, fn, I, field, h); }),
+                     [&](const auto &h, const char *field) {
+                         check_buffer(ctx, fn, I, field, h);
+                         collect_owner(owners, num_owners, h);
+                     }),
                  ...);
             }(std::make_index_sequence<num_args>{});
             [&]<size_t... J>(std::index_sequence<J...>) {
                 void *ptrs[num_params + 1] = {static_cast<void *>(&std::get<J>(reprs))..., nullptr};
-                launch(ctx, stream, fn, req, ptrs, num_params);
+                const KernelArgsInfo info{repr_sizes<Reprs>::value, owners, num_owners};
+                body(has_options ? &req : nullptr, ptrs, num_params, info);
             }(std::make_index_sequence<num_params>{});
         }
     }
+}
+
+/// enqueue_function of DeviceContext and DeviceStream: `all` is the kernel's arguments followed
+/// by the launch options; see [Note] Argument checking.
+template <class Tuple, class... P>
+void enqueue_checked(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, Tuple &&all, std::tuple<P...> *tag) {
+    with_kernel_params<false>(ctx, fn, std::forward<Tuple>(all), tag,
+                              [&](const LaunchRequest *req, void **ptrs, size_t n, const KernelArgsInfo &info) {
+                                  launch(ctx, stream, fn, *req, ptrs, n, &info);
+                              });
 }
 } // namespace detail
 
@@ -299,6 +352,7 @@ constexpr bool has_flag(EventFlags set, EventFlags f) {
 
 class DeviceContext;
 class DeviceStream;
+class DeviceGraph;
 
 /// A marker in a stream's work, as Mojo's DeviceEvent and PyCUDA's Event: record it on a
 /// stream, wait for it (on the host, or on another stream with enqueue_wait_for), time the work
@@ -365,6 +419,15 @@ public:
     /// As DeviceContext::enqueue_copy_2d / enqueue_copy_3d, on this stream.
     void enqueue_copy_2d(const Copy2D &c) const;
     void enqueue_copy_3d(const Copy3D &c) const;
+
+    /// Graphs (see DeviceGraph.h): from begin_capture() to end_capture(), the operations
+    /// enqueued on this stream are recorded into a graph instead of running. LogicError when the
+    /// stream captures already.
+    void begin_capture() const;
+    /// Ends the capture and returns the graph. LogicError when the stream does not capture.
+    DeviceGraph end_capture() const;
+    /// Whether the stream is capturing (CUDA's cuStreamIsCapturing).
+    bool is_capturing() const;
 
     const std::shared_ptr<detail::StreamImpl> &impl() const { return impl_; }
     /// Whether both are the same stream.
@@ -499,6 +562,13 @@ public:
     // [issue-4 anchor: modules] Constant memory and external modules.
 
     // [issue-4 anchor: graphs] Graphs.
+    /// Graphs (see DeviceGraph.h), on this context's stream: stream().begin_capture(), ...
+    void begin_capture() const;
+    DeviceGraph end_capture() const;
+    bool is_capturing() const;
+    /// Captures what `body(stream)` enqueues on this context's stream into a graph; the capture
+    /// ends when body returns or throws (the partial graph is then discarded).
+    template <class F> DeviceGraph capture(F &&body) const;
 
     /// Compiles `k` for this device and loads it.
     template <class... P>
@@ -555,5 +625,8 @@ bool has_nvidia_gpu_accelerator();
 bool has_amd_gpu_accelerator();
 
 } // namespace ember
+
+// Graphs need the complete DeviceContext and DeviceStream.
+#include "ember/runtime/DeviceGraph.h"
 
 #endif // EMBER_RUNTIME_DEVICECONTEXT_H
