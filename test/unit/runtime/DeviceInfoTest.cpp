@@ -517,4 +517,22 @@ TEST(DeviceInfoCpuFibers, CompiledKernelsKnowTheirLocalBytes) {
     EXPECT_EQ(h.impl()->compiled.local_bytes, 0u);
 }
 
+// Each generated function of a fiber kernel probes its frame page by page, so that a frame
+// bigger than its stack faults on the guard page instead of writing below it (x86-64 and
+// AArch64, where LLVM has inline probes).
+TEST(DeviceInfoCpuFibers, FiberKernelsProbeTheirStackFrames) {
+    const TargetSpec host = TargetSpec::host();
+    CompileOptions opts;
+    opts.keep_llvm_opt = true;
+    const std::string with_barrier = compile(big_locals.info()->ir, host, opts).llvm_opt;
+    const std::string plain = compile(add_one.info()->ir, host, opts).llvm_opt;
+#if defined(__x86_64__) || defined(__aarch64__)
+    EXPECT_NE(with_barrier.find("\"probe-stack\"=\"inline-asm\""), std::string::npos) << with_barrier;
+#endif
+    // Kernels without barriers run on the pool's thread stacks (megabytes): no probes.
+    EXPECT_EQ(plain.find("probe-stack"), std::string::npos);
+    // The entry stores the launch's fiber stack size for the fiber runtime.
+    EXPECT_NE(with_barrier.find("fiber_stack_bytes"), std::string::npos);
+}
+
 } // namespace
