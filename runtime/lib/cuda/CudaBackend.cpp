@@ -622,9 +622,17 @@ public:
         // The primary context's limit: every DeviceContext of this device (and the CUDA runtime's
         // code in this process) sees it.
         ScopedCurrent current(*ctx_);
-        drv_.check(drv_.cuCtxSetLimit(static_cast<int>(limit), value), "cuCtxSetLimit",
-                   std::string(" setting ") + std::string(to_string(limit)) + " to " + format_bytes(value) +
-                       " on " + ctx_->where());
+        cu::CUresult rc = drv_.cuCtxSetLimit(static_cast<int>(limit), value);
+        if (rc == cu::CUDA_SUCCESS) return;
+        std::string context = std::string(" setting ") + std::string(to_string(limit)) + " to " +
+                              format_bytes(value) + " on " + ctx_->where();
+        if (rc == cu::CUDA_ERROR_INVALID_VALUE && limit == Limit::printf_fifo_size)
+            context += "; CUDA accepts a new printf_fifo_size only before the first launch of a kernel "
+                       "that prints (print(...)) in this process";
+        else if (rc == cu::CUDA_ERROR_INVALID_VALUE && limit == Limit::malloc_heap_size)
+            context += "; CUDA accepts a new malloc_heap_size only before the first launch of a kernel "
+                       "that allocates device memory in this process";
+        drv_.raise(rc, "cuCtxSetLimit failed", context);
     }
 
 

@@ -37,7 +37,7 @@ enum class Limit : int {
     /// Bytes of stack per GPU thread (CU_LIMIT_STACK_SIZE). On the CPU device: the smallest
     /// fiber stack of a thread of a kernel with barriers or warp operations.
     stack_size = 0,
-    /// Bytes of the FIFO that device-side printf writes to (CU_LIMIT_PRINTF_FIFO_SIZE).
+    /// Bytes of the FIFO that `print(...)` in kernels writes to (CU_LIMIT_PRINTF_FIFO_SIZE).
     printf_fifo_size = 1,
     /// Bytes of the heap of device-side malloc (CU_LIMIT_MALLOC_HEAP_SIZE).
     malloc_heap_size = 2,

@@ -474,7 +474,9 @@ public:
     size_t get_limit(Limit limit) const;
     /// Sets a limit of the device's context (PyCUDA's Context.set_limit; cuCtxSetLimit). On CUDA
     /// the limit belongs to the device's primary context, so every DeviceContext of the device
-    /// sees it, and the driver may round it (stack_size up to its granularity). On the CPU
+    /// sees it, and the driver may round it (stack_size up to its granularity); printf_fifo_size
+    /// and malloc_heap_size can only change before the first launch of a kernel that prints or
+    /// allocates (LogicError after). On the CPU
     /// device: stack_size is the smallest fiber stack of kernels with barriers (ember grows it
     /// for a kernel whose local arrays need more; at most 64 MiB, LogicError above);
     /// printf_fifo_size and malloc_heap_size are stored and returned but change nothing.
