@@ -635,7 +635,6 @@ public:
         drv_.raise(rc, "cuCtxSetLimit failed", context);
     }
 
-
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.

@@ -165,9 +165,10 @@ TEST_P(DeviceInfoTest, MemoryInfo) {
         EXPECT_EQ(ctx().total_memory(), total);
         return;
     }
-    // What the driver reports as total through either call agrees within a few MiB.
+    // What the driver reports as total through either call agrees (within 2%: some
+    // configurations keep a little of the memory to themselves).
     const size_t a = ctx().total_memory(), b = total;
-    EXPECT_LE(a > b ? a - b : b - a, size_t(64) << 20) << a << " vs " << b;
+    EXPECT_LE(a > b ? a - b : b - a, std::max(size_t(64) << 20, a / 50)) << a << " vs " << b;
     // An allocation of 1 GiB shows in the free memory.
     const size_t gib = size_t(1) << 30;
     auto buf = ctx().enqueue_create_buffer<uint8_t>(gib);
