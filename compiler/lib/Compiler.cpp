@@ -25,6 +25,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <unordered_map>
 
 namespace ember {
 
@@ -277,6 +278,41 @@ void check_opt_level(int opt_level) {
                          " is out of range; use 0, 1, 2 or 3");
 }
 
+/// CompiledKernel::local_bytes: the local arrays of a body plus, for every call in it, those of
+/// the callee (memoised per function), saturating.
+class LocalBytes final : public ir::IRVisitor {
+public:
+    using Memo = std::unordered_map<const ir::Function *, uint64_t>;
+    explicit LocalBytes(Memo &memo) : memo_(memo) {}
+    using ir::IRVisitor::visit;
+    void visit(const ir::LocalArray *op) override {
+        add(op->count * op->var->type.element_type().bytes());
+    }
+    void visit(const ir::Invoke *op) override {
+        ir::IRVisitor::visit(op);
+        const ir::Function *f = op->callee.get();
+        auto it = memo_.find(f);
+        if (it == memo_.end()) {
+            LocalBytes callee(memo_);
+            callee.visit(f->body);
+            it = memo_.emplace(f, callee.total).first;
+        }
+        add(it->second);
+    }
+    uint64_t total = 0;
+
+private:
+    void add(uint64_t bytes) { total = bytes > UINT64_MAX - total ? UINT64_MAX : total + bytes; }
+    Memo &memo_;
+};
+
+uint64_t local_bytes_of(const ir::Kernel &k) {
+    LocalBytes::Memo memo;
+    LocalBytes l(memo);
+    l.visit(k.body);
+    return l.total;
+}
+
 } // namespace
 
 CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
@@ -291,6 +327,7 @@ CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
 
     Timer verify_timer;
     ir::verify_or_throw(k);
+    out.local_bytes = local_bytes_of(k);
     const double verify_seconds = verify_timer.seconds();
     if (options.keep_ir || dumps.ir) {
         std::string text = ir::print(k);

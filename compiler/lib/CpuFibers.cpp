@@ -15,8 +15,10 @@
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #if EMBER_FIBER_ASM
@@ -71,7 +73,18 @@ namespace ember::detail {
 
 namespace {
 
-constexpr size_t stack_bytes = 256 * 1024;
+size_t page_bytes() {
+    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return page;
+}
+
+/// A fiber stack: `bytes` usable bytes above a guard page, reserved with mmap (committed as
+/// touched).
+struct Stack {
+    void *base = nullptr; ///< the guard page
+    size_t bytes = 0;     ///< usable bytes above it
+    void *top() const { return static_cast<char *>(base) + page_bytes() + bytes; }
+};
 
 enum class FiberState : uint8_t { Ready, AtBarrier, AtWarp, Done };
 
@@ -84,31 +97,45 @@ struct Fiber {
     int64_t ctx[cpu_ctx_slots];
     FiberState state = FiberState::Ready;
     uint64_t posted = 0;   // this lane's value in a warp operation
-    void *stack = nullptr; // owned by the Stacks cache
+    Stack stack;         // owned by the Stacks cache
 };
 
-/// Stacks reserved with mmap (committed as touched), a guard page at the low end; cached per
-/// host thread and unmapped when it exits.
+/// Stacks cached per host thread and unmapped when it exits. A launch that needs bigger stacks
+/// than the cached ones replaces them.
 class Stacks {
 public:
     ~Stacks() {
-        for (void *s : stacks_) munmap(s, stack_bytes);
+        for (Stack &s : stacks_) munmap(s.base, s.bytes + page_bytes());
     }
-    void *get(size_t i) {
-        while (stacks_.size() <= i) {
-            void *s = mmap(nullptr, stack_bytes, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-            if (s == MAP_FAILED)
-                throw MemoryError("the CPU device cannot reserve " + std::to_string(stack_bytes) +
-                                  " bytes for the stack of GPU thread " + std::to_string(stacks_.size()));
-            mprotect(s, static_cast<size_t>(sysconf(_SC_PAGESIZE)), PROT_NONE);
-            stacks_.push_back(s);
+    /// Stack `i`, with at least `bytes` usable bytes (a multiple of the page size).
+    const Stack &get(size_t i, size_t bytes) {
+        if (stacks_.size() <= i) stacks_.resize(i + 1);
+        Stack &s = stacks_[i];
+        if (s.base && s.bytes >= bytes) return s;
+        if (s.base) munmap(s.base, s.bytes + page_bytes());
+        s = Stack{};
+        const size_t total = bytes + page_bytes();
+        void *p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                       -1, 0);
+        if (p == MAP_FAILED)
+            throw MemoryError("the CPU device cannot reserve " + std::to_string(total) +
+                              " bytes for the fiber stack of GPU thread " + std::to_string(i) + " (" +
+                              std::strerror(errno) + "); lower Limit::stack_size or the kernel's local arrays");
+        // The guard page: a frame that overflows the stack faults here (frames are probed page by
+        // page, see [Note] CPU fibers) instead of writing into the memory below.
+        if (mprotect(p, page_bytes(), PROT_NONE) != 0) {
+            const int err = errno;
+            munmap(p, total);
+            throw MemoryError(std::string("the CPU device cannot protect the guard page of a fiber stack (") +
+                              std::strerror(err) + ")");
         }
-        return stacks_[i];
+        s.base = p;
+        s.bytes = bytes;
+        return s;
     }
 
 private:
-    std::vector<void *> stacks_;
+    std::vector<Stack> stacks_;
 };
 
 struct Scheduler {
@@ -156,8 +183,8 @@ void run_current() {
 /// A fresh fiber's stack: what ember_fiber_switch pops (MXCSR and x87 control word, six
 /// registers), then the return address ember_fiber_entry, which leaves the stack pointer 16-byte
 /// aligned for its call, as the ABI wants.
-void *initial_stack(void *stack) {
-    auto top = reinterpret_cast<uintptr_t>(stack) + stack_bytes;
+void *initial_stack(const Stack &stack) {
+    auto top = reinterpret_cast<uintptr_t>(stack.top());
     top &= ~uintptr_t(15);
     auto *sp = reinterpret_cast<uint64_t *>(top - 64);
     uint32_t mxcsr;
@@ -191,6 +218,10 @@ extern "C" __attribute__((used, visibility("hidden"))) void ember_fiber_main() {
 void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
     const int64_t bx = ctx[6], by = ctx[7], bz = ctx[8];
     const size_t n = static_cast<size_t>(bx * by * bz);
+    // The launch's stack size ([Note] CPU fibers), whole pages.
+    const int64_t asked = ctx[cpu_ctx_stack_slot];
+    size_t stack_bytes = asked > 0 ? static_cast<size_t>(asked) : cpu_default_fiber_stack_bytes;
+    stack_bytes = (stack_bytes + page_bytes() - 1) / page_bytes() * page_bytes();
     Scheduler s;
     s.thread = thread;
     s.args = args;
@@ -202,13 +233,13 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
         f.ctx[0] = linear % bx;
         f.ctx[1] = (linear / bx) % by;
         f.ctx[2] = linear / (bx * by);
-        f.stack = stacks.get(i);
+        f.stack = stacks.get(i, stack_bytes);
 #if EMBER_FIBER_ASM
         f.sp = initial_stack(f.stack);
 #else
         getcontext(&f.context);
-        f.context.uc_stack.ss_sp = f.stack;
-        f.context.uc_stack.ss_size = stack_bytes;
+        f.context.uc_stack.ss_sp = static_cast<char *>(f.stack.base) + page_bytes();
+        f.context.uc_stack.ss_size = f.stack.bytes;
         f.context.uc_link = &s.main;
         makecontext(&f.context, reinterpret_cast<void (*)()>(&trampoline), 1, static_cast<int>(i));
 #endif

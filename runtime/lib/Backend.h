@@ -20,6 +20,7 @@
 
 #include "ember/compiler/Compiler.h"
 #include "ember/compiler/Target.h"
+#include "ember/runtime/DeviceAttribute.h"
 
 #include <array>
 #include <atomic>
@@ -194,6 +195,23 @@ public:
     virtual std::shared_ptr<BackendEvent> create_event(const EventOptions &options) = 0;
 
     // [issue-4 anchor: devinfo] Device information and context limits.
+    /// Reads `attribute` into `value` (cuDeviceGetAttribute). Returns false when the device does
+    /// not know it (a driver older than the attribute); throws for any other failure.
+    virtual bool query_attribute(DeviceAttribute attribute, int &value) = 0;
+    /// cuDriverGetVersion (12040 for CUDA 12.4); 0 on the CPU device, which has no driver.
+    virtual int driver_version() = 0;
+    /// The API version of the native context (cuCtxGetApiVersion); 0 on the CPU device.
+    virtual int api_version() = 0;
+    /// {free, total} bytes of device memory (cuMemGetInfo); on the CPU device the host's
+    /// MemAvailable and MemTotal.
+    virtual std::pair<size_t, size_t> memory_info() = 0;
+    /// Bytes of device memory (cuDeviceTotalMem); the host's MemTotal on the CPU device.
+    virtual size_t total_memory() = 0;
+    /// "dddd:bb:dd.f" (cuDeviceGetPCIBusId). Throws LogicError on the CPU device.
+    virtual std::string pci_bus_id() = 0;
+    /// A context limit (cuCtxGetLimit / cuCtxSetLimit); see Limit.
+    virtual size_t get_limit(Limit limit) = 0;
+    virtual void set_limit(Limit limit, size_t value) = 0;
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 

@@ -52,9 +52,10 @@ std::string strict_fp_features(const std::string &triple, std::string features) 
 // =========================
 // The body function `<kernel>.body` takes the kernel's parameters and then one `ptr %ctx` to
 //     struct { i64 thread_idx[3]; i64 block_idx[3]; i64 block_dim[3]; i64 grid_dim[3];
-//              ptr shared; ptr dynamic_shared; ptr fault; }
-// (15 x 8 bytes: the registers in SpecialRegKind order, then the block's shared memory, its
-// dynamic part, and the launch's CpuFault record for misaligned vector accesses), written
+//              ptr shared; ptr dynamic_shared; ptr fault; i64 fiber_stack_bytes; }
+// (16 x 8 bytes: the registers in SpecialRegKind order, then the block's shared memory, its
+// dynamic part, the launch's CpuFault record for misaligned vector accesses, and the size of
+// the fiber stacks, set for kernels that run as fibers only), written
 // by the entry wrapper before each call. The body is internal and alwaysinline: after inlining,
 // SROA turns the context into plain SSA values and the per-thread calls into loops. Kernels with
 // a barrier run their threads as fibers instead ([Note] CPU fibers in CpuFibers.h). The layout is
@@ -68,9 +69,10 @@ static_assert(cpu_ctx_shared_slot == 12, "the shared base follows the 12 special
 static_assert(offsetof(CpuLaunch, grid_dim) == 0 && offsetof(CpuLaunch, block_dim) == 24 &&
                   offsetof(CpuLaunch, block_begin) == 48 && offsetof(CpuLaunch, block_end) == 56 &&
                   offsetof(CpuLaunch, shared_mem_bytes) == 64 && offsetof(CpuLaunch, fault) == 72 &&
-                  sizeof(CpuFault *) == 8,
-              "finish_module reads CpuLaunch as 9 consecutive i64 fields and a pointer");
+                  offsetof(CpuLaunch, fiber_stack_bytes) == 80 && sizeof(CpuFault *) == 8,
+              "finish_module reads CpuLaunch as 9 consecutive i64 fields, a pointer and an i64");
 static_assert(cpu_ctx_fault_slot == 14, "the fault record follows the shared memory slots");
+static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_slots == 16, "the fiber stack size comes last");
 
 class CPUTarget final : public Target {
 public:
@@ -319,6 +321,17 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         thread_args.push_back(thread->getArg(1));
         tb.CreateCall(&body, thread_args);
         tb.CreateRetVoid();
+        // The fibers' stacks are as big as the kernel's local arrays need ([Note] CPU fibers);
+        // should a frame still not fit, probing it page by page faults on the stack's guard
+        // page instead of skipping over it into another fiber's stack.
+        // (Inline probes exist on x86-64 and AArch64; elsewhere the value would name a function.)
+        const llvm::Triple host(triple_);
+        if (host.getArch() == llvm::Triple::x86_64 || host.getArch() == llvm::Triple::aarch64)
+            for (Function &f : m)
+                if (!f.isDeclaration()) f.addFnAttr("probe-stack", "inline-asm");
+        b.CreateAlignedStore(b.CreateAlignedLoad(i64, b.CreateConstInBoundsGEP1_64(i64, launch, 10), Align(8),
+                                                 "fiber_stack_bytes"),
+                             b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_stack_slot), Align(8));
         FunctionCallee run_block = m.getOrInsertFunction(
             "__ember_cpu_run_block", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr}, false));
         b.CreateCall(run_block, {thread, args, ctx});

@@ -6,6 +6,7 @@
 /// in Backend.h).
 #include "Backend.h"
 #include "BackendGraph.h"
+#include "cpu/CpuDeviceInfo.h"
 
 #include "ember/compiler/CpuAbi.h"
 
@@ -146,13 +147,17 @@ std::string cpu_model_name() {
 
 class CpuFunction final : public LoadedFunction {
 public:
-    explicit CpuFunction(std::unique_ptr<CpuModule> m)
-        : module_(std::move(m)), entry_(reinterpret_cast<CpuKernelFn>(module_->entry())) {}
+    CpuFunction(std::unique_ptr<CpuModule> m, uint64_t local_bytes)
+        : module_(std::move(m)), entry_(reinterpret_cast<CpuKernelFn>(module_->entry())),
+          local_bytes_(local_bytes) {}
     CpuKernelFn entry() const { return entry_; }
+    /// CompiledKernel::local_bytes: sizes the fiber stacks ([Note] CPU fibers).
+    uint64_t local_bytes() const { return local_bytes_; }
 
 private:
     std::unique_ptr<CpuModule> module_;
     CpuKernelFn entry_;
+    uint64_t local_bytes_;
 };
 
 /// The host's available memory (MemAvailable of /proc/meminfo) in bytes; 0 when unknown.
@@ -434,6 +439,20 @@ public:
     }
 
     // [issue-4 anchor: devinfo] Device information and context limits.
+    bool query_attribute(DeviceAttribute attribute, int &value) override {
+        value = cpu_attribute(attribute, limits_, pool().size());
+        return true;
+    }
+    int driver_version() override { return 0; }
+    int api_version() override { return 0; }
+    std::pair<size_t, size_t> memory_info() override { return cpu_memory_info(); }
+    size_t total_memory() override { return cpu_memory_info().second; }
+    std::string pci_bus_id() override {
+        throw LogicError("pci_bus_id: the CPU device (" + name_ +
+                         ") is the host processor, not a PCI device; only GPUs have a PCI bus id");
+    }
+    size_t get_limit(Limit limit) override { return cpu_get_limit(limit); }
+    void set_limit(Limit limit, size_t value) override { cpu_set_limit(limit, value); }
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
@@ -553,20 +572,22 @@ public:
     // [issue-4 anchor: graphs] Graphs.
 
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
-        return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol));
+        return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol), k.local_bytes);
     }
 
     static void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args) {
-        CpuKernelFn entry = static_cast<CpuFunction &>(fn).entry();
+        auto &f = static_cast<CpuFunction &>(fn);
         CpuFault fault;
-        run(entry, dims, args, &fault);
+        run(f.entry(), dims, args, &fault, fiber_stack_bytes(kernel_name, f.local_bytes()));
         if (fault.raised.load()) throw_misaligned(kernel_name, fault);
     }
 
 private:
-    static void run(CpuKernelFn entry, const LaunchDims &dims, void **args, CpuFault *fault) {
+    static void run(CpuKernelFn entry, const LaunchDims &dims, void **args, CpuFault *fault,
+                    uint64_t stack_bytes) {
         CpuLaunch base{};
         base.fault = fault;
+        base.fiber_stack_bytes = static_cast<int64_t>(stack_bytes);
         base.shared_mem_bytes = dims.shared_mem_bytes;
         for (int i = 0; i < 3; ++i) {
             base.grid_dim[i] = dims.grid[i];
@@ -585,6 +606,18 @@ private:
             l.block_end = e;
             entry(args, &l);
         });
+    }
+
+    /// The fiber stack of a launch of `kernel` (used if it has barriers or warp operations):
+    /// big enough for its local arrays, at least Limit::stack_size ([Note] CPU fibers).
+    static uint64_t fiber_stack_bytes(const std::string &kernel, uint64_t local_bytes) {
+        const uint64_t bytes = cpu_fiber_stack_bytes(local_bytes);
+        if (bytes > cpu_max_stack_size + cpu_fiber_stack_margin)
+            throw LaunchError("kernel '" + kernel + "': its threads hold up to " + std::to_string(local_bytes) +
+                              " bytes of local arrays (its own and its functions'), which needs " +
+                              std::to_string(bytes) + " bytes of stack per thread, more than the CPU device's " +
+                              "limit of " + std::to_string(cpu_max_stack_size + cpu_fiber_stack_margin) + " bytes");
+        return bytes;
     }
 
     /// The launch's first misaligned vector access ([Note] IR semantics: Vector memory). The

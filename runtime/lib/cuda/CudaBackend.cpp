@@ -877,6 +877,70 @@ public:
     }
 
     // [issue-4 anchor: devinfo] Device information and context limits.
+    bool query_attribute(DeviceAttribute attribute, int &value) override {
+        cu::CUresult rc = drv_.cuDeviceGetAttribute(&value, static_cast<int>(attribute), dev_);
+        // The driver's answer for an attribute newer than itself.
+        if (rc == cu::CUDA_ERROR_INVALID_VALUE) return false;
+        drv_.check(rc, "cuDeviceGetAttribute",
+                   std::string(" reading attribute '") + std::string(to_string(attribute)) + "' of " +
+                       ctx_->where());
+        return true;
+    }
+
+    int driver_version() override { return drv_.version(); }
+
+    int api_version() override {
+        unsigned version = 0;
+        drv_.check(drv_.cuCtxGetApiVersion(ctx_->handle(), &version), "cuCtxGetApiVersion",
+                   " on " + ctx_->where());
+        return static_cast<int>(version);
+    }
+
+    std::pair<size_t, size_t> memory_info() override {
+        ScopedCurrent current(*ctx_);
+        size_t free_bytes = 0, total_bytes = 0;
+        drv_.check(drv_.cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo", " on " + ctx_->where());
+        return {free_bytes, total_bytes};
+    }
+
+    size_t total_memory() override {
+        size_t bytes = 0;
+        drv_.check(drv_.cuDeviceTotalMem(&bytes, dev_), "cuDeviceTotalMem", " of " + ctx_->where());
+        return bytes;
+    }
+
+    std::string pci_bus_id() override {
+        // "dddd:bb:dd.f" and a NUL; the documentation asks for 13 bytes at least.
+        char id[64] = {};
+        drv_.check(drv_.cuDeviceGetPCIBusId(id, int(sizeof id) - 1, dev_), "cuDeviceGetPCIBusId",
+                   " of " + ctx_->where());
+        return id;
+    }
+
+    size_t get_limit(Limit limit) override {
+        ScopedCurrent current(*ctx_);
+        size_t value = 0;
+        drv_.check(drv_.cuCtxGetLimit(&value, static_cast<int>(limit)), "cuCtxGetLimit",
+                   std::string(" reading ") + std::string(to_string(limit)) + " of " + ctx_->where());
+        return value;
+    }
+
+    void set_limit(Limit limit, size_t value) override {
+        // The primary context's limit: every DeviceContext of this device (and the CUDA runtime's
+        // code in this process) sees it.
+        ScopedCurrent current(*ctx_);
+        cu::CUresult rc = drv_.cuCtxSetLimit(static_cast<int>(limit), value);
+        if (rc == cu::CUDA_SUCCESS) return;
+        std::string context = std::string(" setting ") + std::string(to_string(limit)) + " to " +
+                              format_bytes(value) + " on " + ctx_->where();
+        if (rc == cu::CUDA_ERROR_INVALID_VALUE && limit == Limit::printf_fifo_size)
+            context += "; CUDA accepts a new printf_fifo_size only before the first launch of a kernel "
+                       "that prints (print(...)) in this process";
+        else if (rc == cu::CUDA_ERROR_INVALID_VALUE && limit == Limit::malloc_heap_size)
+            context += "; CUDA accepts a new malloc_heap_size only before the first launch of a kernel "
+                       "that allocates device memory in this process";
+        drv_.raise(rc, "cuCtxSetLimit failed", context);
+    }
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 

@@ -313,6 +313,11 @@ void CudaDriver::load() noexcept {
         sym(cuEventElapsedTime, "cuEventElapsedTime", true);
 
         // [issue-4 anchor: devinfo] Device information and context limits.
+        sym(cuDeviceTotalMem, "cuDeviceTotalMem_v2", true);
+        sym(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", true);
+        sym(cuCtxGetApiVersion, "cuCtxGetApiVersion", true);
+        sym(cuCtxGetLimit, "cuCtxGetLimit", true);
+        sym(cuCtxSetLimit, "cuCtxSetLimit", true);
 
         // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 

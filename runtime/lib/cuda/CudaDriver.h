@@ -331,6 +331,12 @@ public:
     cu::CUresult (*cuEventElapsedTime)(float *ms, cu::CUevent start, cu::CUevent end) = nullptr;
 
     // [issue-4 anchor: devinfo] Device information and context limits.
+    cu::CUresult (*cuDeviceTotalMem)(size_t *bytes, cu::CUdevice dev) = nullptr;
+    cu::CUresult (*cuDeviceGetPCIBusId)(char *id, int len, cu::CUdevice dev) = nullptr;
+    cu::CUresult (*cuCtxGetApiVersion)(cu::CUcontext ctx, unsigned *version) = nullptr;
+    /// `limit` is a CUlimit (ember::Limit has its values).
+    cu::CUresult (*cuCtxGetLimit)(size_t *value, int limit) = nullptr;
+    cu::CUresult (*cuCtxSetLimit)(int limit, size_t value) = nullptr;
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 

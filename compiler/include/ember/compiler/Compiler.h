@@ -45,6 +45,10 @@ struct CompiledKernel {
     std::string ir, llvm, llvm_opt, assembly;
     /// Wall time of each step, in seconds.
     double lower_seconds = 0, optimize_seconds = 0, codegen_seconds = 0;
+    /// Bytes of local arrays one thread may hold at once: the kernel's and, for every call, the
+    /// callee's (an upper bound: as if every call were inlined). The CPU device sizes the stacks
+    /// of its fibers from it ([Note] CPU fibers).
+    uint64_t local_bytes = 0;
 };
 
 /// Verifies, lowers, optimises and emits `k` for `target`; honours EMBER_DUMP.

@@ -41,6 +41,9 @@ struct CpuLaunch {
     int64_t shared_mem_bytes;
     /// Where a misaligned vector access is recorded; null: reported on stderr only.
     CpuFault *fault;
+    /// Bytes of stack for each fiber of a kernel with barriers or warp operations ([Note] CPU
+    /// fibers), guard page excluded; 0 selects the default (256 KiB).
+    int64_t fiber_stack_bytes;
 };
 
 using CpuKernelFn = void (*)(void **args, const CpuLaunch *launch);

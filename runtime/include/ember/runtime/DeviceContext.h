@@ -6,6 +6,7 @@
 
 #include "ember/dsl/Kernel.h"
 #include "ember/runtime/Buffer.h"
+#include "ember/runtime/DeviceAttribute.h"
 #include "ember/runtime/DevicePassable.h"
 #include "ember/runtime/Memory2D.h"
 
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -508,6 +510,45 @@ public:
     }
 
     // [issue-4 anchor: devinfo] Device information and context limits.
+
+    /// The value of `attribute` (Mojo's and PyCUDA's get_attribute; cuDeviceGetAttribute).
+    /// Throws LogicError naming the attribute when the device's driver is older than it. The CPU
+    /// device answers every attribute (docs/runtime.md, "Devices").
+    int get_attribute(DeviceAttribute attribute) const;
+    /// Every attribute the device knows, by attribute (PyCUDA's get_attributes): all of
+    /// `all_device_attributes` on the CPU device and on current drivers.
+    std::map<DeviceAttribute, int> get_attributes() const;
+    /// {major, minor}: {9, 0} for an H100; {0, 0} on the CPU device, which is no NVIDIA GPU.
+    std::pair<int, int> compute_capability() const;
+    /// The CUDA driver's version, as cuDriverGetVersion: 1000 * major + 10 * minor (12040 for
+    /// CUDA 12.4). 0 on the CPU device, which has no driver (cuDriverGetVersion's 0 for none).
+    int get_driver_version() const;
+    /// The API version of the device's context (PyCUDA's Context.get_api_version;
+    /// cuCtxGetApiVersion). 0 on the CPU device.
+    int get_api_version() const;
+    /// {free, total} bytes of device memory (Mojo's get_memory_info; cuMemGetInfo). On the CPU
+    /// device: the host's MemAvailable and MemTotal (/proc/meminfo).
+    std::pair<size_t, size_t> get_memory_info() const;
+    /// Bytes of device memory (PyCUDA's total_memory; cuDeviceTotalMem); MemTotal on the CPU.
+    size_t total_memory() const;
+    /// The device's PCI address "dddd:bb:dd.f" in hexadecimal (PyCUDA's pci_bus_id). Throws
+    /// LogicError on the CPU device, which has none.
+    std::string pci_bus_id() const;
+    /// Whether ember's kernels run on this device (Mojo's is_compatible): on a GPU, compute
+    /// capability at least min_compute_capability_major.minor and a driver that accepts the PTX
+    /// ISA version ember generates for it. Always true on the CPU device.
+    bool is_compatible() const;
+    /// A limit of the device's context (PyCUDA's Context.get_limit; cuCtxGetLimit).
+    size_t get_limit(Limit limit) const;
+    /// Sets a limit of the device's context (PyCUDA's Context.set_limit; cuCtxSetLimit). On CUDA
+    /// the limit belongs to the device's primary context, so every DeviceContext of the device
+    /// sees it, and the driver may round it (stack_size up to its granularity); printf_fifo_size
+    /// and malloc_heap_size can only change before the first launch of a kernel that prints or
+    /// allocates (LogicError after). On the CPU
+    /// device: stack_size is the smallest fiber stack of kernels with barriers (ember grows it
+    /// for a kernel whose local arrays need more; at most 64 MiB, LogicError above);
+    /// printf_fifo_size and malloc_heap_size are stored and returned but change nothing.
+    void set_limit(Limit limit, size_t value) const;
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
 
