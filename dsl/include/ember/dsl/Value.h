@@ -511,8 +511,8 @@ template <Scalar T> class ConstElementRef : public detail::ElementBase<T> {
 public:
     using detail::ElementBase<T>::ElementBase;
     template <class X> const ConstElementRef &operator=(const X &) const {
-        static_assert(detail::always_false<X>, "cannot store through a Ptr<const T> or a ConstPtr<T> "
-                                               "(constant_array): its memory is read-only");
+        static_assert(detail::always_false<X>, "cannot store through a Ptr<const T>: its memory is read-only "
+                                               "(so is a constant_array's ConstPtr<T>: the host writes it)");
         return *this;
     }
 };
