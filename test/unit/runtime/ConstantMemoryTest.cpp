@@ -143,12 +143,19 @@ TEST_P(ConstantMemoryTest, ConstantMemoryIsOrderedOnTheLaunchStream) {
     s.enqueue_function(f, out2, kN, grid_dim(kN / kBlock), block_dim(kBlock),
                        constant_memory({{"coeffs", values.data(), sizeof values}}));
     values.fill(99.0f);
-    std::vector<float> h1(kN), h2(kN);
+    // A copy to the global on the stream is ordered the same way.
+    const std::array<float, kDegree + 1> third = {2, 2, -1, 0, 0, 1, 0, -1};
+    auto out3 = ctx().enqueue_create_buffer<float>(kN);
+    s.enqueue_copy(f.get_global("coeffs"), third.data());
+    s.enqueue_function(f, out3, kN, grid_dim(kN / kBlock), block_dim(kBlock));
+    std::vector<float> h1(kN), h2(kN), h3(kN);
     s.enqueue_copy(h1.data(), out1);
     s.enqueue_copy(h2.data(), out2);
+    s.enqueue_copy(h3.data(), out3);
     s.synchronize();
     expect_poly(h1, first);
     expect_poly(h2, second);
+    expect_poly(h3, third);
 }
 
 TEST_P(ConstantMemoryTest, CachedKernelsTakeConstantMemoryToo) {
