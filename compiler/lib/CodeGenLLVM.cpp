@@ -149,12 +149,14 @@ llvm::Type *CodeGenLLVM::scalar_type(ScalarType s) const {
 llvm::Type *CodeGenLLVM::value_type(const ir::Type &t) const {
     if (t.is_vector()) return llvm::FixedVectorType::get(scalar_type(t.scalar()), t.lanes());
     if (t.is_pointer()) {
-        // Local and constant pointers are rejected in run() before any code is generated.
+        // Kernel parameters that are not global pointers are rejected in run().
         if (t.space() == ir::AddressSpace::Shared)
             return llvm::PointerType::get(ctx_, target_.shared_address_space());
         // Local arrays are allocas, which LLVM keeps in the generic address space (NVPTX moves
         // them to .local itself).
         if (t.space() == ir::AddressSpace::Local) return llvm::PointerType::get(ctx_, 0);
+        if (t.space() == ir::AddressSpace::Constant)
+            return llvm::PointerType::get(ctx_, target_.constant_address_space());
         EMBER_ASSERT(t.space() == ir::AddressSpace::Global, "only global and shared pointers are lowered");
         return llvm::PointerType::get(ctx_, target_.global_address_space());
     }
@@ -664,6 +666,39 @@ llvm::Error CodeGenLLVM::visit(const ir::LocalArray *op) {
     llvm::AllocaInst *a = create_entry_alloca(llvm::ArrayType::get(elem, op->count), llvm_name(*op->var));
     a->setAlignment(llvm::Align(16));
     bind(op->var, a);
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::ConstantArray *op) {
+    // A writable global in the constant address space, initialised by the driver when the module
+    // loads and rewritten by the host (cuModuleGetGlobal + a copy): externally_initialized keeps
+    // the optimiser from folding its loads into the initial value.
+    llvm::Module &m = *function_->getParent();
+    llvm::Type *elem = memory_type(op->var->type.element_type());
+    auto *ty = llvm::ArrayType::get(elem, op->count);
+    llvm::Constant *init = llvm::Constant::getNullValue(ty);
+    if (!op->init.empty()) {
+        std::vector<llvm::Constant *> values;
+        values.reserve(op->init.size());
+        for (const ir::Expr &e : op->init) {
+            if (const auto *b = e.as<ir::BoolImm>())
+                values.push_back(llvm::ConstantInt::get(elem, b->value ? 1 : 0));
+            else
+                values.push_back(llvm::cast<llvm::Constant>(emit(e)));
+        }
+        init = llvm::ConstantArray::get(ty, values);
+    }
+    const std::string symbol = target_.constant_symbol(op->name);
+    auto *g = new llvm::GlobalVariable(m, ty, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage, init,
+                                       symbol, nullptr, llvm::GlobalValue::NotThreadLocal,
+                                       target_.constant_address_space(), /*isExternallyInitialized=*/true);
+    // 16 bytes, as buffers and shared arrays: SIMD loads from the start are aligned.
+    g->setAlignment(llvm::Align(16));
+    if (g->getName() != symbol)
+        return make_compile_failure("kernel '" + kernel_.name + "': constant array @" + op->name +
+                                    " cannot be named '" + symbol +
+                                    "': the module already has a symbol of that name; rename the array");
+    bind(op->var, g);
     return llvm::Error::success();
 }
 

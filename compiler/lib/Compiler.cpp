@@ -323,6 +323,7 @@ CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
     CompiledKernel out;
     out.kernel_name = k.name;
     out.entry_symbol = k.name;
+    out.constants = ir::constant_globals(k);
     out.target = target;
 
     Timer verify_timer;

@@ -189,6 +189,17 @@ public:
 
     void *entry() const override { return entry_; }
 
+    void *symbol(const std::string &name) const override {
+        // The object's JITDylib (its generator could also find a process symbol of that name;
+        // constant arrays' symbols are prefixed so that none exists).
+        auto found = jit_->lookup(*jd_, name);
+        if (!found) {
+            llvm::consumeError(found.takeError());
+            return nullptr;
+        }
+        return found->toPtr<void *>();
+    }
+
 private:
     llvm::orc::LLJIT *jit_;
     llvm::orc::JITDylib *jd_;

@@ -551,6 +551,19 @@ Stmt LocalArray::make(VariableRef var, uint64_t count) {
     return Stmt(new LocalArray(std::move(var), count));
 }
 
+Stmt ConstantArray::make(VariableRef var, std::string name, uint64_t count, std::vector<Expr> init) {
+    EMBER_ASSERT(var && var->kind == VarKind::Let, "ConstantArray defines a Let variable");
+    EMBER_ASSERT(var->type.is_pointer() && var->type.space() == AddressSpace::Constant && var->type.readonly(),
+                 "ConstantArray variable must be a ptr<constant const T>");
+    EMBER_ASSERT(count > 0, "ConstantArray of no elements");
+    EMBER_ASSERT(init.empty() || init.size() == count, "ConstantArray initialiser of the wrong length");
+    for (const Expr &e : init)
+        EMBER_ASSERT(e && e.type() == var->type.element_type() &&
+                         (e.as<IntImm>() || e.as<FloatImm>() || e.as<BoolImm>()),
+                     "ConstantArray initialiser must hold immediates of the element type");
+    return Stmt(new ConstantArray(std::move(var), std::move(name), count, std::move(init)));
+}
+
 std::string_view to_string(FenceScope s) {
     switch (s) {
     case FenceScope::Block: return "block";
@@ -700,6 +713,7 @@ void IRVisitor::visit(const While *op) {
 }
 void IRVisitor::visit(const Break *) {}
 void IRVisitor::visit(const LocalArray *) {}
+void IRVisitor::visit(const ConstantArray *) {}
 void IRVisitor::visit(const Fence *) {}
 void IRVisitor::visit(const SharedArray *) {}
 void IRVisitor::visit(const Return *op) {
@@ -903,6 +917,7 @@ Stmt IRMutator::visit(const While *op) {
 
 Stmt IRMutator::visit(const Break *op) { return op; }
 Stmt IRMutator::visit(const LocalArray *op) { return op; }
+Stmt IRMutator::visit(const ConstantArray *op) { return op; }
 Stmt IRMutator::visit(const Fence *op) { return op; }
 Stmt IRMutator::visit(const SharedArray *op) { return op; }
 Stmt IRMutator::visit(const Return *op) {
@@ -1000,6 +1015,24 @@ bool uses_dynamic_shared(const Kernel &k) {
     SharedLayout l;
     l.visit(k.body);
     return l.dynamic;
+}
+
+namespace {
+class ConstantCollector final : public IRVisitor {
+public:
+    using IRVisitor::visit;
+    void visit(const ConstantArray *op) override {
+        const Type elem = op->var->type.element_type();
+        globals.push_back({op->name, elem.scalar(), op->count, op->count * elem.bytes()});
+    }
+    std::vector<ConstantGlobal> globals;
+};
+} // namespace
+
+std::vector<ConstantGlobal> constant_globals(const Kernel &k) {
+    ConstantCollector c;
+    c.visit(k.body);
+    return std::move(c.globals);
 }
 
 } // namespace ember::ir

@@ -847,6 +847,7 @@ private:
             if (t.text == "let" || t.text == "var") return parse_definition();
             if (t.text == "shared") return parse_shared();
             if (t.text == "local") return parse_local();
+            if (t.text == "constant") return parse_constant();
             if (t.text == "fence") {
                 take();
                 const Token &scope = expect_kind(Tok::Ident, "fence scope");
@@ -969,6 +970,50 @@ private:
     Stmt parse_local() {
         auto [var, count] = parse_array(AddressSpace::Local, /*allow_dynamic=*/false);
         return LocalArray::make(var, count);
+    }
+
+    /// `constant %c: T[N] @name` and `constant %c: T[N] @name = [v0, ..., vN-1]`.
+    Stmt parse_constant() {
+        take();
+        const Token &name = expect_kind(Tok::VarName, "variable name");
+        check_fresh(name);
+        expect(":");
+        const Token &type_tok = peek();
+        Type elem = parse_type();
+        if (!elem.is_scalar() || elem.is_void())
+            error(type_tok, "a constant array holds scalars, not " + elem.to_string());
+        expect("[");
+        const Token &count_tok = peek();
+        if (count_tok.kind != Tok::Number ||
+            count_tok.text.find_first_not_of("0123456789") != std::string_view::npos || count_tok.text.size() > 12)
+            error(count_tok, "expected the number of elements, found " + describe(count_tok));
+        take();
+        const uint64_t count = std::stoull(std::string(count_tok.text));
+        if (count == 0) error(count_tok, "a constant array needs at least one element");
+        expect("]");
+        const Token &global = expect_kind(Tok::KernName, "the constant array's global name (@name)");
+        std::vector<Expr> init;
+        if (accept("=")) {
+            expect("[");
+            while (true) {
+                const Token &value_tok = peek();
+                Expr v = parse_expr();
+                if (!(v.as<IntImm>() || v.as<FloatImm>() || v.as<BoolImm>()) || v.type() != elem)
+                    error(value_tok, "an element of constant array @" + std::string(global.text) +
+                                         " must be a literal of type " + elem.to_string());
+                init.push_back(v);
+                if (!accept(",")) break;
+            }
+            const Token &close = expect("]");
+            if (init.size() != count)
+                error(close, "constant array @" + std::string(global.text) + " has " + std::to_string(count) +
+                                 " elements but " + std::to_string(init.size()) + " initial values");
+        }
+        VariableRef var = Variable::make(std::string(name.text), Type::pointer(elem.scalar(), AddressSpace::Constant,
+                                                                               /*readonly=*/true),
+                                         VarKind::Let);
+        bind(var);
+        return ConstantArray::make(var, std::string(global.text), count, std::move(init));
     }
 
     Stmt parse_if() {

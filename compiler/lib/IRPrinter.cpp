@@ -97,6 +97,7 @@ void IRTextPrinter::name_definitions(const Stmt &s) {
     case NodeKind::Declare: define(s.as<Declare>()->var.get()); return;
     case NodeKind::SharedArray: define(s.as<SharedArray>()->var.get()); return;
     case NodeKind::LocalArray: define(s.as<LocalArray>()->var.get()); return;
+    case NodeKind::ConstantArray: define(s.as<ConstantArray>()->var.get()); return;
     case NodeKind::If:
         name_definitions(s.as<If>()->then_body);
         name_definitions(s.as<If>()->else_body);
@@ -334,6 +335,26 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
         out += '[';
         out += std::to_string(op->count);
         out += ']';
+        break;
+    }
+    case NodeKind::ConstantArray: {
+        const auto *op = s.as<ConstantArray>();
+        out += "constant ";
+        out += name(op->var.get());
+        out += ": ";
+        out += to_string(op->var->type.element());
+        out += '[';
+        out += std::to_string(op->count);
+        out += "] @";
+        out += op->name;
+        if (!op->init.empty()) {
+            out += " = [";
+            for (size_t i = 0; i < op->init.size(); ++i) {
+                if (i) out += ", ";
+                print_expr(out, op->init[i]);
+            }
+            out += ']';
+        }
         break;
     }
     case NodeKind::Fence:

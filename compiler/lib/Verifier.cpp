@@ -299,6 +299,31 @@ private:
             define(op->var);
             return;
         }
+        case NodeKind::ConstantArray: {
+            const auto *op = s.as<ConstantArray>();
+            check_kind(op->var, VarKind::Let, s);
+            const Type t = op->var->type;
+            if (!t.is_pointer() || t.space() != AddressSpace::Constant || !t.readonly())
+                report("constant array " + name(op->var) + " has type " + t.to_string() +
+                           ", expected a ptr<constant const T>",
+                       s);
+            if (!k_.is_kernel)
+                report("constant arrays are declared in kernels; pass the pointer to the function", s);
+            check_constant_name(op, s);
+            if (!op->init.empty() && op->init.size() != op->count)
+                report("constant array @" + op->name + " has " + std::to_string(op->count) + " elements but " +
+                           std::to_string(op->init.size()) + " initial values",
+                       s);
+            constant_bytes_ += op->count * t.element_type().bytes();
+            if (constant_bytes_ > max_constant_bytes && !constant_reported_) {
+                constant_reported_ = true;
+                report("constant arrays add up to " + std::to_string(constant_bytes_) + " bytes (at @" + op->name +
+                       "), more than the " + std::to_string(max_constant_bytes) +
+                       " bytes of constant memory a kernel may use");
+            }
+            define(op->var);
+            return;
+        }
         case NodeKind::Fence: return;
         case NodeKind::Declare: {
             const auto *op = s.as<Declare>();
@@ -400,6 +425,29 @@ private:
         }
     }
 
+    /// A constant array's global name: a C identifier, not reserved (`__...`), unique in the
+    /// kernel, and not the name of the kernel or of a function it calls (one symbol namespace).
+    void check_constant_name(const ConstantArray *op, const Stmt &s) {
+        const std::string &n = op->name;
+        if (!is_c_identifier(n)) {
+            report("constant array name '" + n + "' is not a C identifier", s);
+            return;
+        }
+        if (n.size() >= 2 && n[0] == '_' && n[1] == '_')
+            report("constant array name '" + n + "' starts with '__', which is reserved for ember", s);
+        if (n == k_.name) report("constant array @" + n + " has the kernel's name", s);
+        // Symbols the NVPTX module may also hold: the printf entry point and the dynamic shared
+        // memory.
+        if (n == "vprintf" || n == "printf" || n == k_.name + "_dynamic_shared")
+            report("constant array name '" + n + "' is reserved for ember", s);
+        if (!callee_names_computed_) {
+            callee_names_computed_ = true;
+            for (const FunctionRef &f : called_functions(k_.body)) callee_names_.insert(f->name);
+        }
+        if (callee_names_.count(n)) report("constant array @" + n + " has the name of a called function", s);
+        if (!constant_names_.insert(n).second) report("constant array @" + n + " is declared twice", s);
+    }
+
     const Callable &k_;
     std::string what_;
     detail::IRTextPrinter printer_;
@@ -412,6 +460,11 @@ private:
     uint64_t local_bytes_ = 0;
     bool local_reported_ = false;
     bool shared_reported_ = false;
+    uint64_t constant_bytes_ = 0;
+    bool constant_reported_ = false;
+    std::unordered_set<std::string> constant_names_;
+    std::unordered_set<std::string> callee_names_;
+    bool callee_names_computed_ = false;
 };
 
 std::vector<std::string> verify_alone(const Callable &c) { return Verifier(c).run(); }

@@ -48,6 +48,13 @@ struct DeviceLimits {
 class LoadedFunction {
 public:
     virtual ~LoadedFunction() = default;
+    /// [issue-4: modules] The device address and size in bytes of the module's global `symbol`
+    /// (a constant array: CUDA's cuModuleGetGlobal, the JIT symbol on the CPU device), or {0, 0}
+    /// when the module defines none of that name.
+    virtual std::pair<DeviceAddress, size_t> global(const std::string &symbol) {
+        (void)symbol;
+        return {0, 0};
+    }
 };
 
 struct LaunchDims {

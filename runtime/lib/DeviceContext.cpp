@@ -210,6 +210,7 @@ void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const Launch
     dims.grid = {req.grid.x, req.grid.y, req.grid.z};
     dims.block = {req.block.x, req.block.y, req.block.z};
     dims.shared_mem_bytes = static_cast<uint32_t>(req.shared_mem_bytes);
+    if (!req.constant_memory.empty()) write_constant_memory(ctx, stream, fn, req.constant_memory);
     BackendStream &s = stream ? *stream->stream : *ctx.backend->default_stream();
     if (BackendGraph *g = s.capture_graph()) [[unlikely]] {
         capture_kernel(s, *g, fn, dims, args, n, info);

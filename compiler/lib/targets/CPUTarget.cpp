@@ -95,6 +95,8 @@ public:
         return {llvm::PointerType::get(ctx, 0)};
     }
 
+    std::string constant_symbol(std::string_view name) const override { return cpu_constant_symbol(name); }
+
     llvm::Value *emit_special_reg(llvm::IRBuilderBase &b, ir::SpecialRegKind reg,
                                   unsigned dim) const override {
         EMBER_ASSERT(dim < 3, "special register dimension out of range");

@@ -288,6 +288,7 @@ public:
     }
 
     unsigned shared_address_space() const override { return 3; }
+    unsigned constant_address_space() const override { return 4; }
 
     llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count, uint64_t,
                                    const llvm::Twine &name) const override {

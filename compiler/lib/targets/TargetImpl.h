@@ -93,6 +93,11 @@ public:
     /// into the block's shared memory (offsets are assigned by the code generator, 16-aligned).
     virtual llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count,
                                            uint64_t offset, const llvm::Twine &name) const = 0;
+    /// The address space of constant memory (4 on NVPTX, whose loads from it are ld.const).
+    virtual unsigned constant_address_space() const { return 0; }
+    /// The symbol of constant array `name` in the module: what the runtime looks up
+    /// (cuModuleGetGlobal on NVIDIA needs the name itself).
+    virtual std::string constant_symbol(std::string_view name) const { return std::string(name); }
     /// A memory fence of `scope` ([Note] IR semantics).
     virtual void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const = 0;
     /// The address of the dynamic shared memory (sized by the launch).

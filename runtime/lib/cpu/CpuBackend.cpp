@@ -147,17 +147,31 @@ std::string cpu_model_name() {
 
 class CpuFunction final : public LoadedFunction {
 public:
-    CpuFunction(std::unique_ptr<CpuModule> m, uint64_t local_bytes)
+    CpuFunction(std::unique_ptr<CpuModule> m, uint64_t local_bytes, std::vector<ir::ConstantGlobal> constants = {})
         : module_(std::move(m)), entry_(reinterpret_cast<CpuKernelFn>(module_->entry())),
-          local_bytes_(local_bytes) {}
+          local_bytes_(local_bytes), constants_(std::move(constants)) {}
     CpuKernelFn entry() const { return entry_; }
     /// CompiledKernel::local_bytes: sizes the fiber stacks ([Note] CPU fibers).
     uint64_t local_bytes() const { return local_bytes_; }
+
+    /// [issue-4: modules] A constant array is an ordinary global of the JIT'd object, under
+    /// cpu_constant_symbol(name); its size is the kernel's (the object's symbol table is not
+    /// kept by ORC).
+    std::pair<DeviceAddress, size_t> global(const std::string &symbol) override {
+        for (const ir::ConstantGlobal &c : constants_)
+            if (cpu_constant_symbol(c.name) == symbol) {
+                void *address = module_->symbol(symbol);
+                if (!address) return {0, 0};
+                return {reinterpret_cast<DeviceAddress>(address), static_cast<size_t>(c.bytes)};
+            }
+        return {0, 0};
+    }
 
 private:
     std::unique_ptr<CpuModule> module_;
     CpuKernelFn entry_;
     uint64_t local_bytes_;
+    std::vector<ir::ConstantGlobal> constants_;
 };
 
 /// The host's available memory (MemAvailable of /proc/meminfo) in bytes; 0 when unknown.
@@ -572,7 +586,7 @@ public:
     // [issue-4 anchor: graphs] Graphs.
 
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
-        return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol), k.local_bytes);
+        return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol), k.local_bytes, k.constants);
     }
 
     static void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args) {

@@ -1190,6 +1190,17 @@ CudaFunction::~CudaFunction() {
     drv.log_if_error(drv.cuModuleUnload(module_), "cuModuleUnload", " on " + ctx_->where());
 }
 
+std::pair<DeviceAddress, size_t> CudaFunction::global(const std::string &symbol) {
+    const CudaDriver &drv = ctx_->driver();
+    ScopedCurrent current(*ctx_);
+    cu::CUdeviceptr address = 0;
+    size_t bytes = 0;
+    cu::CUresult rc = drv.cuModuleGetGlobal(&address, &bytes, module_, symbol.c_str());
+    if (rc == cu::CUDA_ERROR_NOT_FOUND) return {0, 0};
+    drv.check(rc, "cuModuleGetGlobal", " looking up the global '" + symbol + "' on " + ctx_->where());
+    return {static_cast<DeviceAddress>(address), bytes};
+}
+
 double last_load_seconds(const LoadedFunction &fn) {
     const auto *f = dynamic_cast<const CudaFunction *>(&fn);
     return f ? f->load_seconds : 0;

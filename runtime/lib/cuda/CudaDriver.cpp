@@ -340,6 +340,7 @@ void CudaDriver::load() noexcept {
         // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
         // [issue-4 anchor: modules] Constant memory and external modules.
+        sym(cuModuleGetGlobal, "cuModuleGetGlobal_v2", true);
 
         // [issue-4 anchor: graphs] Graphs.
         sym(cuStreamBeginCapture, "cuStreamBeginCapture_v2", false);

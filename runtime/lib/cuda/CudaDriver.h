@@ -364,6 +364,10 @@ public:
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
     // [issue-4 anchor: modules] Constant memory and external modules.
+    /// The device address and size of a module's global (a constant array); CUDA_ERROR_NOT_FOUND
+    /// when the module has none of that name.
+    cu::CUresult (*cuModuleGetGlobal)(cu::CUdeviceptr *dptr, size_t *bytes, cu::CUmodule module,
+                                      const char *name) = nullptr;
 
     // [issue-4 anchor: graphs] Graphs.
     // Optional: graphs need them (CUDA 11.4+; the kernel node update's _v2 is CUDA 12), and
@@ -425,6 +429,8 @@ public:
     CudaFunction &operator=(const CudaFunction &) = delete;
 
     cu::CUmodule module() const noexcept { return module_; }
+    /// cuModuleGetGlobal on the module ([issue-4: modules]).
+    std::pair<DeviceAddress, size_t> global(const std::string &symbol) override;
     cu::CUfunction function = nullptr;
     /// Wall time of cuModuleLoadDataEx (the driver's PTX JIT), in seconds.
     double load_seconds = 0;

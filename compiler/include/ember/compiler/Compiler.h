@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ember {
 
@@ -41,6 +42,8 @@ struct CompiledKernel {
     TargetSpec target;
     /// PTX text (NVPTX) or a relocatable ELF object (CPU).
     std::string binary;
+    /// The kernel's constant arrays (ir::constant_globals): module globals the host writes.
+    std::vector<ir::ConstantGlobal> constants;
     /// Stage texts that were asked for in CompileOptions (empty otherwise).
     std::string ir, llvm, llvm_opt, assembly;
     /// Wall time of each step, in seconds.
@@ -72,6 +75,9 @@ public:
     virtual ~CpuModule() = default;
     /// The kernel's entry point (see [Note] CPU kernel ABI in CpuAbi.h).
     virtual void *entry() const = 0;
+    /// The address of the object's symbol `name` (a constant array: cpu_constant_symbol in
+    /// CpuAbi.h), or null when the object does not define it.
+    virtual void *symbol(const std::string &name) const = 0;
 };
 
 /// The LLVM version ember was built with (e.g. "19.1.7").

@@ -15,6 +15,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace ember {
 
@@ -47,6 +49,13 @@ struct CpuLaunch {
 };
 
 using CpuKernelFn = void (*)(void **args, const CpuLaunch *launch);
+
+/// The symbol of constant array `name` in a CPU kernel's object: an ordinary writable global,
+/// prefixed so that it cannot take the name of a C library function the code calls (`fmod`,
+/// `printf`). The runtime finds it with an ORC lookup (CpuModule::symbol).
+inline std::string cpu_constant_symbol(std::string_view name) {
+    return "__ember_constant_" + std::string(name);
+}
 
 } // namespace ember
 

@@ -108,6 +108,15 @@
 ///   `shared %d: T[]` is the dynamic shared memory, sized by the launch (`shared_mem_bytes`);
 ///   every dynamic array of a kernel starts at the same address (they alias, as CUDA's
 ///   `extern __shared__`). Accesses past the launch's size are undefined.
+/// * Constant memory. `constant %c: T[N] @name` defines %c, a `ptr<constant const T>` to the N
+///   elements of the module global `name` (CUDA's `__constant__`), optionally followed by its
+///   initial value `= [v0, v1, ...]` (N immediates of T; zeros otherwise). Threads only read it;
+///   the host writes it between launches (the runtime's get_global / constant_memory), and a
+///   launch sees what was written before it on its stream. Declared in kernels only (a function
+///   gets the pointer as an argument); names are C identifiers, unique in the kernel, not the
+///   kernel's or a called function's name, not starting with `__`. All of a kernel's constant
+///   arrays together take at most 64 KiB. NVIDIA reads it through the constant cache (`ld.const`),
+///   which serves threads of a warp reading one address fastest.
 /// * Local memory. `local %a: T[N]` defines %a, a `ptr<local T>` to N elements private to the
 ///   thread (uninitialised), alive until the thread ends.
 /// * Fences order this thread's memory accesses as seen by other threads: `fence block` for the
@@ -652,6 +661,28 @@ private:
 /// The most local memory one thread's arrays may take (CUDA's limit).
 inline constexpr uint64_t max_local_bytes = 512 * 1024;
 
+/// The most constant memory a kernel's constant arrays may take together (the 64 KiB that
+/// NVIDIA GPUs give a module's `__constant__` variables).
+inline constexpr uint64_t max_constant_bytes = 64 * 1024;
+
+/// Defines `var` (kind Let, type ptr<constant const T>) as the module global `name` in constant
+/// memory: `count` elements of T that every thread of every launch reads, written by the host
+/// between launches (CUDA's `__constant__ T name[count]`). `init` is empty (the array starts as
+/// zeros) or `count` immediates of type T (its value when the kernel is loaded).
+/// [Note] IR semantics: Constant memory.
+struct ConstantArray final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::ConstantArray;
+    VariableRef var;
+    std::string name;
+    uint64_t count;
+    std::vector<Expr> init;
+    static Stmt make(VariableRef var, std::string name, uint64_t count, std::vector<Expr> init = {});
+
+private:
+    ConstantArray(VariableRef v, std::string n, uint64_t c, std::vector<Expr> i)
+        : StmtNode(static_kind), var(std::move(v)), name(std::move(n)), count(c), init(std::move(i)) {}
+};
+
 /// Assigns a new value to a mutable variable.
 struct Assign final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::Assign;
@@ -815,6 +846,17 @@ bool uses_barrier(const Function &f);
 uint64_t static_shared_bytes(const Kernel &k);
 /// Whether `k` uses dynamic shared memory.
 bool uses_dynamic_shared(const Kernel &k);
+
+/// One constant array of a kernel, as the runtime sees it: the module global's name, its element
+/// type, element count and size in bytes.
+struct ConstantGlobal {
+    std::string name;
+    ScalarType element;
+    uint64_t count;
+    uint64_t bytes;
+};
+/// The constant arrays `k` declares, in statement order.
+std::vector<ConstantGlobal> constant_globals(const Kernel &k);
 
 // ---------------------------------------------------------------------------------------------
 // Traversal.

@@ -18,7 +18,9 @@ namespace ember::ir {
 /// pointee, condition not bool, loop bounds of different or non-integer types, index not an
 /// integer); stores through read-only pointers; break/continue outside a loop; params of void
 /// type, and kernel params of vector type; an empty kernel name or a name that is not a C
-/// identifier.
+/// identifier; constant arrays outside kernels, with a name that is not a C identifier, starts
+/// with `__`, is taken (twice, the kernel's, a called function's), or adding up to more than
+/// max_constant_bytes.
 std::vector<std::string> verify(const Kernel &k);
 
 /// Throws `ember::CompileError` with all problems in its log when `verify` finds any.

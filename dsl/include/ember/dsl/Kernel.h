@@ -82,9 +82,9 @@ template <class P> struct parameter_is_not_a_dsl_type {
 };
 template <class P> struct kernel_parameter_points_to_shared_or_local_memory {
     static_assert(detail::always_false<P>,
-                  "a kernel parameter points to global memory (Ptr<T>); shared and local pointers "
-                  "are passed to device functions, not kernels: see ParameterType in this "
-                  "instantiation");
+                  "a kernel parameter points to global memory (Ptr<T>); shared, local and constant "
+                  "pointers are passed to device functions, not kernels (a kernel declares its "
+                  "constant_array itself): see ParameterType in this instantiation");
     static constexpr bool value = false;
 };
 template <class P> struct kernel_parameter_is_a_vector {

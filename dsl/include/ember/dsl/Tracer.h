@@ -87,6 +87,8 @@ public:
 
     int loop_depth = 0;
     int expression_only = 0;
+    /// The constant arrays declared so far (constant_array), by name: where each was declared.
+    std::unordered_map<std::string, std::string> constant_arrays;
 
 private:
     std::string kernel_name_;

@@ -20,10 +20,12 @@
 
 #include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <source_location>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace ember {
 
@@ -509,7 +511,8 @@ template <Scalar T> class ConstElementRef : public detail::ElementBase<T> {
 public:
     using detail::ElementBase<T>::ElementBase;
     template <class X> const ConstElementRef &operator=(const X &) const {
-        static_assert(detail::always_false<X>, "cannot store through a Ptr<const T>: its memory is read-only");
+        static_assert(detail::always_false<X>, "cannot store through a Ptr<const T>: its memory is read-only "
+                                               "(so is a constant_array's ConstPtr<T>: the host writes it)");
         return *this;
     }
 };
@@ -608,6 +611,52 @@ template <Scalar T> SharedPtr<T> dynamic_shared(std::source_location loc = std::
     ir::VariableRef var = ir::Variable::make("", SharedPtr<T>::ir_type(), ir::VarKind::Let);
     b.emit(ir::SharedArray::make(var, 0), loc);
     return SharedPtr<T>(ir::VarRef::make(var), b.id());
+}
+
+/// A read-only pointer into constant memory, from `constant_array` (`ptr<constant const T>`).
+/// Indexed and loaded like a `Ptr<const T>`; storing through it does not compile. Device
+/// functions take it as a parameter.
+template <Scalar T> using ConstPtr = Ptr<const T, ir::AddressSpace::Constant>;
+
+namespace detail {
+/// Emits the declaration of constant array `name` (count elements; `init` empty or count
+/// immediates) bound to `var`; throws DslError for a name that is not a C identifier, is
+/// reserved, or was declared before in this kernel, and in a device function.
+void declare_constant_array(const ir::VariableRef &var, const std::string &name, uint64_t count,
+                            std::vector<ir::Expr> init, const std::source_location &loc);
+} // namespace detail
+
+/// A module-level array of N elements of T in constant memory, named `name` (CUDA's
+/// `__constant__ T name[N]`): every thread of every launch reads it, the host writes it between
+/// launches (`fn.get_global(name)` with `ctx.enqueue_copy`, or the launch option
+/// `constant_memory({{name, ptr, bytes}})`). It starts as zeros. `name` is a C identifier, unique
+/// in the kernel (DslError otherwise); a kernel's constant arrays take at most 64 KiB together.
+template <Scalar T, uint64_t N>
+ConstPtr<T> constant_array(const std::string &name, std::source_location loc = std::source_location::current()) {
+    static_assert(N > 0, "a constant array needs at least one element");
+    static_assert(N * sizeof(T) <= ir::max_constant_bytes, "a kernel has at most 64 KiB of constant memory");
+    ir::VariableRef var = ir::Variable::make(name, ConstPtr<T>::ir_type(), ir::VarKind::Let);
+    detail::declare_constant_array(var, name, N, {}, loc);
+    return ConstPtr<T>(ir::VarRef::make(var), detail::require_builder("constant_array", loc).id());
+}
+
+/// As above, starting with the values `init` (exactly N of them; DslError otherwise) when the
+/// kernel is loaded: `constant_array<float, 4>("k", {1, 2, 3, 4})`.
+template <Scalar T, uint64_t N>
+ConstPtr<T> constant_array(const std::string &name, std::initializer_list<T> init,
+                           std::source_location loc = std::source_location::current()) {
+    static_assert(N > 0, "a constant array needs at least one element");
+    static_assert(N * sizeof(T) <= ir::max_constant_bytes, "a kernel has at most 64 KiB of constant memory");
+    if (init.size() != N)
+        throw DslError("constant array '" + name + "' has " + std::to_string(N) + " elements but " +
+                           std::to_string(init.size()) + " initial values were given",
+                       loc);
+    std::vector<ir::Expr> values;
+    values.reserve(N);
+    for (const T &v : init) values.push_back(detail::host_constant<T>(v, loc));
+    ir::VariableRef var = ir::Variable::make(name, ConstPtr<T>::ir_type(), ir::VarKind::Let);
+    detail::declare_constant_array(var, name, N, std::move(values), loc);
+    return ConstPtr<T>(ir::VarRef::make(var), detail::require_builder("constant_array", loc).id());
 }
 
 // ---------------------------------------------------------------------------------------------

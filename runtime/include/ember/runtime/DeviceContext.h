@@ -7,6 +7,7 @@
 #include "ember/dsl/Kernel.h"
 #include "ember/runtime/Buffer.h"
 #include "ember/runtime/DeviceAttribute.h"
+#include "ember/runtime/ConstantMemory.h"
 #include "ember/runtime/DevicePassable.h"
 #include "ember/runtime/Memory2D.h"
 
@@ -81,6 +82,8 @@ struct FunctionImpl;
 struct LaunchRequest {
     Dim grid, block;
     int64_t shared_mem_bytes = 0;
+    /// constant_memory(...): written before the launch ([issue-4: modules]).
+    std::vector<ConstantMemoryMapping> constant_memory;
 };
 
 struct StreamImpl;
@@ -107,6 +110,7 @@ template <> struct is_launch_option<LaunchGrid> : std::true_type {};
 template <> struct is_launch_option<LaunchBlock> : std::true_type {};
 template <> struct is_launch_option<LaunchConfig> : std::true_type {};
 template <> struct is_launch_option<LaunchSharedMem> : std::true_type {};
+template <> struct is_launch_option<LaunchConstantMemory> : std::true_type {};
 
 template <class... A> constexpr size_t trailing_launch_options() {
     constexpr bool flags[] = {false, is_launch_option<std::remove_cvref_t<A>>::value...};
@@ -131,6 +135,9 @@ inline void apply_option(LaunchRequest &r, const LaunchConfig &c, bool &has_grid
 }
 inline void apply_option(LaunchRequest &r, const LaunchSharedMem &m, bool &, bool &) {
     r.shared_mem_bytes = m.bytes;
+}
+inline void apply_option(LaunchRequest &r, const LaunchConstantMemory &c, bool &, bool &) {
+    r.constant_memory.insert(r.constant_memory.end(), c.mappings.begin(), c.mappings.end());
 }
 [[noreturn]] void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block);
 
@@ -308,6 +315,10 @@ public:
     /// Seconds spent compiling (lowering + optimisation + code generation) and loading.
     double compile_seconds() const;
     double load_seconds() const;
+    /// The kernel's constant array `name` (`constant_array<T, N>(name)`) in this context, to copy
+    /// to and from with enqueue_copy (PyCUDA's get_global). LogicError listing the kernel's
+    /// constant arrays when it has none of that name.
+    DeviceGlobal get_global(std::string_view name) const { return detail::get_global(impl_, name); }
 
     const std::shared_ptr<detail::FunctionImpl> &impl() const { return impl_; }
 
@@ -619,7 +630,7 @@ public:
     }
 
     /// Enqueues `f` with `args...`, followed by `grid_dim(...)` and `block_dim(...)` (or one
-    /// `LaunchConfig`), and optionally `shared_mem_bytes(...)`. Argument types are checked at compile time (see [Note] Argument checking).
+    /// `LaunchConfig`), and optionally `shared_mem_bytes(...)` and `constant_memory(...)`. Argument types are checked at compile time (see [Note] Argument checking).
     template <class... P, class... A> void enqueue_function(const DeviceFunction<P...> &f, A &&...a) const {
         detail::enqueue_checked(*impl_, nullptr, *f.impl(), std::forward_as_tuple(std::forward<A>(a)...),
                                 static_cast<std::tuple<P...> *>(nullptr));
