@@ -308,8 +308,18 @@ void CudaDriver::load() noexcept {
         // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
 
         // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+        sym(cuFuncGetAttribute, "cuFuncGetAttribute", true);
+        sym(cuFuncSetAttribute, "cuFuncSetAttribute", true);
+        sym(cuFuncSetCacheConfig, "cuFuncSetCacheConfig", true);
+        sym(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", true);
+        sym(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", true);
+        sym(cuLaunchKernelEx, "cuLaunchKernelEx", /*required=*/false);
 
         // [issue-4 anchor: modules] Constant memory and external modules.
+        sym(cuModuleGetGlobal, "cuModuleGetGlobal_v2", true);
+        sym(cuModuleGetFunctionCount, "cuModuleGetFunctionCount", /*required=*/false);
+        sym(cuModuleEnumerateFunctions, "cuModuleEnumerateFunctions", /*required=*/false);
+        sym(cuFuncGetName, "cuFuncGetName", /*required=*/false);
 
         // [issue-4 anchor: graphs] Graphs.
         sym(cuMemAllocAsync, "cuMemAllocAsync", /*required=*/false);
