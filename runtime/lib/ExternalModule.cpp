@@ -183,10 +183,33 @@ std::string join(const std::vector<std::string> &v) {
     return s;
 }
 
+/// The text without the module directives that end at the line's end, not at a ';' (.version,
+/// .target, .address_size, .file, .loc).
+std::string strip_line_directives(const std::string &in) {
+    std::string out;
+    size_t pos = 0;
+    while (pos < in.size()) {
+        size_t end = in.find('\n', pos);
+        if (end == std::string::npos) end = in.size();
+        std::string_view line(in.data() + pos, end - pos);
+        size_t first = line.find_first_not_of(" \t\r");
+        bool drop = false;
+        if (first != std::string_view::npos)
+            for (std::string_view d : {".version", ".target", ".address_size", ".file", ".loc"})
+                if (line.substr(first, d.size()) == d &&
+                    (line.size() == first + d.size() || std::isspace(static_cast<unsigned char>(line[first + d.size()]))))
+                    drop = true;
+        if (!drop) out.append(line);
+        out += '\n';
+        pos = end + 1;
+    }
+    return out;
+}
+
 } // namespace
 
 PtxSymbols scan_ptx(std::string_view ptx) {
-    const std::string text = strip_comments(ptx);
+    const std::string text = strip_line_directives(strip_comments(ptx));
     PtxSymbols out;
     int depth = 0;
     std::string stmt;

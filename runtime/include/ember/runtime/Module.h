@@ -30,7 +30,7 @@ template <class P> struct external_parameter_is_a_struct {
     static_assert(always_false<P>,
                   "get_function<P...>: a kernel of an external module takes scalars (Int32, Float32, "
                   "...) and pointers (Ptr<T>) only; ember passes a struct as one parameter per field, "
-                  "which is not how C++ passes a struct by value: see P in this instantiation");
+                  "which is not how C++ passes a struct by value: see ParameterType in this instantiation");
     static constexpr bool value = false;
 };
 template <class P> constexpr bool check_external_param() {
@@ -56,9 +56,13 @@ public:
     /// `param_names` (optional) name the parameters in messages.
     template <class... P>
     DeviceFunction<P...> get_function(const std::string &name, std::vector<std::string> param_names = {}) const {
-        static_assert((detail::check_external_param<P>() && ...));
-        return DeviceFunction<P...>(
-            detail::module_function(require(), name, {detail::param_traits<P>::type()...}, std::move(param_names)));
+        // One static_assert names the offending type (in check_external_param); nothing else.
+        constexpr bool ok = (detail::check_external_param<P>() && ...);
+        if constexpr (ok)
+            return DeviceFunction<P...>(
+                detail::module_function(require(), name, {detail::param_traits<P>::type()...}, std::move(param_names)));
+        else
+            return DeviceFunction<P...>(nullptr);
     }
 
     /// The global variable `name` (a `.global` or `.const` variable of the PTX, a `__device__` or
