@@ -37,7 +37,7 @@ enum : int {
 };
 
 /// CUlaunchAttributeValue: a 64-byte union; ember uses its int and dim3 members.
-union CUlaunchAttributeValue {
+union alignas(8) CUlaunchAttributeValue {
     char pad[64];
     int cooperative;
     struct {
@@ -54,7 +54,7 @@ struct CUlaunchAttribute {
     char pad[8 - sizeof(int)];
     CUlaunchAttributeValue value;
 };
-static_assert(sizeof(CUlaunchAttributeValue) == 64 && sizeof(CUlaunchAttribute) == 72);
+static_assert(sizeof(CUlaunchAttributeValue) == 64 && sizeof(CUlaunchAttribute) == 72 && alignof(CUlaunchAttribute) == 8);
 
 /// CUlaunchConfig.
 struct CUlaunchConfig {
@@ -65,6 +65,7 @@ struct CUlaunchConfig {
     CUlaunchAttribute *attrs;
     unsigned numAttrs;
 };
+static_assert(sizeof(CUlaunchConfig) == 56 && alignof(CUlaunchConfig) == 8);
 
 /// CUoccupancyB2DSize: dynamic shared memory for a block size.
 using CUoccupancyB2DSize = size_t (*)(int block_size);
