@@ -6,6 +6,8 @@
 
 #include "ember/runtime/Module.h"
 
+#include "ember/compiler/IRPrinter.h"
+
 #include <cctype>
 #include <fstream>
 #include <iterator>
@@ -34,6 +36,10 @@ ModuleImage ModuleImage::fatbin(std::span<const std::byte> bytes, std::string na
                        std::move(name));
 }
 
+ModuleImage ModuleImage::ember_ir(std::string text, std::string name) {
+    return ModuleImage(Format::ember_ir, std::move(text), std::move(name));
+}
+
 ModuleImage ModuleImage::file(const std::filesystem::path &path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw RuntimeError("ModuleImage::file: cannot open '" + path.string() + "'");
@@ -44,13 +50,14 @@ ModuleImage ModuleImage::file(const std::filesystem::path &path) {
     if (ext == ".ptx") return ModuleImage(Format::ptx, std::move(bytes), name);
     if (ext == ".cubin") return ModuleImage(Format::cubin, std::move(bytes), name);
     if (ext == ".fatbin") return ModuleImage(Format::fatbin, std::move(bytes), name);
+    if (ext == ".ir") return ModuleImage(Format::ember_ir, std::move(bytes), name);
     if (bytes.rfind("\x7f" "ELF", 0) == 0) return ModuleImage(Format::cubin, std::move(bytes), name);
     if (bytes.rfind("\x50\xed\x55\xba", 0) == 0) return ModuleImage(Format::fatbin, std::move(bytes), name);
     if (bytes.find(".version") != std::string::npos && bytes.find(".target") != std::string::npos)
         return ModuleImage(Format::ptx, std::move(bytes), name);
     throw LogicError("ModuleImage::file: '" + name +
-                     "' is neither PTX nor a cubin or fatbin (by its extension, .ptx/.cubin/.fatbin, or its "
-                     "content)");
+                     "' is neither PTX nor a cubin, a fatbin or ember IR (by its extension, "
+                     ".ptx/.cubin/.fatbin/.ir, or its content)");
 }
 
 namespace detail {
@@ -238,12 +245,58 @@ PtxSymbols scan_ptx(std::string_view ptx) {
 // ---------------------------------------------------------------------------------------------
 // Functions and globals of a module.
 
+namespace {
+
+/// A kernel of an ember IR module, compiled for the module's context on first use.
+std::shared_ptr<FunctionImpl> ir_function(const ModuleImpl &m, const std::string &name,
+                                          const std::vector<ir::Type> &types, std::vector<std::string> names,
+                                          const std::string &where) {
+    const ir::Kernel *k = nullptr;
+    std::vector<std::string> known;
+    for (const ir::Kernel &x : m.ir_kernels) {
+        known.push_back(x.name);
+        if (x.name == name) k = &x;
+    }
+    if (!k)
+        throw LogicError("get_function: " + where + " has no kernel '" + name + "'" +
+                         (known.empty() ? std::string() : "; its kernels are " + join(known)));
+    if (k->params.size() != types.size())
+        throw LogicError("get_function('" + name + "') of " + where + ": the signature declares " +
+                         std::to_string(types.size()) + " parameters but the kernel has " +
+                         std::to_string(k->params.size()));
+    for (size_t i = 0; i < types.size(); ++i)
+        if (!(k->params[i]->type == types[i]))
+            throw LogicError("get_function('" + name + "') of " + where + ": parameter " + std::to_string(i) +
+                             " ('" + k->params[i]->name + "') is " + k->params[i]->type.to_string() +
+                             " but the signature declares " + types[i].to_string());
+    // One compiled function per kernel and choice of parameter names (they only name things in
+    // messages), shared by every get_function that asks for it, as PyCUDA's get_function.
+    std::string key = name;
+    for (const std::string &n : names) key += '\0' + n;
+    std::lock_guard<std::mutex> lock(m.compiled_mutex);
+    std::shared_ptr<FunctionImpl> &fn = m.compiled[key];
+    if (!fn) {
+        auto info = std::make_shared<KernelInfo>();
+        info->ir = *k;
+        if (names.empty())
+            for (const ir::VariableRef &v : k->params) info->param_names.push_back(v->name);
+        else
+            info->param_names = std::move(names);
+        fn = compile(m.context, info, {});
+    }
+    return fn;
+}
+
+} // namespace
+
 std::shared_ptr<FunctionImpl> module_function(const ModuleImpl &m, const std::string &name,
                                               std::vector<ir::Type> types, std::vector<std::string> names) {
     const std::string where = "module '" + m.name + "' on " + m.context->label;
     if (!names.empty() && names.size() != types.size())
         throw LogicError("get_function('" + name + "') of " + where + ": " + std::to_string(names.size()) +
                          " parameter names for " + std::to_string(types.size()) + " parameters");
+    if (m.format == static_cast<int>(ModuleImage::Format::ember_ir))
+        return ir_function(m, name, types, std::move(names), where);
     const PtxSymbols::Entry *entry = nullptr;
     for (const PtxSymbols::Entry &e : m.ptx.entries)
         if (e.name == name) entry = &e;
@@ -291,6 +344,9 @@ std::shared_ptr<FunctionImpl> module_function(const ModuleImpl &m, const std::st
 }
 
 std::shared_ptr<RawDeviceBuffer> module_global(const ModuleImpl &m, const std::string &name) {
+    if (!m.loaded)
+        throw LogicError("get_global: module '" + m.name + "' on " + m.context->label + " has no global '" + name +
+                         "'; ember IR modules have none");
     auto [address, bytes] = m.loaded->global(name);
     if (!address)
         throw LogicError("get_global: module '" + m.name + "' on " + m.context->label + " has no global '" + name +
@@ -309,6 +365,13 @@ DeviceModule DeviceContext::load_module(const ModuleImage &image) const {
     m->context = impl_;
     m->name = image.name();
     m->format = static_cast<int>(image.format());
+    if (image.format() == ModuleImage::Format::ember_ir) {
+        // Parsed and verified now (CompileError with file:line:col); compiled per kernel on first
+        // get_function.
+        ir::Module parsed = ir::parse_module(image.bytes(), image.name());
+        m->ir_kernels = std::move(parsed.kernels);
+        return DeviceModule(std::move(m));
+    }
     if (image.format() == ModuleImage::Format::ptx) {
         m->ptx = detail::scan_ptx(image.bytes());
         m->ptx_text = image.bytes();
@@ -333,6 +396,11 @@ const std::string &DeviceModule::name() const { return require().name; }
 
 std::vector<std::string> DeviceModule::function_names() const {
     const detail::ModuleImpl &m = require();
+    if (!m.loaded) {
+        std::vector<std::string> names;
+        for (const ir::Kernel &k : m.ir_kernels) names.push_back(k.name);
+        return names;
+    }
     if (!m.ptx.entries.empty()) {
         std::vector<std::string> names;
         for (const auto &e : m.ptx.entries) names.push_back(e.name);

@@ -9,6 +9,8 @@
 
 #include "ember/runtime/DeviceContext.h"
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +50,10 @@ struct ModuleImpl {
     /// For PTX images; empty otherwise.
     PtxSymbols ptx;
     std::string ptx_text;
+    /// For ember IR images (`loaded` is null then): the kernels, and those compiled so far.
+    std::vector<ir::Kernel> ir_kernels;
+    mutable std::mutex compiled_mutex;
+    mutable std::map<std::string, std::shared_ptr<FunctionImpl>> compiled;
 };
 
 } // namespace ember::detail

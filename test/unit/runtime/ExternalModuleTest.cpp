@@ -241,6 +241,74 @@ TEST_P(ExternalModuleTest, ModuleImageFromAFile) {
 INSTANTIATE_TEST_SUITE_P(Apis, ExternalModuleTest, ::testing::Values("cuda"), ember::testing::api_name);
 
 // ---------------------------------------------------------------------------------------------
+// ember IR modules, on every device.
+
+const char *const kIr = R"(
+// Two kernels in ember's textual IR.
+kernel @scalar_add(%vector: ptr<global f32>, %size: i64, %scalar: f32) {
+  if (((block_idx.x * block_dim.x) + thread_idx.x) < %size) {
+    let %0: f32 = %vector[((block_idx.x * block_dim.x) + thread_idx.x)]
+    %vector[((block_idx.x * block_dim.x) + thread_idx.x)] = (%0 + %scalar)
+  }
+}
+kernel @fill(%out: ptr<global i64>, %n: i64, %value: i64) {
+  if (((block_idx.x * block_dim.x) + thread_idx.x) < %n) {
+    %out[((block_idx.x * block_dim.x) + thread_idx.x)] = %value
+  }
+}
+)";
+
+class ExternalModuleIrTest : public ember::testing::DeviceTest {};
+
+TEST_P(ExternalModuleIrTest, IrKernelsRunWithADeclaredSignature) {
+    DeviceModule m = ctx().load_module(ModuleImage::ember_ir(kIr, "two.ir"));
+    EXPECT_EQ(m.function_names(), (std::vector<std::string>{"scalar_add", "fill"}));
+    EXPECT_TRUE(m.global_names().empty());
+    auto add = m.get_function<Ptr<float>, Int, Float32>("scalar_add");
+    auto fill = m.get_function<Ptr<int64_t>, Int, Int>("fill", {"out", "n", "value"});
+    EXPECT_EQ(add.shared_size_bytes(), 0);
+    const int64_t n = 300;
+    std::vector<float> host(n, 1.5f);
+    auto dev = ctx().enqueue_create_buffer<float>(n);
+    ctx().enqueue_copy(dev, host.data());
+    ctx().enqueue_function(add, dev, n, 20.0f, grid_dim(3), block_dim(128));
+    auto ints = ctx().enqueue_create_buffer<int64_t>(n);
+    ctx().enqueue_function(fill, ints, n, int64_t{-7}, grid_dim(3), block_dim(128), LaunchAttribute::priority(0));
+    std::vector<int64_t> ihost(n);
+    ctx().enqueue_copy(host.data(), dev);
+    ctx().enqueue_copy(ihost.data(), ints);
+    ctx().synchronize();
+    for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(host[i], 21.5f) << "i=" << i;
+        ASSERT_EQ(ihost[i], -7) << "i=" << i;
+    }
+    std::string msg = error_of<LogicError>([&] {
+        ctx().enqueue_function(fill, DeviceBuffer<int64_t>(), n, int64_t{1}, grid_dim(1), block_dim(1));
+    });
+    EXPECT_NE(msg.find("kernel 'fill': argument 0 ('out') is an empty DeviceBuffer"), std::string::npos) << msg;
+}
+
+TEST_P(ExternalModuleIrTest, MistakesAreNamed) {
+    DeviceModule m = ctx().load_module(ModuleImage::ember_ir(kIr, "two.ir"));
+    std::string msg = error_of<LogicError>([&] { m.get_function<Ptr<float>, Int, Float64>("scalar_add"); });
+    EXPECT_NE(msg.find("parameter 2 ('scalar') is f32 but the signature declares f64"), std::string::npos) << msg;
+    msg = error_of<LogicError>([&] { m.get_function<Ptr<float>, Int>("scalar_add"); });
+    EXPECT_NE(msg.find("declares 2 parameters but the kernel has 3"), std::string::npos) << msg;
+    msg = error_of<LogicError>([&] { m.get_function<Ptr<float>>("nope"); });
+    EXPECT_NE(msg.find("has no kernel 'nope'; its kernels are 'scalar_add', 'fill'"), std::string::npos) << msg;
+    msg = error_of<LogicError>([&] { m.get_global("x"); });
+    EXPECT_NE(msg.find("ember IR modules have none"), std::string::npos) << msg;
+    try {
+        ctx().load_module(ModuleImage::ember_ir("kernel @k(%a: i64) {\n  %a = \n}\n", "bad.ir"));
+        FAIL() << "load_module accepted bad IR";
+    } catch (const CompileError &e) {
+        EXPECT_NE(std::string(e.what()).find("bad.ir:"), std::string::npos) << e.what();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Apis, ExternalModuleIrTest, ember::testing::all_apis(), ember::testing::api_name);
+
+// ---------------------------------------------------------------------------------------------
 // Without a GPU.
 
 TEST(ExternalModuleCpuTest, TheCpuDeviceRefusesPtxAndCubins) {
@@ -267,12 +335,14 @@ TEST(ExternalModuleCpuTest, ModuleImageFileFormats) {
     auto elf = write("ember_img_" + pid + ".bin", std::string("\x7f" "ELF\x02\x01", 6));
     auto cubin = write("ember_img_" + pid + ".cubin", "anything");
     auto other = write("ember_img_" + pid + ".dat", "hello");
+    auto ir = write("ember_img_" + pid + ".ir", "kernel @k() {\n}\n");
     EXPECT_EQ(ModuleImage::file(ptx).format(), ModuleImage::Format::ptx);
     EXPECT_EQ(ModuleImage::file(elf).format(), ModuleImage::Format::cubin);
     EXPECT_EQ(ModuleImage::file(cubin).format(), ModuleImage::Format::cubin);
     EXPECT_EQ(ModuleImage::file(cubin).bytes(), "anything");
     EXPECT_THROW(ModuleImage::file(other), LogicError);
-    for (const auto &p : {ptx, elf, cubin, other}) std::filesystem::remove(p);
+    EXPECT_EQ(ModuleImage::file(ir).format(), ModuleImage::Format::ember_ir);
+    for (const auto &p : {ptx, elf, cubin, other, ir}) std::filesystem::remove(p);
     EXPECT_THROW(ModuleImage::file(dir / ("ember_no_such_" + pid + ".ptx")), RuntimeError);
 }
 

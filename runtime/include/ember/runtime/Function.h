@@ -206,7 +206,7 @@ private:
 /// and module_from_file): PTX text or a cubin/fatbin, given as bytes or read from a file.
 class ModuleImage {
 public:
-    enum class Format { ptx, cubin, fatbin };
+    enum class Format { ptx, cubin, fatbin, ember_ir };
 
     /// PTX source text (`.version`, `.target`, `.entry` ...), JIT-compiled by the driver.
     static ModuleImage ptx(std::string text, std::string name = "<ptx>");
@@ -215,7 +215,11 @@ public:
     static ModuleImage cubin(std::string bytes, std::string name = "<cubin>");
     /// A fat binary (several cubins and/or PTX).
     static ModuleImage fatbin(std::span<const std::byte> bytes, std::string name = "<fatbin>");
-    /// Reads `path`; the format comes from its extension (.ptx, .cubin, .fatbin) or, failing
+    /// ember's textual kernel IR (the form `EMBER_DUMP=ir` and `dump_ir` print; see
+    /// IRPrinter.h): compiled by ember for the context's device, so it loads on every device,
+    /// the CPU device included. It has kernels and device functions, no globals.
+    static ModuleImage ember_ir(std::string text, std::string name = "<ember-ir>");
+    /// Reads `path`; the format comes from its extension (.ptx, .cubin, .fatbin, .ir) or, failing
     /// that, its content (an ELF header is a cubin). Throws RuntimeError when it cannot be read,
     /// LogicError for an unknown extension and content.
     static ModuleImage file(const std::filesystem::path &path);
