@@ -9,5 +9,7 @@
 #include "ember/runtime/Buffer.h"
 #include "ember/runtime/DeviceContext.h"
 #include "ember/runtime/DevicePassable.h"
+#include "ember/runtime/Function.h"
+#include "ember/runtime/Module.h"
 
 #endif // EMBER_EMBER_H

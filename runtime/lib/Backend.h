@@ -26,9 +26,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ember::detail {
 
@@ -150,6 +152,24 @@ public:
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
+    /// What a launch asks for beyond grid, block and shared memory (CUlaunchAttribute values),
+    /// already checked by the API layer (runtime/lib/FunctionAttributes.cpp).
+    struct LaunchExtras {
+        /// Blocks per cluster; {0, 0, 0} for no cluster.
+        std::array<int64_t, 3> cluster{0, 0, 0};
+        /// A ClusterSchedulingPolicy value, or -1 for none.
+        int cluster_scheduling_policy = -1;
+        bool cooperative = false;
+        bool programmatic_stream_serialization = false;
+        bool has_priority = false;
+        int priority = 0;
+    };
+    /// As launch, with `extras` (cuLaunchKernelEx on CUDA). The CPU device runs the blocks as
+    /// launch does: clusters are groups of blocks, every block may run at once (cooperative), and
+    /// priorities have nothing to reorder.
+    virtual void launch_extended(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
+                                 const LaunchExtras &extras, void **args, size_t num_args) = 0;
+
     // [issue-4 anchor: modules] Constant memory and external modules.
 
     // [issue-4 anchor: graphs] Graphs.
@@ -246,7 +266,56 @@ public:
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
+    /// What ember knows of a loaded kernel from its IR and from the attributes set on it (the
+    /// CPU device answers from it; CUDA asks the driver).
+    struct KernelFacts {
+        uint64_t static_shared_bytes = 0;
+        uint64_t local_bytes = 0;
+        /// The opt-in of max_dynamic_shared_size_bytes, -1 when not set.
+        int64_t max_dynamic_shared_bytes = -1;
+        /// Values set so far, by FunctionAttribute value.
+        std::map<int, int> attributes_set;
+    };
+    /// The value of FunctionAttribute `attr` (CUfunction_attribute) of `fn`.
+    virtual int function_attribute(LoadedFunction &fn, int attr, const KernelFacts &facts) = 0;
+    /// Sets a settable FunctionAttribute `attr` (checked by the caller against the limits below).
+    virtual void set_function_attribute(LoadedFunction &fn, int attr, int value) = 0;
+    /// A CacheConfig value (CUfunc_cache).
+    virtual void set_cache_config(LoadedFunction &fn, int config) = 0;
+    /// cuOccupancyMaxActiveBlocksPerMultiprocessor.
+    virtual int max_active_blocks_per_multiprocessor(LoadedFunction &fn, int block_size, size_t dynamic_shared,
+                                                     const KernelFacts &facts) = 0;
+    /// cuOccupancyMaxPotentialBlockSize: {min_grid_size, block_size}; `block_size_limit` > 0.
+    virtual std::pair<int, int> suggested_block_size(LoadedFunction &fn, size_t dynamic_shared,
+                                                     int block_size_limit, const KernelFacts &facts) = 0;
+    /// The most shared memory a block may have once a kernel opts in
+    /// (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).
+    virtual int64_t max_shared_memory_per_block_optin() = 0;
+    virtual int multiprocessor_count() = 0;
+    /// Whether launches with a cluster dimension work here (CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH).
+    virtual bool supports_cluster_launch() = 0;
+    /// Whether cooperative launches work here (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).
+    virtual bool supports_cooperative_launch() = 0;
+
     // [issue-4 anchor: modules] Constant memory and external modules.
+
+    /// A module loaded from an external image (PTX, cubin, fatbin).
+    class LoadedModule {
+    public:
+        virtual ~LoadedModule() = default;
+        /// The kernel `name`, or nullptr when the module has none (CUDA_ERROR_NOT_FOUND).
+        virtual std::unique_ptr<LoadedFunction> function(const std::string &name) = 0;
+        /// The address and size of global `name` (a .global or .const variable), or {0, 0}
+        /// when the module has none.
+        virtual std::pair<DeviceAddress, size_t> global(const std::string &name) = 0;
+        /// The kernels' names where the driver can list them (CUDA 12.4+), else empty.
+        virtual std::vector<std::string> function_names() = 0;
+    };
+    /// Loads an external image; `format` is a ModuleImage::Format value, `name` names it in
+    /// messages. Throws CompileError with the JIT log when the driver rejects it; the CPU device
+    /// throws LogicError.
+    virtual std::shared_ptr<LoadedModule> load_module(int format, const std::string &bytes,
+                                                      const std::string &name) = 0;
 
     // [issue-4 anchor: graphs] Graphs.
 

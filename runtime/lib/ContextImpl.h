@@ -7,6 +7,8 @@
 
 #include "ember/dsl/Kernel.h"
 
+#include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +39,20 @@ struct FunctionImpl : std::enable_shared_from_this<FunctionImpl> {
     double load_seconds = 0;
     /// The kernel's static shared memory (ir::static_shared_bytes).
     uint64_t static_shared_bytes = 0;
+
+    // Function attributes (runtime/lib/FunctionAttributes.cpp).
+    /// The opt-in of FunctionAttribute::max_dynamic_shared_size_bytes: the most dynamic shared
+    /// memory a launch may ask for; -1 while not set (the device's default limit applies).
+    std::atomic<int64_t> max_dynamic_shared_bytes{-1};
+    /// Every value set through set_attribute or FuncAttribute, by FunctionAttribute value (the
+    /// CPU device answers get_attribute from it).
+    std::mutex attributes_mutex;
+    std::map<int, int> attributes_set;
+    /// Bytes of local arrays the IR declares per thread (0 for functions of external modules).
+    uint64_t local_bytes = 0;
+    /// For a function of an external module (DeviceModule::get_function): keeps the module
+    /// loaded while the function lives.
+    std::shared_ptr<const void> module;
 };
 
 /// A DeviceStream: a back-end stream and the context it belongs to (kept alive by it).

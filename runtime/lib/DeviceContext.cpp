@@ -5,6 +5,7 @@
 #include "Backend.h"
 #include "BackendGraph.h"
 #include "ContextImpl.h"
+#include "Functions.h"
 
 #include "ember/compiler/Compiler.h"
 
@@ -89,11 +90,21 @@ void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRe
         throw LogicError("kernel '" + k + "': shared_mem_bytes(" + std::to_string(r.shared_mem_bytes) +
                          ") is negative");
     const int64_t shared = static_cast<int64_t>(fn.static_shared_bytes) + r.shared_mem_bytes;
-    if (shared > lim.max_shared_memory_per_block)
+    // With the opt-in (FunctionAttribute::max_dynamic_shared_size_bytes) the kernel's own limit
+    // applies (checked against the device's opt-in maximum when it was set).
+    const int64_t opt_in = fn.max_dynamic_shared_bytes.load();
+    if (opt_in >= 0 && r.shared_mem_bytes > opt_in)
+        throw LogicError("kernel '" + k + "': " + std::to_string(r.shared_mem_bytes) +
+                         " bytes of dynamic shared memory but the kernel's max_dynamic_shared_size_bytes is " +
+                         std::to_string(opt_in) + " on " + dev);
+    if (opt_in < 0 && shared > lim.max_shared_memory_per_block)
         throw LogicError("kernel '" + k + "': " + std::to_string(fn.static_shared_bytes) +
                          " bytes of static and " + std::to_string(r.shared_mem_bytes) +
                          " bytes of dynamic shared memory make " + std::to_string(shared) + " but " + dev +
-                         " allows at most " + std::to_string(lim.max_shared_memory_per_block) + " per block");
+                         " allows at most " + std::to_string(lim.max_shared_memory_per_block) +
+                         " per block without an opt-in; opt in to more with "
+                         "FuncAttribute::max_dynamic_shared_size_bytes(n) at compile_function or "
+                         "f.set_attribute(FunctionAttribute::max_dynamic_shared_size_bytes, n)");
 }
 
 } // namespace
@@ -118,7 +129,7 @@ RawDeviceBuffer::RawDeviceBuffer(std::shared_ptr<ContextImpl> ctx, uint64_t addr
     : ctx_(std::move(ctx)), address_(address), bytes_(bytes) {}
 
 RawDeviceBuffer::~RawDeviceBuffer() {
-    if (address_) ctx_->backend->deallocate(address_);
+    if (address_ && !owner_) ctx_->backend->deallocate(address_);
 }
 
 RawHostBuffer::RawHostBuffer(std::shared_ptr<ContextImpl> ctx, size_t bytes)
@@ -187,6 +198,7 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     auto t0 = std::chrono::steady_clock::now();
     fn->loaded = ctx->backend->load(fn->compiled);
     fn->load_seconds = seconds_since(t0);
+    finish_function(*fn, opts);
     return fn;
 }
 
@@ -213,10 +225,17 @@ void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const Launch
     if (!req.constant_memory.empty()) write_constant_memory(ctx, stream, fn, req.constant_memory);
     BackendStream &s = stream ? *stream->stream : *ctx.backend->default_stream();
     if (BackendGraph *g = s.capture_graph()) [[unlikely]] {
+        if (!req.attributes.empty())
+            throw LogicError("kernel '" + fn.kernel->ir.name +
+                             "': a launch with cluster_dim(...) or LaunchAttribute values cannot be captured "
+                             "into a graph; capture it without them, or launch it outside the capture");
         capture_kernel(s, *g, fn, dims, args, n, info);
         return;
     }
-    s.launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
+    if (req.attributes.empty())
+        s.launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
+    else
+        launch_with_attributes(ctx, s, fn, req, dims, args, n);
 }
 
 void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index, const char *field,

@@ -398,6 +398,14 @@ public:
     }
     void copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddress src, Backend *src_owner,
                       size_t bytes) override;
+    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+
+    /// Clusters are groups of blocks that run as any blocks do; cooperative grids and priorities
+    /// need nothing more here (see Backend.h).
+    void launch_extended(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
+                         const LaunchExtras &, void **args, size_t n) override {
+        launch(fn, kernel_name, dims, args, n);
+    }
 private:
     /// Records a copy while capturing; false otherwise.
     bool captured_copy(void *dst, const void *src, size_t bytes) {
@@ -581,7 +589,55 @@ public:
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 
+    /// The CPU device's answers (docs/runtime.md, "Functions"): what ember knows from the IR,
+    /// the CUDA limits it mirrors, the values set; no registers, no PTX.
+    int function_attribute(LoadedFunction &, int attr, const KernelFacts &f) override {
+        auto set_or = [&](int fallback) {
+            auto it = f.attributes_set.find(attr);
+            return it == f.attributes_set.end() ? fallback : it->second;
+        };
+        switch (attr) {
+        case 0: // max_threads_per_block
+            return int(limits_.max_threads_per_block);
+        case 1: // shared_size_bytes
+            return int(f.static_shared_bytes);
+        case 3: // local_size_bytes
+            return int(f.local_bytes);
+        case 8: // max_dynamic_shared_size_bytes
+            return int(f.max_dynamic_shared_bytes >= 0
+                           ? f.max_dynamic_shared_bytes
+                           : std::max<int64_t>(0, limits_.max_shared_memory_per_block - int64_t(f.static_shared_bytes)));
+        case 9: // preferred_shared_memory_carveout
+            return set_or(-1);
+        default: // const_size, num_regs, ptx/binary version, cache_mode_ca, cluster attributes
+            return set_or(0);
+        }
+    }
+    void set_function_attribute(LoadedFunction &, int, int) override {}
+    void set_cache_config(LoadedFunction &, int) override {}
+    /// One block runs on a pool thread at a time.
+    int max_active_blocks_per_multiprocessor(LoadedFunction &, int, size_t, const KernelFacts &) override { return 1; }
+    /// 256 threads (8 warps) per block, and a block for every pool thread.
+    std::pair<int, int> suggested_block_size(LoadedFunction &, size_t, int limit, const KernelFacts &) override {
+        int block = std::min(limit, 256);
+        if (block >= limits_.warp_size) block -= block % limits_.warp_size;
+        return {int(pool().size()), block};
+    }
+    /// H100's 227 KiB, so that a kernel that opts in here also runs on one.
+    int64_t max_shared_memory_per_block_optin() override { return 227 * 1024; }
+    /// The pool's threads.
+    int multiprocessor_count() override { return int(pool().size()); }
+    bool supports_cluster_launch() override { return true; }
+    bool supports_cooperative_launch() override { return true; }
+
     // [issue-4 anchor: modules] Constant memory and external modules.
+
+    std::shared_ptr<LoadedModule> load_module(int format, const std::string &, const std::string &name) override {
+        static const char *const kinds[] = {"PTX", "a cubin", "a fatbin"};
+        throw LogicError("load_module of '" + name + "': " + (format >= 0 && format < 3 ? kinds[format] : "this image") +
+                         " needs a CUDA device; the CPU device runs kernels written with ember's DSL only "
+                         "(open a DeviceContext with api 'cuda')");
+    }
 
     // [issue-4 anchor: graphs] Graphs.
 

@@ -338,9 +338,18 @@ void CudaDriver::load() noexcept {
         sym(cuMemPoolSetAccess, "cuMemPoolSetAccess", false);
 
         // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+        sym(cuFuncGetAttribute, "cuFuncGetAttribute", true);
+        sym(cuFuncSetAttribute, "cuFuncSetAttribute", true);
+        sym(cuFuncSetCacheConfig, "cuFuncSetCacheConfig", true);
+        sym(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", true);
+        sym(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", true);
+        sym(cuLaunchKernelEx, "cuLaunchKernelEx", /*required=*/false);
 
         // [issue-4 anchor: modules] Constant memory and external modules.
         sym(cuModuleGetGlobal, "cuModuleGetGlobal_v2", true);
+        sym(cuModuleGetFunctionCount, "cuModuleGetFunctionCount", /*required=*/false);
+        sym(cuModuleEnumerateFunctions, "cuModuleEnumerateFunctions", /*required=*/false);
+        sym(cuFuncGetName, "cuFuncGetName", /*required=*/false);
 
         // [issue-4 anchor: graphs] Graphs.
         sym(cuStreamBeginCapture, "cuStreamBeginCapture_v2", false);

@@ -25,6 +25,7 @@
 #define EMBER_RUNTIME_CUDA_CUDADRIVER_H
 
 #include "Backend.h"
+#include "cuda/CudaFunctionApi.h"
 
 #include <atomic>
 #include <cstddef>
@@ -362,12 +363,27 @@ public:
                                        size_t count) = nullptr;
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+    cu::CUresult (*cuFuncGetAttribute)(int *value, int attr, cu::CUfunction fn) = nullptr;
+    cu::CUresult (*cuFuncSetAttribute)(cu::CUfunction fn, int attr, int value) = nullptr;
+    cu::CUresult (*cuFuncSetCacheConfig)(cu::CUfunction fn, int config) = nullptr;
+    cu::CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, cu::CUfunction fn, int block_size,
+                                                                size_t dynamic_shared) = nullptr;
+    cu::CUresult (*cuOccupancyMaxPotentialBlockSize)(int *min_grid, int *block_size, cu::CUfunction fn,
+                                                     cu::CUoccupancyB2DSize to_shared, size_t dynamic_shared,
+                                                     int block_size_limit) = nullptr;
+    /// Optional (CUDA 11.8+).
+    cu::CUresult (*cuLaunchKernelEx)(const cu::CUlaunchConfig *config, cu::CUfunction fn, void **params,
+                                     void **extra) = nullptr;
 
     // [issue-4 anchor: modules] Constant memory and external modules.
     /// The device address and size of a module's global (a constant array); CUDA_ERROR_NOT_FOUND
     /// when the module has none of that name.
     cu::CUresult (*cuModuleGetGlobal)(cu::CUdeviceptr *dptr, size_t *bytes, cu::CUmodule module,
                                       const char *name) = nullptr;
+    /// Optional (CUDA 12.4+): listing a module's kernels for messages.
+    cu::CUresult (*cuModuleGetFunctionCount)(unsigned *count, cu::CUmodule module) = nullptr;
+    cu::CUresult (*cuModuleEnumerateFunctions)(cu::CUfunction *fns, unsigned n, cu::CUmodule module) = nullptr;
+    cu::CUresult (*cuFuncGetName)(const char **name, cu::CUfunction fn) = nullptr;
 
     // [issue-4 anchor: graphs] Graphs.
     // Optional: graphs need them (CUDA 11.4+; the kernel node update's _v2 is CUDA 12), and

@@ -35,6 +35,10 @@ public:
     /// Adopts `address` (`bytes` long) that the context's back end allocated another way (pitched,
     /// shareable, opened from another process: Memory2D.h); its deallocate releases it.
     RawDeviceBuffer(std::shared_ptr<ContextImpl> ctx, uint64_t address, size_t bytes);
+    /// Memory this buffer does not own (a module's global): `owner` keeps it valid; it is not
+    /// freed here.
+    RawDeviceBuffer(std::shared_ptr<ContextImpl> ctx, uint64_t address, size_t bytes, std::shared_ptr<const void> owner)
+        : ctx_(std::move(ctx)), address_(address), bytes_(bytes), owner_(std::move(owner)) {}
     ~RawDeviceBuffer();
     RawDeviceBuffer(const RawDeviceBuffer &) = delete;
     RawDeviceBuffer &operator=(const RawDeviceBuffer &) = delete;
@@ -46,6 +50,7 @@ private:
     std::shared_ptr<ContextImpl> ctx_;
     uint64_t address_ = 0;
     size_t bytes_;
+    std::shared_ptr<const void> owner_;
 };
 
 /// Untyped host memory owned by one context.

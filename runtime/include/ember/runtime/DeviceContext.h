@@ -10,6 +10,7 @@
 #include "ember/runtime/ConstantMemory.h"
 #include "ember/runtime/DevicePassable.h"
 #include "ember/runtime/Memory2D.h"
+#include "ember/runtime/Function.h"
 
 #include <array>
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include <tuple>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace ember {
 
@@ -73,6 +75,9 @@ struct CompileFunctionOptions {
     DumpOption dump_asm;
     /// ember's kernel IR.
     DumpOption dump_ir;
+    /// Attributes applied when the kernel is loaded (Mojo's `func_attribute`), e.g.
+    /// `{FuncAttribute::max_dynamic_shared_size_bytes(64 * 1024)}`.
+    std::vector<FuncAttribute> func_attribute;
 };
 
 namespace detail {
@@ -84,6 +89,8 @@ struct LaunchRequest {
     int64_t shared_mem_bytes = 0;
     /// constant_memory(...): written before the launch ([issue-4: modules]).
     std::vector<ConstantMemoryMapping> constant_memory;
+    /// `cluster_dim(...)` / LaunchAttribute values (see Function.h); empty for a plain launch.
+    std::vector<LaunchAttribute> attributes;
 };
 
 struct StreamImpl;
@@ -111,6 +118,8 @@ template <> struct is_launch_option<LaunchBlock> : std::true_type {};
 template <> struct is_launch_option<LaunchConfig> : std::true_type {};
 template <> struct is_launch_option<LaunchSharedMem> : std::true_type {};
 template <> struct is_launch_option<LaunchConstantMemory> : std::true_type {};
+template <> struct is_launch_option<LaunchCluster> : std::true_type {};
+template <> struct is_launch_option<LaunchAttribute> : std::true_type {};
 
 template <class... A> constexpr size_t trailing_launch_options() {
     constexpr bool flags[] = {false, is_launch_option<std::remove_cvref_t<A>>::value...};
@@ -139,6 +148,10 @@ inline void apply_option(LaunchRequest &r, const LaunchSharedMem &m, bool &, boo
 inline void apply_option(LaunchRequest &r, const LaunchConstantMemory &c, bool &, bool &) {
     r.constant_memory.insert(r.constant_memory.end(), c.mappings.begin(), c.mappings.end());
 }
+inline void apply_option(LaunchRequest &r, const LaunchCluster &c, bool &, bool &) {
+    r.attributes.push_back(LaunchAttribute::cluster_dimension(c.x, c.y, c.z));
+}
+inline void apply_option(LaunchRequest &r, const LaunchAttribute &a, bool &, bool &) { r.attributes.push_back(a); }
 [[noreturn]] void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block);
 
 template <class H>
@@ -304,7 +317,7 @@ void enqueue_checked(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, Tup
 
 /// A kernel compiled and loaded for one DeviceContext. Typed by the kernel's parameters, so
 /// `enqueue_function` checks its arguments at compile time. Cheap to copy.
-template <class... Params> class DeviceFunction {
+template <class... Params> class DeviceFunction : public FunctionQueries<DeviceFunction<Params...>> {
 public:
     DeviceFunction(std::shared_ptr<detail::FunctionImpl> impl) : impl_(std::move(impl)) {} // NOLINT
 
@@ -366,6 +379,7 @@ constexpr bool has_flag(EventFlags set, EventFlags f) {
 class DeviceContext;
 class DeviceStream;
 class DeviceGraph;
+class DeviceModule;
 
 /// A marker in a stream's work, as Mojo's DeviceEvent and PyCUDA's Event: record it on a
 /// stream, wait for it (on the host, or on another stream with enqueue_wait_for), time the work
@@ -613,6 +627,11 @@ public:
 
     // [issue-4 anchor: modules] Constant memory and external modules.
 
+    /// Loads PTX or a cubin (PyCUDA's module_from_buffer / module_from_file). PTX the driver
+    /// rejects throws CompileError with the JIT log. The CPU device throws LogicError: it runs
+    /// ember kernels only.
+    DeviceModule load_module(const ModuleImage &image) const;
+
     // [issue-4 anchor: graphs] Graphs.
     /// Graphs (see DeviceGraph.h), on this context's stream: stream().begin_capture(), ...
     void begin_capture() const;
@@ -630,7 +649,8 @@ public:
     }
 
     /// Enqueues `f` with `args...`, followed by `grid_dim(...)` and `block_dim(...)` (or one
-    /// `LaunchConfig`), and optionally `shared_mem_bytes(...)` and `constant_memory(...)`. Argument types are checked at compile time (see [Note] Argument checking).
+    /// `LaunchConfig`), and optionally `shared_mem_bytes(...)`, `constant_memory(...)`, `cluster_dim(...)`
+    /// and `LaunchAttribute` values. Argument types are checked at compile time (see [Note] Argument checking).
     template <class... P, class... A> void enqueue_function(const DeviceFunction<P...> &f, A &&...a) const {
         detail::enqueue_checked(*impl_, nullptr, *f.impl(), std::forward_as_tuple(std::forward<A>(a)...),
                                 static_cast<std::tuple<P...> *>(nullptr));
