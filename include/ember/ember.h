@@ -9,5 +9,6 @@
 #include "ember/runtime/Buffer.h"
 #include "ember/runtime/DeviceContext.h"
 #include "ember/runtime/DevicePassable.h"
+#include "ember/runtime/Memory.h"
 
 #endif // EMBER_EMBER_H

@@ -118,6 +118,9 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    /// Enqueues `count` elements of `width` (1, 2, 4 or 8) bytes at `dst`, each the low `width`
+    /// bytes of `pattern` in memory order (little-endian). Any alignment of `dst`.
+    virtual void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) = 0;
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
 
@@ -162,6 +165,17 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    /// Unified memory of `bytes` (> 0), valid on the host and the device (cuMemAllocManaged),
+    /// freed by deallocate. Throws MemoryError naming the requested and free bytes.
+    virtual DeviceAddress allocate_managed(size_t bytes) = 0;
+    /// Page-locked host memory of `bytes` (> 0) mapped into the device's address space
+    /// (cuMemHostAlloc DEVICEMAP | PORTABLE); its device address goes to `*device`. Freed by
+    /// deallocate_host. Throws MemoryError.
+    virtual void *allocate_host_mapped(size_t bytes, DeviceAddress *device) = 0;
+    /// Page-locks existing host memory (cuMemHostRegister PORTABLE | DEVICEMAP); returns its
+    /// device address. The caller checks for overlaps.
+    virtual DeviceAddress register_host(void *p, size_t bytes) = 0;
+    virtual void unregister_host(void *p) = 0;
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
 

@@ -225,6 +225,16 @@ public:
     void synchronize() override {}
     bool is_done() override { return true; }
     int priority() const override { return 0; }
+    // [issue-4 memory] memset: the pattern's bytes, element by element (the host is little-endian,
+    // as the pattern's layout assumes).
+    void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) override {
+        auto *p = reinterpret_cast<unsigned char *>(dst);
+        if (width == 1) {
+            std::memset(p, static_cast<int>(pattern & 0xff), count);
+            return;
+        }
+        for (size_t i = 0; i < count; ++i) std::memcpy(p + i * width, &pattern, width);
+    }
 };
 
 class CpuBackend final : public Backend {
@@ -264,6 +274,18 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // On the CPU device all of these are ordinary (256-byte aligned) host memory: a managed or
+    // mapped buffer's device address is its host address, and registering memory changes nothing.
+    DeviceAddress allocate_managed(size_t bytes) override {
+        return reinterpret_cast<DeviceAddress>(aligned_bytes(bytes, "create_managed_buffer"));
+    }
+    void *allocate_host_mapped(size_t bytes, DeviceAddress *device) override {
+        void *p = aligned_bytes(bytes, "create_host_mapped_buffer");
+        *device = reinterpret_cast<DeviceAddress>(p);
+        return p;
+    }
+    DeviceAddress register_host(void *p, size_t) override { return reinterpret_cast<DeviceAddress>(p); }
+    void unregister_host(void *) override {}
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
 

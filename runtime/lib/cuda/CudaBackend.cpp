@@ -394,6 +394,55 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    /// [Note] Memset widths
+    /// The driver sets 1-, 2- or 4-byte units (cuMemsetD8/D16/D32Async, the latter two at
+    /// addresses aligned to the unit). A pattern whose halves are equal is set as twice as many
+    /// units of half the width; what is left (an 8-byte pattern with differing halves, or a unit
+    /// at an address not aligned to it, as in a sub-buffer of a byte buffer) is written as its
+    /// first element byte by byte, then doubled with device-to-device copies on the same stream
+    /// (log2(count) copies: [0, k) to [k, 2k)).
+    void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) override {
+        if (count == 0) return;
+        while (width > 1) {
+            const unsigned half = width / 2;
+            const uint64_t mask = (uint64_t(1) << (half * 8)) - 1;
+            if ((pattern & mask) != ((pattern >> (half * 8)) & mask)) break;
+            pattern &= mask;
+            width = half;
+            count *= 2;
+        }
+        const CudaDriver &drv = dev_->drv;
+        ScopedCurrent current(*dev_->ctx);
+        auto check = [&](cu::CUresult rc, const char *call) {
+            if (rc != cu::CUDA_SUCCESS)
+                drv.check(rc, call,
+                          "; setting " + std::to_string(count) + " elements of " + std::to_string(width) +
+                              " bytes at " + hex(dst) + " on " + dev_->ctx->where() + dev_->fault_context(rc));
+        };
+        if (width == 1) {
+            check(drv.cuMemsetD8Async(dst, static_cast<unsigned char>(pattern), count, stream_), "cuMemsetD8Async");
+            return;
+        }
+        if (width == 2 && dst % 2 == 0) {
+            check(drv.cuMemsetD16Async(dst, static_cast<unsigned short>(pattern), count, stream_),
+                  "cuMemsetD16Async");
+            return;
+        }
+        if (width == 4 && dst % 4 == 0) {
+            check(drv.cuMemsetD32Async(dst, static_cast<unsigned>(pattern), count, stream_), "cuMemsetD32Async");
+            return;
+        }
+        for (unsigned b = 0; b < width; ++b)
+            check(drv.cuMemsetD8Async(dst + b, static_cast<unsigned char>(pattern >> (8 * b)), 1, stream_),
+                  "cuMemsetD8Async");
+        const size_t total = count * width;
+        for (size_t done = width; done < total;) {
+            const size_t n = std::min(done, total - done);
+            check(drv.cuMemcpyDtoDAsync(dst + done, dst, n, stream_), "cuMemcpyDtoDAsync");
+            done += n;
+        }
+    }
+
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
 
@@ -572,6 +621,61 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    DeviceAddress allocate_managed(size_t bytes) override {
+        EMBER_ASSERT(bytes > 0, "CudaBackend::allocate_managed of 0 bytes");
+        ScopedCurrent current(*ctx_);
+        cu::CUdeviceptr p = 0;
+        cu::CUresult rc = drv_.cuMemAllocManaged(&p, bytes, cu::CU_MEM_ATTACH_GLOBAL);
+        if (rc == cu::CUDA_ERROR_OUT_OF_MEMORY)
+            drv_.raise(rc, "cuMemAllocManaged failed", out_of_memory_context(bytes) + " (managed memory)");
+        drv_.check(rc, "cuMemAllocManaged", "; requested " + format_bytes(bytes) + " of managed memory on " +
+                                                ctx_->where());
+        // Freed by deallocate with cuMemFree, as the immediate allocations.
+        std::lock_guard<std::mutex> lock(immediate_mutex_);
+        immediate_.insert(p);
+        return p;
+    }
+
+    void *allocate_host_mapped(size_t bytes, DeviceAddress *device) override {
+        EMBER_ASSERT(bytes > 0, "CudaBackend::allocate_host_mapped of 0 bytes");
+        ScopedCurrent current(*ctx_);
+        void *p = nullptr;
+        cu::CUresult rc =
+            drv_.cuMemHostAlloc(&p, bytes, cu::CU_MEMHOSTALLOC_DEVICEMAP | cu::CU_MEMHOSTALLOC_PORTABLE);
+        drv_.check(rc, "cuMemHostAlloc",
+                   "; requested " + format_bytes(bytes) + " of mapped page-locked host memory for " +
+                       ctx_->where());
+        cu::CUdeviceptr d = 0;
+        rc = drv_.cuMemHostGetDevicePointer(&d, p, 0);
+        if (rc != cu::CUDA_SUCCESS) {
+            drv_.log_if_error(drv_.cuMemFreeHost(p), "cuMemFreeHost");
+            drv_.check(rc, "cuMemHostGetDevicePointer", " for mapped host memory on " + ctx_->where());
+        }
+        *device = d;
+        return p;
+    }
+
+    DeviceAddress register_host(void *p, size_t bytes) override {
+        ScopedCurrent current(*ctx_);
+        drv_.check(drv_.cuMemHostRegister(p, bytes, cu::CU_MEMHOSTREGISTER_PORTABLE | cu::CU_MEMHOSTREGISTER_DEVICEMAP),
+                   "cuMemHostRegister",
+                   "; registering " + format_bytes(bytes) + " of host memory at " +
+                       hex(reinterpret_cast<uintptr_t>(p)) + " with " + ctx_->where());
+        cu::CUdeviceptr d = 0;
+        cu::CUresult rc = drv_.cuMemHostGetDevicePointer(&d, p, 0);
+        if (rc != cu::CUDA_SUCCESS) {
+            drv_.log_if_error(drv_.cuMemHostUnregister(p), "cuMemHostUnregister");
+            drv_.check(rc, "cuMemHostGetDevicePointer", " for registered host memory on " + ctx_->where());
+        }
+        return d;
+    }
+
+    void unregister_host(void *p) override {
+        ScopedCurrent current(*ctx_);
+        drv_.check(drv_.cuMemHostUnregister(p), "cuMemHostUnregister",
+                   "; unregistering host memory at " + hex(reinterpret_cast<uintptr_t>(p)) + " from " +
+                       ctx_->where());
+    }
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
 
