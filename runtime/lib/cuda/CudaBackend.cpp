@@ -11,6 +11,7 @@
 /// context current, it is restored afterwards, so ember never changes the device the user's own
 /// CUDA code runs on; when the thread had none, ours is left current (as the CUDA runtime does).
 #include "cuda/CudaDriver.h"
+#include "cuda/CudaMemset.h"
 
 #include "ember/Error.h"
 
@@ -394,52 +395,35 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
-    /// [Note] Memset widths
-    /// The driver sets 1-, 2- or 4-byte units (cuMemsetD8/D16/D32Async, the latter two at
-    /// addresses aligned to the unit). A pattern whose halves are equal is set as twice as many
-    /// units of half the width; what is left (an 8-byte pattern with differing halves, or a unit
-    /// at an address not aligned to it, as in a sub-buffer of a byte buffer) is written as its
-    /// first element byte by byte, then doubled with device-to-device copies on the same stream
-    /// (log2(count) copies: [0, k) to [k, 2k)).
+    /// The driver calls of plan_memset ([Note] Memset widths in cuda/CudaMemset.h).
     void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) override {
-        if (count == 0) return;
-        while (width > 1) {
-            const unsigned half = width / 2;
-            const uint64_t mask = (uint64_t(1) << (half * 8)) - 1;
-            if ((pattern & mask) != ((pattern >> (half * 8)) & mask)) break;
-            pattern &= mask;
-            width = half;
-            count *= 2;
-        }
         const CudaDriver &drv = dev_->drv;
         ScopedCurrent current(*dev_->ctx);
-        auto check = [&](cu::CUresult rc, const char *call) {
+        for (const MemsetStep &s : plan_memset(dst, pattern, width, count)) {
+            cu::CUresult rc = cu::CUDA_SUCCESS;
+            const char *call = "";
+            switch (s.kind) {
+            case MemsetStep::D8:
+                call = "cuMemsetD8Async";
+                rc = drv.cuMemsetD8Async(s.dst, static_cast<unsigned char>(s.value), s.count, stream_);
+                break;
+            case MemsetStep::D16:
+                call = "cuMemsetD16Async";
+                rc = drv.cuMemsetD16Async(s.dst, static_cast<unsigned short>(s.value), s.count, stream_);
+                break;
+            case MemsetStep::D32:
+                call = "cuMemsetD32Async";
+                rc = drv.cuMemsetD32Async(s.dst, static_cast<unsigned>(s.value), s.count, stream_);
+                break;
+            case MemsetStep::DtoD:
+                call = "cuMemcpyDtoDAsync";
+                rc = drv.cuMemcpyDtoDAsync(s.dst, s.value, s.count, stream_);
+                break;
+            }
             if (rc != cu::CUDA_SUCCESS)
                 drv.check(rc, call,
                           "; setting " + std::to_string(count) + " elements of " + std::to_string(width) +
                               " bytes at " + hex(dst) + " on " + dev_->ctx->where() + dev_->fault_context(rc));
-        };
-        if (width == 1) {
-            check(drv.cuMemsetD8Async(dst, static_cast<unsigned char>(pattern), count, stream_), "cuMemsetD8Async");
-            return;
-        }
-        if (width == 2 && dst % 2 == 0) {
-            check(drv.cuMemsetD16Async(dst, static_cast<unsigned short>(pattern), count, stream_),
-                  "cuMemsetD16Async");
-            return;
-        }
-        if (width == 4 && dst % 4 == 0) {
-            check(drv.cuMemsetD32Async(dst, static_cast<unsigned>(pattern), count, stream_), "cuMemsetD32Async");
-            return;
-        }
-        for (unsigned b = 0; b < width; ++b)
-            check(drv.cuMemsetD8Async(dst + b, static_cast<unsigned char>(pattern >> (8 * b)), 1, stream_),
-                  "cuMemsetD8Async");
-        const size_t total = count * width;
-        for (size_t done = width; done < total;) {
-            const size_t n = std::min(done, total - done);
-            check(drv.cuMemcpyDtoDAsync(dst + done, dst, n, stream_), "cuMemcpyDtoDAsync");
-            done += n;
         }
     }
 
