@@ -367,7 +367,9 @@ TEST_P(MemoryTest, ManagedOutOfMemoryIsAMemoryError) {
         FAIL() << "allocated 1 PiB of managed memory";
     } catch (const MemoryError &e) {
         EXPECT_TRUE(contains(e.what(), "1125899906842624 bytes")) << e.what();
+        EXPECT_TRUE(contains(e.what(), "free")) << e.what();
     }
+    // The context is still usable.
     auto m = ctx().create_managed_buffer<int32_t>(4);
     ctx().enqueue_function(iota_i32, m, int64_t{4}, int32_t{1}, grid_dim(1), block_dim(4));
     ctx().synchronize();
