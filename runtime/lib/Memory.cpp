@@ -217,3 +217,18 @@ void unregister_host(ContextImpl &ctx, void *p) {
 void warn(const char *what, const char *why) noexcept { std::fprintf(stderr, "ember: warning: %s: %s\n", what, why); }
 
 } // namespace ember::detail
+
+namespace ember::detail {
+
+void check_mapped_host_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index, const char *field,
+                               const RawHostBuffer *raw) {
+    if (!raw)
+        throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index, field) +
+                         " is an empty HostMappedBuffer (default-constructed or moved-from)");
+    if (raw->context()->backend->api() != ctx.backend->api())
+        throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index, field) +
+                         " is a HostMappedBuffer of " + raw->context()->label + ", which a kernel on " + ctx.label +
+                         " cannot address; make it with that device's context");
+}
+
+} // namespace ember::detail

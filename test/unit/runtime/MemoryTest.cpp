@@ -391,6 +391,27 @@ TEST_P(MemoryTest, HostMappedBufferIsWrittenByKernelsInPlace) {
     EXPECT_EQ(read(d)[499], 509);
 }
 
+TEST_P(MemoryTest, EmptyOrForeignManagedAndMappedArgumentsAreLogicErrors) {
+    ManagedBuffer<int32_t> m = ctx().create_managed_buffer<int32_t>(4);
+    ManagedBuffer<int32_t> moved = std::move(m);
+    expect_logic_error([&] { ctx().enqueue_function(iota_i32, m, int64_t{4}, 0, grid_dim(1), block_dim(4)); },
+                       {"mem_iota_i32", "argument 0 ('v')", "empty"});
+    HostMappedBuffer<int32_t> empty;
+    expect_logic_error([&] { ctx().enqueue_function(iota_i32, empty, int64_t{4}, 0, grid_dim(1), block_dim(4)); },
+                       {"argument 0 ('v')", "empty HostMappedBuffer"});
+    DeviceContext other(0, GetParam());
+    ManagedBuffer<int32_t> foreign = other.create_managed_buffer<int32_t>(4);
+    expect_logic_error([&] { ctx().enqueue_function(iota_i32, foreign, int64_t{4}, 0, grid_dim(1), block_dim(4)); },
+                       {"argument 0 ('v')", "is a DeviceBuffer of", "but the kernel runs on"});
+    if (detail::cuda_device_count() > 0) {
+        // Mapped memory of the CPU device is not addressable by a GPU kernel, and the reverse.
+        DeviceContext cpu(0, "cpu"), cuda(0, "cuda");
+        auto h = cpu.create_host_mapped_buffer<int32_t>(4);
+        expect_logic_error([&] { cuda.enqueue_function(iota_i32, h, int64_t{4}, 0, grid_dim(1), block_dim(4)); },
+                           {"HostMappedBuffer of cpu:0", "cuda:0"});
+    }
+}
+
 TEST_P(MemoryTest, RegisteredHostMemory) {
     std::vector<float> storage(8192, 1.5f);
     float *data = storage.data() + 1024; // 4096 floats with room on both sides

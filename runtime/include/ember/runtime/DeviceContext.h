@@ -129,11 +129,17 @@ inline void apply_option(LaunchRequest &r, const LaunchSharedMem &m, bool &, boo
 }
 [[noreturn]] void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block);
 
+/// Throws LogicError when the HostMappedBuffer argument's memory `raw` is empty or was made by a
+/// device of another api (mapped memory is portable between devices of one api).
+void check_mapped_host_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index, const char *field,
+                               const RawHostBuffer *raw);
 template <class H>
 void check_buffer(const ContextImpl &ctx, const FunctionImpl &fn, size_t i, const char *field, const H &h) {
     if constexpr (requires { h.raw(); }) {
         if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*h.raw())>, RawDeviceBuffer>)
             check_buffer_context(ctx, fn, i, field, h.raw().get());
+        else if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*h.raw())>, RawHostBuffer>)
+            check_mapped_host_context(ctx, fn, i, field, h.raw().get()); // a HostMappedBuffer
     }
 }
 

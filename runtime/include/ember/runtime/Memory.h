@@ -197,6 +197,7 @@ public:
     uint64_t device_address() const { return host_ ? device_ : 0; }
     /// The same memory as a HostBuffer, for enqueue_copy.
     const HostBuffer<T> &host_buffer() const { return host_; }
+    const std::shared_ptr<detail::RawHostBuffer> &raw() const { return host_.raw(); }
 
 private:
     HostBuffer<T> host_;
