@@ -291,6 +291,11 @@ TEST_P(MemoryTest, MapToHostCopiesInAndWritesBack) {
     ctx().enqueue_function(copy_f32, out, b, int64_t{64}, grid_dim(1), block_dim(64));
     std::vector<float> got = read(out);
     for (size_t i = 0; i < 64; ++i) ASSERT_EQ(got[i], 2.0f * (float(i) + 1.0f));
+    {
+        auto h = b.create_sub_buffer(0, 3).map_to_host();
+        EXPECT_EQ(h.to_string(), "HostBuffer([1.0, 2.0, 3.0])");
+        EXPECT_EQ(h.host_buffer().data(), h.data());
+    }
     // unmap() writes back early; later writes to the view stay on the host.
     {
         auto h = b.map_to_host();

@@ -19,7 +19,9 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <ostream>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -136,6 +138,12 @@ public:
     std::span<T> as_span() const { return host_.as_span(); }
     /// The device buffer it maps.
     const DeviceBuffer<T> &device_buffer() const { return device_; }
+    /// The host copy as a HostBuffer (what Mojo's map_to_host yields): copies of it share the
+    /// memory, which outlives the view.
+    const HostBuffer<T> &host_buffer() const { return host_; }
+    /// `HostBuffer([e0, e1, ...])`, as the host copy prints.
+    std::string to_string() const { return host_.to_string(); }
+    friend std::ostream &operator<<(std::ostream &os, const MappedHostView &v) { return os << v.host_; }
 
 private:
     DeviceBuffer<T> device_;
