@@ -427,7 +427,6 @@ public:
         }
     }
 
-
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.

@@ -31,7 +31,8 @@ template <class F> void expect_logic_error(F &&f, std::initializer_list<std::str
         f();
         ADD_FAILURE() << "no LogicError";
     } catch (const LogicError &e) {
-        for (const std::string &p : parts) EXPECT_TRUE(contains(e.what(), p)) << "missing '" << p << "' in: " << e.what();
+        for (const std::string &p : parts)
+            EXPECT_TRUE(contains(e.what(), p)) << "missing '" << p << "' in: " << e.what();
     }
 }
 

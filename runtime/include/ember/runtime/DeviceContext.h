@@ -476,7 +476,8 @@ public:
     /// PyCUDA's memset_d8/d16/d32: sets `count` 8/16/32-bit units of `dst`'s memory, starting
     /// `offset` units into it, to `value`, and waits. LogicError when they do not fit in `dst`
     /// or its address is not aligned to the unit.
-    template <class T> void memset_d8(const DeviceBuffer<T> &dst, uint8_t value, size_t count, size_t offset = 0) const {
+    template <class T>
+    void memset_d8(const DeviceBuffer<T> &dst, uint8_t value, size_t count, size_t offset = 0) const {
         detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 1, count, offset,
                              "memset_d8", true);
     }
@@ -525,7 +526,8 @@ public:
     template <class T>
     void enqueue_copy_device_to_device(const DeviceBuffer<T> &dst, const DeviceBuffer<T> &src) const {
         detail::check_own(*impl_, src.raw().get(), "source");
-        if (src.size() < dst.size()) detail::throw_short_source("enqueue_copy_device_to_device", dst.size(), src.size());
+        if (src.size() < dst.size())
+            detail::throw_short_source("enqueue_copy_device_to_device", dst.size(), src.size());
         enqueue_copy(dst, src.template create_sub_buffer<T>(0, dst.size()));
     }
     /// The copies above, followed by a wait for the context's stream.
@@ -559,8 +561,8 @@ public:
 
     /// `n` elements of unified memory, valid on the host and in kernels (cuMemAllocManaged).
     template <class T> ManagedBuffer<T> create_managed_buffer(size_t n) const {
-        return ManagedBuffer<T>(
-            DeviceBuffer<T>(detail::allocate_managed(impl_, detail::checked_bytes(n, sizeof(T), "create_managed_buffer")), n));
+        const size_t bytes = detail::checked_bytes(n, sizeof(T), "create_managed_buffer");
+        return ManagedBuffer<T>(DeviceBuffer<T>(detail::allocate_managed(impl_, bytes), n));
     }
     /// `n` elements of page-locked host memory that kernels access in place (cuMemHostAlloc
     /// DEVICEMAP), as PyCUDA's pagelocked_empty(..., mem_flags=DEVICEMAP).

@@ -86,8 +86,8 @@ template <class T> void typed_memset(ContextImpl &ctx, StreamImpl *stream, const
 ///       for (size_t i = 0; i < h.size(); ++i) h[i] = float(i);
 ///   } // written back here
 ///
-/// A failing write-back throws from the destructor, unless the scope is being left by another
-/// exception: then it is reported on stderr (call unmap() to see it as an exception).
+/// Destructors never throw: where the write-back must report a failure as an exception, call
+/// `unmap()` at the end of the scope; the destructor prints a failure to stderr.
 template <class T> class MappedHostView {
 public:
     explicit MappedHostView(DeviceBuffer<T> buffer) : device_(std::move(buffer)) {
@@ -97,25 +97,22 @@ public:
         detail::copy_and_wait(*device_.raw()->context(), /*to_device=*/false, host_.data(), device_.address(),
                               device_.bytes());
         mapped_ = true;
-        exceptions_ = std::uncaught_exceptions();
     }
     MappedHostView(MappedHostView &&o) noexcept
-        : device_(std::move(o.device_)), host_(std::move(o.host_)), mapped_(std::exchange(o.mapped_, false)),
-          exceptions_(o.exceptions_) {}
+        : device_(std::move(o.device_)), host_(std::move(o.host_)), mapped_(std::exchange(o.mapped_, false)) {}
     MappedHostView(const MappedHostView &) = delete;
     MappedHostView &operator=(const MappedHostView &) = delete;
     MappedHostView &operator=(MappedHostView &&) = delete;
-    ~MappedHostView() noexcept(false) {
+    /// Writes back (as unmap()). Destructors never throw: a failure is printed to stderr (a
+    /// faulted CUDA context then fails the next synchronising call too); call unmap() first to
+    /// get it as an exception.
+    ~MappedHostView() {
         if (!mapped_) return;
-        if (std::uncaught_exceptions() > exceptions_) {
-            try {
-                unmap();
-            } catch (const std::exception &e) {
-                detail::warn("map_to_host: writing the host copy back to the device failed", e.what());
-            }
-            return;
+        try {
+            unmap();
+        } catch (const std::exception &e) {
+            detail::warn("map_to_host: writing the host copy back to the device failed", e.what());
         }
-        unmap();
     }
 
     /// Writes the host copy back to the device and waits; later calls do nothing. The view's
@@ -149,7 +146,6 @@ private:
     DeviceBuffer<T> device_;
     HostBuffer<T> host_;
     bool mapped_ = false;
-    int exceptions_ = 0;
 };
 
 template <class T> MappedHostView<T> DeviceBuffer<T>::map_to_host() const { return MappedHostView<T>(*this); }
