@@ -161,6 +161,18 @@ TEST_P(MemoryTest, MemsetOfAnUnalignedSubBufferLeavesItsNeighbours) {
     }
 }
 
+TEST_P(MemoryTest, EnqueueFillOnBuffers) {
+    auto d = ctx().enqueue_create_buffer<int64_t>(33);
+    d.enqueue_fill(int64_t{0x0102030405060708}).create_sub_buffer(1, 2).enqueue_fill(-1);
+    std::vector<int64_t> got = read(d);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], (i == 1 || i == 2) ? -1 : 0x0102030405060708) << i;
+    auto h = ctx().enqueue_create_host_buffer<float>(5);
+    h.enqueue_fill(0.5f);
+    EXPECT_EQ(h.to_string(), "HostBuffer([0.5, 0.5, 0.5, 0.5, 0.5])");
+    DeviceBuffer<float> empty;
+    expect_logic_error([&] { empty.enqueue_fill(1.0f); }, {"enqueue_fill", "empty"});
+}
+
 TEST_P(MemoryTest, PyCudaMemsetUnits) {
     auto b = ctx().enqueue_create_buffer<uint32_t>(16); // 64 bytes
     ctx().memset_d32(b, 0x11111111u, 16);

@@ -142,6 +142,9 @@ public:
     /// to the device when it goes out of scope (Mojo's `with buf.map_to_host() as h:`). See
     /// MappedHostView in ember/runtime/Memory.h.
     MappedHostView<T> map_to_host() const;
+    /// Enqueues setting every element to `value` on its context's stream (Mojo's enqueue_fill;
+    /// DeviceContext::enqueue_memset). Returns *this.
+    const DeviceBuffer &enqueue_fill(T value) const;
     explicit operator bool() const { return raw_ != nullptr; }
 
     /// Enqueues a copy of all elements into `dst` (sizes must match).
@@ -180,6 +183,11 @@ public:
     }
     /// Bytes from the start of the allocation to element 0 (non-zero for sub-buffers).
     size_t byte_offset() const { return offset_; }
+    /// Sets every element to `value` (on the host, at once: Mojo's enqueue_fill). Returns *this.
+    const HostBuffer &enqueue_fill(const T &value) const {
+        for (size_t i = 0; i < size_; ++i) data()[i] = value;
+        return *this;
+    }
     /// A view of `count` elements of U starting at element `offset`, as DeviceBuffer's.
     template <class U = T> HostBuffer<U> create_sub_buffer(size_t offset, size_t count) const {
         static_assert(std::is_trivially_copyable_v<U>, "create_sub_buffer: U must be trivially copyable");

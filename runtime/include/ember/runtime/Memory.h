@@ -149,6 +149,11 @@ private:
 };
 
 template <class T> MappedHostView<T> DeviceBuffer<T>::map_to_host() const { return MappedHostView<T>(*this); }
+template <class T> const DeviceBuffer<T> &DeviceBuffer<T>::enqueue_fill(T value) const {
+    if (!raw_) detail::throw_empty_buffer("enqueue_fill", "DeviceBuffer");
+    detail::typed_memset<T>(*raw_->context(), nullptr, *this, value, "enqueue_fill");
+    return *this;
+}
 
 /// Unified ("managed") memory of one context, as PyCUDA's managed_empty (cuMemAllocManaged):
 /// one address valid on the host and in kernels; the driver migrates the pages on use. Pass it
