@@ -28,10 +28,15 @@ BackendStream &stream_or_default(ContextImpl &ctx, StreamImpl *stream) {
     return stream ? *stream->stream : *ctx.backend->default_stream();
 }
 
-/// The pointers malloc_host returned and free_host has not freed yet, with their context.
+/// The pointers malloc_host returned and free_host has not freed yet, with their context (which
+/// may be gone) and its label.
+struct HostAllocation {
+    std::weak_ptr<ContextImpl> ctx;
+    std::string label;
+};
 struct HostAllocations {
     std::mutex mutex;
-    std::unordered_map<const void *, const ContextImpl *> live;
+    std::unordered_map<const void *, HostAllocation> live;
 };
 HostAllocations &host_allocations() {
     static auto *h = new HostAllocations; // leaked: used by destructors at exit
@@ -41,7 +46,8 @@ HostAllocations &host_allocations() {
 /// The host ranges registered now (by start), process-wide as page-locking is.
 struct Registrations {
     std::mutex mutex;
-    std::map<uintptr_t, std::pair<size_t, const ContextImpl *>> ranges;
+    /// start -> (bytes, label of the registering context).
+    std::map<uintptr_t, std::pair<size_t, std::string>> ranges;
 };
 Registrations &registrations() {
     static auto *r = new Registrations;
@@ -148,12 +154,17 @@ std::shared_ptr<RawHostBuffer> allocate_host_mapped(const std::shared_ptr<Contex
     return std::make_shared<RawHostBuffer>(ctx, p, bytes);
 }
 
-void *malloc_host(ContextImpl &ctx, size_t bytes) {
+void *malloc_host(const std::shared_ptr<ContextImpl> &ctx, size_t bytes) {
     // A unique pointer even for 0 elements, so that free_host pairs with every call.
-    void *p = ctx.backend->allocate_host(bytes ? bytes : 1);
-    HostAllocations &h = host_allocations();
-    std::lock_guard<std::mutex> lock(h.mutex);
-    h.live[p] = &ctx;
+    void *p = ctx->backend->allocate_host(bytes ? bytes : 1);
+    try {
+        HostAllocations &h = host_allocations();
+        std::lock_guard<std::mutex> lock(h.mutex);
+        h.live[p] = HostAllocation{ctx, ctx->label};
+    } catch (...) {
+        ctx->backend->deallocate_host(p);
+        throw;
+    }
     return p;
 }
 
@@ -166,9 +177,10 @@ void free_host(ContextImpl &ctx, const void *p) {
         if (it == h.live.end())
             throw LogicError("free_host: " + hex(reinterpret_cast<uintptr_t>(p)) +
                              " was not returned by malloc_host, or was freed already");
-        if (it->second != &ctx)
+        if (it->second.ctx.lock().get() != &ctx)
             throw LogicError("free_host: " + hex(reinterpret_cast<uintptr_t>(p)) + " was allocated by " +
-                             it->second->label + "; free it there, not on " + ctx.label);
+                             it->second.label + (it->second.ctx.expired() ? " (now destroyed)" : "") +
+                             "; free it with that context, not with " + ctx.label);
         h.live.erase(it);
     }
     ctx.backend->deallocate_host(const_cast<void *>(p));
@@ -186,10 +198,10 @@ uint64_t register_host(ContextImpl &ctx, void *p, size_t bytes) {
     std::lock_guard<std::mutex> lock(r.mutex);
     // The registered range starting at or before p, and the first one after it.
     auto next = r.ranges.upper_bound(start);
-    auto overlap = [&](std::map<uintptr_t, std::pair<size_t, const ContextImpl *>>::iterator it) {
+    auto overlap = [&](std::map<uintptr_t, std::pair<size_t, std::string>>::iterator it) {
         throw LogicError("register_host_memory: [" + hex(start) + ", " + hex(start + bytes) + ") overlaps [" +
                          hex(it->first) + ", " + hex(it->first + it->second.first) + "), registered with " +
-                         it->second.second->label + "; unregister it first");
+                         it->second.second + "; unregister it first");
     };
     if (next != r.ranges.end() && next->first < start + bytes) overlap(next);
     if (next != r.ranges.begin()) {
@@ -197,7 +209,12 @@ uint64_t register_host(ContextImpl &ctx, void *p, size_t bytes) {
         if (prev->first + prev->second.first > start) overlap(prev);
     }
     uint64_t device = ctx.backend->register_host(p, bytes);
-    r.ranges[start] = {bytes, &ctx};
+    try {
+        r.ranges[start] = {bytes, ctx.label};
+    } catch (...) {
+        ctx.backend->unregister_host(p);
+        throw;
+    }
     return device;
 }
 

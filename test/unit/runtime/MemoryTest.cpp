@@ -382,6 +382,13 @@ TEST_P(MemoryTest, MallocHostAndFreeHost) {
     int32_t *q = other.malloc_host<int32_t>(4);
     expect_logic_error([&] { ctx().free_host(q); }, {"free_host", "allocated by"});
     other.free_host(q);
+    // The allocating context is gone: the pointer stays unfreeable, with a message saying why.
+    int32_t *orphan = nullptr;
+    {
+        DeviceContext gone(0, GetParam());
+        orphan = gone.malloc_host<int32_t>(1);
+    }
+    expect_logic_error([&] { ctx().free_host(orphan); }, {"free_host", "now destroyed"});
 }
 
 TEST_P(MemoryTest, ManagedBufferOnHostAndInKernels) {

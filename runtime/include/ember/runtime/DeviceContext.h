@@ -554,9 +554,10 @@ public:
     /// copies; release it with free_host. On the CPU device: ordinary host memory.
     template <class T> T *malloc_host(size_t n) const {
         static_assert(std::is_trivially_copyable_v<T>, "malloc_host: T must be trivially copyable");
-        return static_cast<T *>(detail::malloc_host(*impl_, detail::checked_bytes(n, sizeof(T), "malloc_host")));
+        return static_cast<T *>(detail::malloc_host(impl_, detail::checked_bytes(n, sizeof(T), "malloc_host")));
     }
-    /// Frees memory of malloc_host (nullptr: nothing). LogicError for any other pointer.
+    /// Frees memory of malloc_host of this context (nullptr: nothing); LogicError for any other
+    /// pointer. Free it before the context goes away.
     void free_host(const void *p) const { detail::free_host(*impl_, p); }
 
     /// `n` elements of unified memory, valid on the host and in kernels (cuMemAllocManaged).

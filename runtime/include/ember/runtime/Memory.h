@@ -50,7 +50,7 @@ StreamImpl *stream_of(ContextImpl &ctx, const std::shared_ptr<StreamImpl> &strea
 std::shared_ptr<RawDeviceBuffer> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, size_t bytes);
 std::shared_ptr<RawHostBuffer> allocate_host_mapped(const std::shared_ptr<ContextImpl> &ctx, size_t bytes,
                                                     uint64_t *device_address);
-void *malloc_host(ContextImpl &ctx, size_t bytes);
+void *malloc_host(const std::shared_ptr<ContextImpl> &ctx, size_t bytes);
 void free_host(ContextImpl &ctx, const void *p);
 /// Registers [p, p + bytes) with the context's device; returns its device address.
 uint64_t register_host(ContextImpl &ctx, void *p, size_t bytes);
