@@ -121,6 +121,9 @@ public:
     /// Enqueues `count` elements of `width` (1, 2, 4 or 8) bytes at `dst`, each the low `width`
     /// bytes of `pattern` in memory order (little-endian). Any alignment of `dst`.
     virtual void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) = 0;
+    /// Enqueues a change of which streams may touch the managed allocation at `p`
+    /// (cuStreamAttachMemAsync; `flags` are CUmemAttach_flags: 1 global, 2 host, 4 single).
+    virtual void attach_managed(DeviceAddress p, unsigned flags) = 0;
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
 
@@ -167,7 +170,8 @@ public:
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
     /// Unified memory of `bytes` (> 0), valid on the host and the device (cuMemAllocManaged),
     /// freed by deallocate. Throws MemoryError naming the requested and free bytes.
-    virtual DeviceAddress allocate_managed(size_t bytes) = 0;
+    /// `flags`: 1 (CU_MEM_ATTACH_GLOBAL) or 2 (CU_MEM_ATTACH_HOST).
+    virtual DeviceAddress allocate_managed(size_t bytes, unsigned flags) = 0;
     /// Page-locked host memory of `bytes` (> 0) mapped into the device's address space
     /// (cuMemHostAlloc DEVICEMAP | PORTABLE); its device address goes to `*device`. Freed by
     /// deallocate_host. Throws MemoryError.

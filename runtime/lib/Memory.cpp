@@ -142,9 +142,24 @@ StreamImpl *stream_of(ContextImpl &ctx, const std::shared_ptr<StreamImpl> &strea
     return stream.get();
 }
 
-std::shared_ptr<RawDeviceBuffer> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, size_t bytes) {
-    uint64_t p = bytes ? ctx->backend->allocate_managed(bytes) : 0;
+std::shared_ptr<RawDeviceBuffer> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, size_t bytes,
+                                                  MemAttach attach) {
+    if (attach != MemAttach::global && attach != MemAttach::host)
+        throw LogicError("create_managed_buffer: managed memory is allocated attached MemAttach::global or "
+                         "MemAttach::host; attach it to a single stream afterwards with "
+                         "ManagedBuffer::attach(MemAttach::single, stream)");
+    uint64_t p = bytes ? ctx->backend->allocate_managed(bytes, static_cast<unsigned>(attach)) : 0;
     return std::make_shared<RawDeviceBuffer>(ctx, p, bytes);
+}
+
+void attach_managed(const RawDeviceBuffer *raw, StreamImpl *stream, MemAttach attach) {
+    if (!raw) throw_empty_buffer("attach", "ManagedBuffer");
+    if (attach != MemAttach::global && attach != MemAttach::host && attach != MemAttach::single)
+        throw LogicError("attach: " + std::to_string(static_cast<unsigned>(attach)) +
+                         " is not one MemAttach value (global, host or single)");
+    if (raw->bytes() == 0) return;
+    ContextImpl &ctx = *raw->context();
+    stream_or_default(ctx, stream).attach_managed(raw->address(), static_cast<unsigned>(attach));
 }
 
 std::shared_ptr<RawHostBuffer> allocate_host_mapped(const std::shared_ptr<ContextImpl> &ctx, size_t bytes,

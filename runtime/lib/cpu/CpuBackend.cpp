@@ -235,6 +235,8 @@ public:
         }
         for (size_t i = 0; i < count; ++i) std::memcpy(p + i * width, &pattern, width);
     }
+    /// Host memory is everyone's.
+    void attach_managed(DeviceAddress, unsigned) override {}
 };
 
 class CpuBackend final : public Backend {
@@ -276,7 +278,7 @@ public:
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
     // On the CPU device all of these are ordinary (256-byte aligned) host memory: a managed or
     // mapped buffer's device address is its host address, and registering memory changes nothing.
-    DeviceAddress allocate_managed(size_t bytes) override {
+    DeviceAddress allocate_managed(size_t bytes, unsigned) override {
         return reinterpret_cast<DeviceAddress>(aligned_bytes(bytes, "create_managed_buffer"));
     }
     void *allocate_host_mapped(size_t bytes, DeviceAddress *device) override {

@@ -395,6 +395,14 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    void attach_managed(DeviceAddress p, unsigned flags) override {
+        ScopedCurrent current(*dev_->ctx);
+        // Length 0: the whole allocation, as cuMemAllocManaged memory requires.
+        dev_->drv.check(dev_->drv.cuStreamAttachMemAsync(stream_, p, 0, flags), "cuStreamAttachMemAsync",
+                        "; attaching the managed memory at " + hex(p) + " (flags " + std::to_string(flags) +
+                            ") on " + dev_->ctx->where());
+    }
+
     /// The driver calls of plan_memset ([Note] Memset widths in cuda/CudaMemset.h).
     void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) override {
         const CudaDriver &drv = dev_->drv;
@@ -604,11 +612,11 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
-    DeviceAddress allocate_managed(size_t bytes) override {
+    DeviceAddress allocate_managed(size_t bytes, unsigned flags) override {
         EMBER_ASSERT(bytes > 0, "CudaBackend::allocate_managed of 0 bytes");
         ScopedCurrent current(*ctx_);
         cu::CUdeviceptr p = 0;
-        cu::CUresult rc = drv_.cuMemAllocManaged(&p, bytes, cu::CU_MEM_ATTACH_GLOBAL);
+        cu::CUresult rc = drv_.cuMemAllocManaged(&p, bytes, flags);
         if (rc == cu::CUDA_ERROR_OUT_OF_MEMORY)
             drv_.raise(rc, "cuMemAllocManaged failed", out_of_memory_context(bytes) + " (managed memory)");
         drv_.check(rc, "cuMemAllocManaged", "; requested " + format_bytes(bytes) + " of managed memory on " +

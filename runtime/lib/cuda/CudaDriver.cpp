@@ -308,6 +308,7 @@ void CudaDriver::load() noexcept {
         sym(cuMemsetD16Async, "cuMemsetD16Async", true);
         sym(cuMemsetD32Async, "cuMemsetD32Async", true);
         sym(cuMemAllocManaged, "cuMemAllocManaged", true);
+        sym(cuStreamAttachMemAsync, "cuStreamAttachMemAsync", true);
         sym(cuMemHostAlloc, "cuMemHostAlloc", true);
         sym(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", true);
         sym(cuMemHostRegister, "cuMemHostRegister_v2", true);

@@ -410,6 +410,27 @@ TEST_P(MemoryTest, ManagedBufferOnHostAndInKernels) {
     EXPECT_EQ(m[2], 3.0f);
 }
 
+TEST_P(MemoryTest, ManagedBufferAttachedToTheHostOrOneStream) {
+    constexpr size_t n = 256;
+    ManagedBuffer<float> m = ctx().create_managed_buffer<float>(n, MemAttach::host);
+    for (size_t i = 0; i < n; ++i) m[i] = float(i);
+    DeviceStream s = ctx().create_stream();
+    m.attach(MemAttach::single, s); // the host's and s's only
+    s.enqueue_function(add_f32, m, int64_t{n}, 1.0f, grid_dim(1), block_dim(256));
+    s.synchronize();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(m[i], float(i) + 1.0f);
+    m.attach(MemAttach::global);
+    ctx().enqueue_function(add_f32, m, int64_t{n}, 1.0f, grid_dim(1), block_dim(256));
+    ctx().synchronize();
+    EXPECT_EQ(m[255], 257.0f);
+    expect_logic_error([&] { (void)ctx().create_managed_buffer<float>(4, MemAttach::single); },
+                       {"create_managed_buffer", "MemAttach::single"});
+    ManagedBuffer<float> empty;
+    expect_logic_error([&] { empty.attach(MemAttach::global); }, {"attach", "empty"});
+    DeviceContext other(0, GetParam());
+    expect_logic_error([&] { m.attach(MemAttach::single, other.create_stream()); }, {"attach", "stream"});
+}
+
 TEST_P(MemoryTest, ManagedOutOfMemoryIsAMemoryError) {
     constexpr size_t one_pib = size_t(1) << 50;
     try {

@@ -560,10 +560,12 @@ public:
     /// pointer. Free it before the context goes away.
     void free_host(const void *p) const { detail::free_host(*impl_, p); }
 
-    /// `n` elements of unified memory, valid on the host and in kernels (cuMemAllocManaged).
-    template <class T> ManagedBuffer<T> create_managed_buffer(size_t n) const {
+    /// `n` elements of unified memory, valid on the host and in kernels (cuMemAllocManaged;
+    /// PyCUDA's managed_empty). `attach` is global or host (LogicError for single: attach a
+    /// stream later with ManagedBuffer::attach).
+    template <class T> ManagedBuffer<T> create_managed_buffer(size_t n, MemAttach attach = MemAttach::global) const {
         const size_t bytes = detail::checked_bytes(n, sizeof(T), "create_managed_buffer");
-        return ManagedBuffer<T>(DeviceBuffer<T>(detail::allocate_managed(impl_, bytes), n));
+        return ManagedBuffer<T>(DeviceBuffer<T>(detail::allocate_managed(impl_, bytes, attach), n));
     }
     /// `n` elements of page-locked host memory that kernels access in place (cuMemHostAlloc
     /// DEVICEMAP), as PyCUDA's pagelocked_empty(..., mem_flags=DEVICEMAP).
@@ -639,6 +641,11 @@ template <class... P, class... A> void DeviceStream::enqueue_function(const Kern
 }
 template <class Dst, class Src> void DeviceStream::enqueue_copy(const Dst &dst, const Src &src) const {
     detail::typed_copy(detail::stream_context(*impl_), impl_.get(), dst, src);
+}
+template <class T> void ManagedBuffer<T>::attach(MemAttach attach, const DeviceStream &stream) const {
+    if (!buf_) detail::throw_empty_buffer("attach", "ManagedBuffer");
+    detail::attach_managed(buf_.raw().get(),
+                           detail::stream_of(*buf_.raw()->context(), stream.impl(), "ManagedBuffer::attach"), attach);
 }
 template <class T>
 void DeviceStream::enqueue_memset(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const {

@@ -27,6 +27,14 @@
 
 namespace ember {
 
+class DeviceStream;
+
+/// Which streams may touch managed memory (PyCUDA's mem_attach_flags, CUmemAttach_flags):
+/// `global`, any stream of any device; `host`, the host only, until attached otherwise (devices
+/// with concurrent managed access, as Hopper, ignore it); `single`, the host and one stream (see
+/// ManagedBuffer::attach).
+enum class MemAttach : unsigned { global = 1, host = 2, single = 4 };
+
 namespace detail {
 struct ContextImpl;
 struct StreamImpl;
@@ -47,7 +55,11 @@ void memset_units(ContextImpl &ctx, StreamImpl *stream, const RawDeviceBuffer *r
                   bool wait);
 /// Throws LogicError unless `stream` is a stream of `ctx`.
 StreamImpl *stream_of(ContextImpl &ctx, const std::shared_ptr<StreamImpl> &stream, const char *call);
-std::shared_ptr<RawDeviceBuffer> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, size_t bytes);
+std::shared_ptr<RawDeviceBuffer> allocate_managed(const std::shared_ptr<ContextImpl> &ctx, size_t bytes,
+                                                  MemAttach attach);
+/// Enqueues on `stream` (the default stream when null) a change of which streams may touch the
+/// managed memory `raw` (cuStreamAttachMemAsync).
+void attach_managed(const RawDeviceBuffer *raw, StreamImpl *stream, MemAttach attach);
 std::shared_ptr<RawHostBuffer> allocate_host_mapped(const std::shared_ptr<ContextImpl> &ctx, size_t bytes,
                                                     uint64_t *device_address);
 void *malloc_host(const std::shared_ptr<ContextImpl> &ctx, size_t bytes);
@@ -178,6 +190,12 @@ public:
 
     const DeviceBuffer<T> &device_buffer() const { return buf_; }
     const std::shared_ptr<detail::RawDeviceBuffer> &raw() const { return buf_.raw(); }
+
+    /// Enqueues on `stream` (of the buffer's context) a change of which streams may touch the
+    /// memory, as PyCUDA's ManagedAllocation.attach: MemAttach::single makes it the host's and
+    /// `stream`'s only. Without a stream: on the context's stream. On the CPU device: nothing.
+    void attach(MemAttach attach, const DeviceStream &stream) const;
+    void attach(MemAttach attach) const { detail::attach_managed(buf_.raw().get(), nullptr, attach); }
 
 private:
     DeviceBuffer<T> buf_;
