@@ -11,5 +11,6 @@
 #include "ember/runtime/DevicePassable.h"
 #include "ember/runtime/Function.h"
 #include "ember/runtime/Module.h"
+#include "ember/runtime/Memory.h"
 
 #endif // EMBER_EMBER_H

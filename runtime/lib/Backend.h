@@ -129,6 +129,12 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    /// Enqueues `count` elements of `width` (1, 2, 4 or 8) bytes at `dst`, each the low `width`
+    /// bytes of `pattern` in memory order (little-endian). Any alignment of `dst`.
+    virtual void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) = 0;
+    /// Enqueues a change of which streams may touch the managed allocation at `p`
+    /// (cuStreamAttachMemAsync; `flags` are CUmemAttach_flags: 1 global, 2 host, 4 single).
+    virtual void attach_managed(DeviceAddress p, unsigned flags) = 0;
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
     /// One side of copy_3d: host memory, or device memory of this stream's context.
@@ -241,6 +247,18 @@ public:
     virtual void set_limit(Limit limit, size_t value) = 0;
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    /// Unified memory of `bytes` (> 0), valid on the host and the device (cuMemAllocManaged),
+    /// freed by deallocate. Throws MemoryError naming the requested and free bytes.
+    /// `flags`: 1 (CU_MEM_ATTACH_GLOBAL) or 2 (CU_MEM_ATTACH_HOST).
+    virtual DeviceAddress allocate_managed(size_t bytes, unsigned flags) = 0;
+    /// Page-locked host memory of `bytes` (> 0) mapped into the device's address space
+    /// (cuMemHostAlloc DEVICEMAP | PORTABLE); its device address goes to `*device`. Freed by
+    /// deallocate_host. Throws MemoryError.
+    virtual void *allocate_host_mapped(size_t bytes, DeviceAddress *device) = 0;
+    /// Page-locks existing host memory (cuMemHostRegister PORTABLE | DEVICEMAP); returns its
+    /// device address. The caller checks for overlaps.
+    virtual DeviceAddress register_host(void *p, size_t bytes) = 0;
+    virtual void unregister_host(void *p) = 0;
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
     /// `height` rows of `width_bytes` (both > 0), each row at a multiple of `*pitch` bytes

@@ -234,12 +234,16 @@ void run_cpu_kernel(LoadedFunction &fn, const std::string &kernel_name, const La
 
 /// A graph of the CPU device: the captured operations, run in order by a replay ([Note] Graphs
 /// in BackendGraph.h).
+void cpu_memset(void *dst, uint64_t pattern, unsigned width, size_t count);
+
 struct CpuGraphOp {
-    enum class Kind { Copy, Launch, Wait } kind = Kind::Copy;
-    // Copy.
+    enum class Kind { Copy, Memset, Launch, Wait } kind = Kind::Copy;
+    // Copy; Memset (`bytes` counts elements of `width` bytes set to `pattern`).
     void *dst = nullptr;
     const void *src = nullptr;
     size_t bytes = 0;
+    uint64_t pattern = 0;
+    unsigned width = 0;
     // Launch: the argument bytes, each at a 16-byte aligned offset of `storage`.
     LoadedFunction *function = nullptr;
     std::string kernel_name;
@@ -269,6 +273,9 @@ struct CpuGraphOp {
         switch (kind) {
         case Kind::Copy:
             std::memmove(dst, src, bytes);
+            return;
+        case Kind::Memset:
+            cpu_memset(dst, pattern, width, bytes);
             return;
         case Kind::Wait:
             event->synchronize();
@@ -406,6 +413,32 @@ public:
                          const LaunchExtras &, void **args, size_t n) override {
         launch(fn, kernel_name, dims, args, n);
     }
+    // [issue-4 memory] memset: the pattern's bytes, element by element (the host is little-endian,
+    // as the pattern's layout assumes).
+    void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) override {
+        if (graph_) { // recorded while capturing
+            CpuGraphOp op;
+            op.kind = CpuGraphOp::Kind::Memset;
+            op.dst = reinterpret_cast<void *>(dst);
+            op.pattern = pattern;
+            op.width = width;
+            op.bytes = count;
+            std::lock_guard<std::mutex> lock(graph_->record.mutex);
+            graph_->ops.push_back(std::move(op));
+            return;
+        }
+        fill(reinterpret_cast<void *>(dst), pattern, width, count);
+    }
+    static void fill(void *dst, uint64_t pattern, unsigned width, size_t count) {
+        auto *p = static_cast<unsigned char *>(dst);
+        if (width == 1) {
+            std::memset(p, static_cast<int>(pattern & 0xff), count);
+            return;
+        }
+        for (size_t i = 0; i < count; ++i) std::memcpy(p + i * width, &pattern, width);
+    }
+    /// Host memory is everyone's.
+    void attach_managed(DeviceAddress, unsigned) override {}
 private:
     /// Records a copy while capturing; false otherwise.
     bool captured_copy(void *dst, const void *src, size_t bytes) {
@@ -477,6 +510,18 @@ public:
     void set_limit(Limit limit, size_t value) override { cpu_set_limit(limit, value); }
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // On the CPU device all of these are ordinary (256-byte aligned) host memory: a managed or
+    // mapped buffer's device address is its host address, and registering memory changes nothing.
+    DeviceAddress allocate_managed(size_t bytes, unsigned) override {
+        return reinterpret_cast<DeviceAddress>(aligned_bytes(bytes, "create_managed_buffer"));
+    }
+    void *allocate_host_mapped(size_t bytes, DeviceAddress *device) override {
+        void *p = aligned_bytes(bytes, "create_host_mapped_buffer");
+        *device = reinterpret_cast<DeviceAddress>(p);
+        return p;
+    }
+    DeviceAddress register_host(void *p, size_t) override { return reinterpret_cast<DeviceAddress>(p); }
+    void unregister_host(void *) override {}
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
     // The pitch is the row's bytes rounded up to 256 (every CPU-device allocation's alignment, so
@@ -753,6 +798,10 @@ void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const
                          "': this kind of launch cannot be captured into a graph on the CPU device; "
                          "launch it with enqueue_function");
     CpuBackend::launch(fn, kernel_name, dims, args);
+}
+
+void cpu_memset(void *dst, uint64_t pattern, unsigned width, size_t count) {
+    CpuStream::fill(dst, pattern, width, count);
 }
 
 void run_cpu_kernel(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args) {

@@ -11,6 +11,7 @@
 /// context current, it is restored afterwards, so ember never changes the device the user's own
 /// CUDA code runs on; when the thread had none, ours is left current (as the CUDA runtime does).
 #include "cuda/CudaDriver.h"
+#include "cuda/CudaMemset.h"
 
 #include "BackendGraph.h"
 
@@ -416,6 +417,45 @@ public:
     // [issue-4 anchor: devinfo] Device information and context limits.
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    void attach_managed(DeviceAddress p, unsigned flags) override {
+        ScopedCurrent current(*dev_->ctx);
+        // Length 0: the whole allocation, as cuMemAllocManaged memory requires.
+        dev_->drv.check(dev_->drv.cuStreamAttachMemAsync(stream_, p, 0, flags), "cuStreamAttachMemAsync",
+                        "; attaching the managed memory at " + hex(p) + " (flags " + std::to_string(flags) +
+                            ") on " + dev_->ctx->where());
+    }
+
+    /// The driver calls of plan_memset ([Note] Memset widths in cuda/CudaMemset.h).
+    void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) override {
+        const CudaDriver &drv = dev_->drv;
+        ScopedCurrent current(*dev_->ctx);
+        for (const MemsetStep &s : plan_memset(dst, pattern, width, count)) {
+            cu::CUresult rc = cu::CUDA_SUCCESS;
+            const char *call = "";
+            switch (s.kind) {
+            case MemsetStep::D8:
+                call = "cuMemsetD8Async";
+                rc = drv.cuMemsetD8Async(s.dst, static_cast<unsigned char>(s.value), s.count, stream_);
+                break;
+            case MemsetStep::D16:
+                call = "cuMemsetD16Async";
+                rc = drv.cuMemsetD16Async(s.dst, static_cast<unsigned short>(s.value), s.count, stream_);
+                break;
+            case MemsetStep::D32:
+                call = "cuMemsetD32Async";
+                rc = drv.cuMemsetD32Async(s.dst, static_cast<unsigned>(s.value), s.count, stream_);
+                break;
+            case MemsetStep::DtoD:
+                call = "cuMemcpyDtoDAsync";
+                rc = drv.cuMemcpyDtoDAsync(s.dst, s.value, s.count, stream_);
+                break;
+            }
+            if (rc != cu::CUDA_SUCCESS)
+                drv.check(rc, call,
+                          "; setting " + std::to_string(count) + " elements of " + std::to_string(width) +
+                              " bytes at " + hex(dst) + " on " + dev_->ctx->where() + dev_->fault_context(rc));
+        }
+    }
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
     void copy_3d(const Region3D &dst, const Region3D &src, size_t width_bytes, size_t height,
@@ -1008,6 +1048,61 @@ public:
     }
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    DeviceAddress allocate_managed(size_t bytes, unsigned flags) override {
+        EMBER_ASSERT(bytes > 0, "CudaBackend::allocate_managed of 0 bytes");
+        ScopedCurrent current(*ctx_);
+        cu::CUdeviceptr p = 0;
+        cu::CUresult rc = drv_.cuMemAllocManaged(&p, bytes, flags);
+        if (rc == cu::CUDA_ERROR_OUT_OF_MEMORY)
+            drv_.raise(rc, "cuMemAllocManaged failed", out_of_memory_context(bytes) + " (managed memory)");
+        drv_.check(rc, "cuMemAllocManaged", "; requested " + format_bytes(bytes) + " of managed memory on " +
+                                                ctx_->where());
+        // Freed by deallocate with cuMemFree, as the immediate allocations.
+        std::lock_guard<std::mutex> lock(immediate_mutex_);
+        immediate_.insert(p);
+        return p;
+    }
+
+    void *allocate_host_mapped(size_t bytes, DeviceAddress *device) override {
+        EMBER_ASSERT(bytes > 0, "CudaBackend::allocate_host_mapped of 0 bytes");
+        ScopedCurrent current(*ctx_);
+        void *p = nullptr;
+        cu::CUresult rc =
+            drv_.cuMemHostAlloc(&p, bytes, cu::CU_MEMHOSTALLOC_DEVICEMAP | cu::CU_MEMHOSTALLOC_PORTABLE);
+        drv_.check(rc, "cuMemHostAlloc",
+                   "; requested " + format_bytes(bytes) + " of mapped page-locked host memory for " +
+                       ctx_->where());
+        cu::CUdeviceptr d = 0;
+        rc = drv_.cuMemHostGetDevicePointer(&d, p, 0);
+        if (rc != cu::CUDA_SUCCESS) {
+            drv_.log_if_error(drv_.cuMemFreeHost(p), "cuMemFreeHost");
+            drv_.check(rc, "cuMemHostGetDevicePointer", " for mapped host memory on " + ctx_->where());
+        }
+        *device = d;
+        return p;
+    }
+
+    DeviceAddress register_host(void *p, size_t bytes) override {
+        ScopedCurrent current(*ctx_);
+        drv_.check(drv_.cuMemHostRegister(p, bytes, cu::CU_MEMHOSTREGISTER_PORTABLE | cu::CU_MEMHOSTREGISTER_DEVICEMAP),
+                   "cuMemHostRegister",
+                   "; registering " + format_bytes(bytes) + " of host memory at " +
+                       hex(reinterpret_cast<uintptr_t>(p)) + " with " + ctx_->where());
+        cu::CUdeviceptr d = 0;
+        cu::CUresult rc = drv_.cuMemHostGetDevicePointer(&d, p, 0);
+        if (rc != cu::CUDA_SUCCESS) {
+            drv_.log_if_error(drv_.cuMemHostUnregister(p), "cuMemHostUnregister");
+            drv_.check(rc, "cuMemHostGetDevicePointer", " for registered host memory on " + ctx_->where());
+        }
+        return d;
+    }
+
+    void unregister_host(void *p) override {
+        ScopedCurrent current(*ctx_);
+        drv_.check(drv_.cuMemHostUnregister(p), "cuMemHostUnregister",
+                   "; unregistering host memory at " + hex(reinterpret_cast<uintptr_t>(p)) + " from " +
+                       ctx_->where());
+    }
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
     cu::CUcontext context_handle() const noexcept { return ctx_->handle(); }

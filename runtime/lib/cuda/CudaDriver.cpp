@@ -320,6 +320,15 @@ void CudaDriver::load() noexcept {
         sym(cuCtxSetLimit, "cuCtxSetLimit", true);
 
         // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+        sym(cuMemsetD8Async, "cuMemsetD8Async", true);
+        sym(cuMemsetD16Async, "cuMemsetD16Async", true);
+        sym(cuMemsetD32Async, "cuMemsetD32Async", true);
+        sym(cuMemAllocManaged, "cuMemAllocManaged", true);
+        sym(cuStreamAttachMemAsync, "cuStreamAttachMemAsync", true);
+        sym(cuMemHostAlloc, "cuMemHostAlloc", true);
+        sym(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", true);
+        sym(cuMemHostRegister, "cuMemHostRegister_v2", true);
+        sym(cuMemHostUnregister, "cuMemHostUnregister", true);
 
         // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
         sym(cuMemAllocPitch, "cuMemAllocPitch_v2", true);

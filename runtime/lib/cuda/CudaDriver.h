@@ -113,6 +113,10 @@ enum : CUjit_option {
 };
 
 enum : unsigned { CU_STREAM_NON_BLOCKING = 0x1 };
+// [issue-4 memory] Flags of cuMemAllocManaged, cuMemHostAlloc and cuMemHostRegister.
+enum : unsigned { CU_MEM_ATTACH_GLOBAL = 0x1, CU_MEM_ATTACH_HOST = 0x2, CU_MEM_ATTACH_SINGLE = 0x4 };
+enum : unsigned { CU_MEMHOSTALLOC_PORTABLE = 0x1, CU_MEMHOSTALLOC_DEVICEMAP = 0x2 };
+enum : unsigned { CU_MEMHOSTREGISTER_PORTABLE = 0x1, CU_MEMHOSTREGISTER_DEVICEMAP = 0x2 };
 enum : unsigned {
     CU_EVENT_DEFAULT = 0x0,
     CU_EVENT_BLOCKING_SYNC = 0x1,
@@ -340,6 +344,19 @@ public:
     cu::CUresult (*cuCtxSetLimit)(int limit, size_t value) = nullptr;
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    cu::CUresult (*cuMemsetD8Async)(cu::CUdeviceptr dst, unsigned char value, size_t count,
+                                    cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemsetD16Async)(cu::CUdeviceptr dst, unsigned short value, size_t count,
+                                     cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemsetD32Async)(cu::CUdeviceptr dst, unsigned value, size_t count,
+                                     cu::CUstream stream) = nullptr;
+    cu::CUresult (*cuMemAllocManaged)(cu::CUdeviceptr *p, size_t bytes, unsigned flags) = nullptr;
+    cu::CUresult (*cuStreamAttachMemAsync)(cu::CUstream stream, cu::CUdeviceptr p, size_t length,
+                                           unsigned flags) = nullptr;
+    cu::CUresult (*cuMemHostAlloc)(void **p, size_t bytes, unsigned flags) = nullptr;
+    cu::CUresult (*cuMemHostGetDevicePointer)(cu::CUdeviceptr *device, void *p, unsigned flags) = nullptr;
+    cu::CUresult (*cuMemHostRegister)(void *p, size_t bytes, unsigned flags) = nullptr;
+    cu::CUresult (*cuMemHostUnregister)(void *p) = nullptr;
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
     cu::CUresult (*cuMemAllocPitch)(cu::CUdeviceptr *p, size_t *pitch, size_t width_bytes,

@@ -23,6 +23,7 @@ namespace ember {
 class DeviceContext;
 template <class T> class DeviceBuffer;
 template <class T> class HostBuffer;
+template <class T> class MappedHostView;
 
 namespace detail {
 struct ContextImpl;
@@ -57,6 +58,10 @@ private:
 class RawHostBuffer {
 public:
     RawHostBuffer(std::shared_ptr<ContextImpl> ctx, size_t bytes);
+    /// Adopts `data`, allocated by the context's back end (allocate_host_mapped, ...) and freed by
+    /// its `deallocate_host`.
+    RawHostBuffer(std::shared_ptr<ContextImpl> ctx, void *data, size_t bytes)
+        : ctx_(std::move(ctx)), data_(data), bytes_(bytes) {}
     ~RawHostBuffer();
     RawHostBuffer(const RawHostBuffer &) = delete;
     RawHostBuffer &operator=(const RawHostBuffer &) = delete;
@@ -84,6 +89,13 @@ void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const 
                         StreamImpl *stream = nullptr, const CopyOwners &owners = {});
 [[noreturn]] void throw_copy_size_mismatch(size_t dst_elems, size_t src_elems, size_t elem_bytes);
 [[noreturn]] void throw_null_buffer(const char *what);
+/// Throws LogicError unless a view of `count` elements of `view_elem` bytes (alignment
+/// `view_align`) at element `offset` of a `kind` ("DeviceBuffer") of `size` elements of `elem`
+/// bytes, which starts `byte_offset` bytes into its allocation, fits and is aligned.
+/// LogicError: `<call>: the <what> is empty (default-constructed or moved-from)`.
+[[noreturn]] void throw_empty_buffer(const char *call, const char *what);
+void check_sub_buffer(const char *kind, size_t size, size_t elem, size_t byte_offset, size_t offset,
+                      size_t count, size_t view_elem, size_t view_align);
 
 template <class T> void format_element(std::ostream &os, const T &v) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -116,11 +128,33 @@ template <class T> class DeviceBuffer {
 public:
     DeviceBuffer() = default;
     DeviceBuffer(std::shared_ptr<detail::RawDeviceBuffer> raw, size_t n) : raw_(std::move(raw)), size_(n) {}
+    /// A view of `n` elements starting `byte_offset` bytes into `raw` (see create_sub_buffer).
+    DeviceBuffer(std::shared_ptr<detail::RawDeviceBuffer> raw, size_t n, size_t byte_offset)
+        : raw_(std::move(raw)), size_(n), offset_(byte_offset) {}
 
     size_t size() const { return size_; }
     size_t bytes() const { return size_ * sizeof(T); }
     /// The device address (a CUdeviceptr on CUDA), for interoperation with other libraries.
-    uint64_t address() const { return raw_ ? raw_->address() : 0; }
+    uint64_t address() const { return raw_ ? raw_->address() + offset_ : 0; }
+    /// Bytes from the start of the allocation to element 0 (non-zero for sub-buffers).
+    size_t byte_offset() const { return offset_; }
+
+    /// A view of `count` elements of U starting at element `offset` of this buffer (Mojo's
+    /// create_sub_buffer): it shares, and keeps alive, this buffer's memory. LogicError when it
+    /// does not fit or its start is not aligned for U.
+    template <class U = T> DeviceBuffer<U> create_sub_buffer(size_t offset, size_t count) const {
+        static_assert(std::is_trivially_copyable_v<U>, "create_sub_buffer: U must be trivially copyable");
+        if (!raw_) detail::throw_empty_buffer("create_sub_buffer", "DeviceBuffer");
+        detail::check_sub_buffer("DeviceBuffer", size_, sizeof(T), offset_, offset, count, sizeof(U), alignof(U));
+        return DeviceBuffer<U>(raw_, count, offset_ + offset * sizeof(T));
+    }
+    /// Copies the buffer to host memory and waits; the returned view's elements are written back
+    /// to the device when it goes out of scope (Mojo's `with buf.map_to_host() as h:`). See
+    /// MappedHostView in ember/runtime/Memory.h.
+    MappedHostView<T> map_to_host() const;
+    /// Enqueues setting every element to `value` on its context's stream (Mojo's enqueue_fill;
+    /// DeviceContext::enqueue_memset). Returns *this.
+    const DeviceBuffer &enqueue_fill(T value) const;
     explicit operator bool() const { return raw_ != nullptr; }
 
     /// Enqueues a copy of all elements into `dst` (sizes must match).
@@ -137,6 +171,7 @@ public:
 private:
     std::shared_ptr<detail::RawDeviceBuffer> raw_;
     size_t size_ = 0;
+    size_t offset_ = 0;
 };
 
 /// A buffer of `size()` elements of T in host memory that the device copies to and from quickly
@@ -147,10 +182,29 @@ template <class T> class HostBuffer {
 public:
     HostBuffer() = default;
     HostBuffer(std::shared_ptr<detail::RawHostBuffer> raw, size_t n) : raw_(std::move(raw)), size_(n) {}
+    /// A view of `n` elements starting `byte_offset` bytes into `raw` (see create_sub_buffer).
+    HostBuffer(std::shared_ptr<detail::RawHostBuffer> raw, size_t n, size_t byte_offset)
+        : raw_(std::move(raw)), size_(n), offset_(byte_offset) {}
 
     size_t size() const { return size_; }
     size_t bytes() const { return size_ * sizeof(T); }
-    T *data() const { return raw_ ? static_cast<T *>(raw_->data()) : nullptr; }
+    T *data() const {
+        return raw_ ? reinterpret_cast<T *>(static_cast<unsigned char *>(raw_->data()) + offset_) : nullptr;
+    }
+    /// Bytes from the start of the allocation to element 0 (non-zero for sub-buffers).
+    size_t byte_offset() const { return offset_; }
+    /// Sets every element to `value` (on the host, at once: Mojo's enqueue_fill). Returns *this.
+    const HostBuffer &enqueue_fill(const T &value) const {
+        for (size_t i = 0; i < size_; ++i) data()[i] = value;
+        return *this;
+    }
+    /// A view of `count` elements of U starting at element `offset`, as DeviceBuffer's.
+    template <class U = T> HostBuffer<U> create_sub_buffer(size_t offset, size_t count) const {
+        static_assert(std::is_trivially_copyable_v<U>, "create_sub_buffer: U must be trivially copyable");
+        if (!raw_) detail::throw_empty_buffer("create_sub_buffer", "HostBuffer");
+        detail::check_sub_buffer("HostBuffer", size_, sizeof(T), offset_, offset, count, sizeof(U), alignof(U));
+        return HostBuffer<U>(raw_, count, offset_ + offset * sizeof(T));
+    }
     T &operator[](size_t i) const { return data()[i]; }
     T *begin() const { return data(); }
     T *end() const { return data() + size_; }
@@ -180,6 +234,7 @@ public:
 private:
     std::shared_ptr<detail::RawHostBuffer> raw_;
     size_t size_ = 0;
+    size_t offset_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -242,5 +297,8 @@ template <class T> void DeviceBuffer<T>::enqueue_copy_from(const T *src) const {
 }
 
 } // namespace ember
+
+// MappedHostView, ManagedBuffer, HostMappedBuffer, RegisteredHostMemory.
+#include "ember/runtime/Memory.h"
 
 #endif // EMBER_RUNTIME_BUFFER_H

@@ -154,11 +154,17 @@ inline void apply_option(LaunchRequest &r, const LaunchCluster &c, bool &, bool 
 inline void apply_option(LaunchRequest &r, const LaunchAttribute &a, bool &, bool &) { r.attributes.push_back(a); }
 [[noreturn]] void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block);
 
+/// Throws LogicError when the HostMappedBuffer argument's memory `raw` is empty or was made by a
+/// device of another api (mapped memory is portable between devices of one api).
+void check_mapped_host_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index, const char *field,
+                               const RawHostBuffer *raw);
 template <class H>
 void check_buffer(const ContextImpl &ctx, const FunctionImpl &fn, size_t i, const char *field, const H &h) {
     if constexpr (requires { h.raw(); }) {
         if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*h.raw())>, RawDeviceBuffer>)
             check_buffer_context(ctx, fn, i, field, h.raw().get());
+        else if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*h.raw())>, RawHostBuffer>)
+            check_mapped_host_context(ctx, fn, i, field, h.raw().get()); // a HostMappedBuffer
     }
 }
 
@@ -455,6 +461,8 @@ public:
     DeviceGraph end_capture() const;
     /// Whether the stream is capturing (CUDA's cuStreamIsCapturing).
     bool is_capturing() const;
+    /// As DeviceContext::enqueue_memset, on this stream.
+    template <class T> void enqueue_memset(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const;
 
     const std::shared_ptr<detail::StreamImpl> &impl() const { return impl_; }
     /// Whether both are the same stream.
@@ -576,6 +584,142 @@ public:
     void set_limit(Limit limit, size_t value) const;
 
     // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // Memory (ember/runtime/Memory.h; docs/runtime.md, "Memory").
+
+    /// As enqueue_create_buffer, and waits for the allocation (Mojo's create_buffer_sync).
+    template <class T> DeviceBuffer<T> create_buffer_sync(size_t n) const {
+        DeviceBuffer<T> b = enqueue_create_buffer<T>(n);
+        synchronize();
+        return b;
+    }
+
+    /// Enqueues setting every element of `dst` (a buffer or sub-buffer of this context) to
+    /// `value`. T is any type of 1, 2, 4 or 8 bytes (larger ones fail to compile).
+    template <class T> void enqueue_memset(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const {
+        detail::typed_memset<T>(*impl_, nullptr, dst, value, "enqueue_memset");
+    }
+    /// Mojo's other name for enqueue_memset.
+    template <class T> void memset(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const {
+        detail::typed_memset<T>(*impl_, nullptr, dst, value, "memset");
+    }
+    /// As enqueue_memset, and waits for it.
+    template <class T> void memset_sync(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const {
+        detail::typed_memset<T>(*impl_, nullptr, dst, value, "memset_sync");
+        synchronize();
+    }
+    /// PyCUDA's memset_d8/d16/d32: sets `count` 8/16/32-bit units of `dst`'s memory, starting
+    /// `offset` units into it, to `value`, and waits. LogicError when they do not fit in `dst`
+    /// or its address is not aligned to the unit.
+    template <class T>
+    void memset_d8(const DeviceBuffer<T> &dst, uint8_t value, size_t count, size_t offset = 0) const {
+        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 1, count, offset,
+                             "memset_d8", true);
+    }
+    template <class T>
+    void memset_d16(const DeviceBuffer<T> &dst, uint16_t value, size_t count, size_t offset = 0) const {
+        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 2, count, offset,
+                             "memset_d16", true);
+    }
+    template <class T>
+    void memset_d32(const DeviceBuffer<T> &dst, uint32_t value, size_t count, size_t offset = 0) const {
+        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 4, count, offset,
+                             "memset_d32", true);
+    }
+    /// As memset_d8/d16/d32, enqueued on `stream` (a stream of this context), or on the
+    /// context's stream when omitted; does not wait.
+    template <class T>
+    void memset_d8_async(const DeviceBuffer<T> &dst, uint8_t value, size_t count, const DeviceStream &stream,
+                         size_t offset = 0) const;
+    template <class T>
+    void memset_d16_async(const DeviceBuffer<T> &dst, uint16_t value, size_t count, const DeviceStream &stream,
+                          size_t offset = 0) const;
+    template <class T>
+    void memset_d32_async(const DeviceBuffer<T> &dst, uint32_t value, size_t count, const DeviceStream &stream,
+                          size_t offset = 0) const;
+    template <class T> void memset_d8_async(const DeviceBuffer<T> &dst, uint8_t value, size_t count) const {
+        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 1, count, 0,
+                             "memset_d8_async", false);
+    }
+    template <class T> void memset_d16_async(const DeviceBuffer<T> &dst, uint16_t value, size_t count) const {
+        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 2, count, 0,
+                             "memset_d16_async", false);
+    }
+    template <class T> void memset_d32_async(const DeviceBuffer<T> &dst, uint32_t value, size_t count) const {
+        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 4, count, 0,
+                             "memset_d32_async", false);
+    }
+
+    /// Mojo's copy names. Host pointers point to dst/src.size() elements.
+    template <class T> void enqueue_copy_to_device(const DeviceBuffer<T> &dst, const T *src) const {
+        enqueue_copy(dst, src);
+    }
+    template <class T> void enqueue_copy_from_device(T *dst, const DeviceBuffer<T> &src) const {
+        enqueue_copy(dst, src);
+    }
+    /// Copies dst.size() elements: `src` must have at least as many (LogicError otherwise).
+    template <class T>
+    void enqueue_copy_device_to_device(const DeviceBuffer<T> &dst, const DeviceBuffer<T> &src) const {
+        detail::check_own(*impl_, src.raw().get(), "source");
+        if (src.size() < dst.size())
+            detail::throw_short_source("enqueue_copy_device_to_device", dst.size(), src.size());
+        enqueue_copy(dst, src.template create_sub_buffer<T>(0, dst.size()));
+    }
+    /// The copies above, followed by a wait for the context's stream.
+    template <class T> void copy_to_device_sync(const DeviceBuffer<T> &dst, const T *src) const {
+        enqueue_copy_to_device(dst, src);
+        synchronize();
+    }
+    template <class T> void copy_from_device_sync(T *dst, const DeviceBuffer<T> &src) const {
+        enqueue_copy_from_device(dst, src);
+        synchronize();
+    }
+    template <class T>
+    void copy_device_to_device_sync(const DeviceBuffer<T> &dst, const DeviceBuffer<T> &src) const {
+        enqueue_copy_device_to_device(dst, src);
+        synchronize();
+    }
+    /// enqueue_copy(dst, src), then a wait for the context's stream.
+    template <class Dst, class Src> void copy_sync(const Dst &dst, const Src &src) const {
+        enqueue_copy(dst, src);
+        synchronize();
+    }
+
+    /// `n` elements of page-locked host memory (Mojo's malloc_host; cuMemAllocHost), for fast
+    /// copies; release it with free_host. On the CPU device: ordinary host memory.
+    template <class T> T *malloc_host(size_t n) const {
+        static_assert(std::is_trivially_copyable_v<T>, "malloc_host: T must be trivially copyable");
+        return static_cast<T *>(detail::malloc_host(impl_, detail::checked_bytes(n, sizeof(T), "malloc_host")));
+    }
+    /// Frees memory of malloc_host of this context (nullptr: nothing); LogicError for any other
+    /// pointer. Free it before the context goes away.
+    void free_host(const void *p) const { detail::free_host(*impl_, p); }
+
+    /// `n` elements of unified memory, valid on the host and in kernels (cuMemAllocManaged;
+    /// PyCUDA's managed_empty). `attach` is global or host (LogicError for single: attach a
+    /// stream later with ManagedBuffer::attach).
+    template <class T> ManagedBuffer<T> create_managed_buffer(size_t n, MemAttach attach = MemAttach::global) const {
+        const size_t bytes = detail::checked_bytes(n, sizeof(T), "create_managed_buffer");
+        return ManagedBuffer<T>(DeviceBuffer<T>(detail::allocate_managed(impl_, bytes, attach), n));
+    }
+    /// `n` elements of page-locked host memory that kernels access in place (cuMemHostAlloc
+    /// DEVICEMAP), as PyCUDA's pagelocked_empty(..., mem_flags=DEVICEMAP).
+    template <class T> HostMappedBuffer<T> create_host_mapped_buffer(size_t n) const {
+        uint64_t device = 0;
+        auto raw = detail::allocate_host_mapped(impl_, detail::checked_bytes(n, sizeof(T), "create_host_mapped_buffer"),
+                                                &device);
+        return HostMappedBuffer<T>(HostBuffer<T>(std::move(raw), n), device);
+    }
+    /// Page-locks the caller's host memory [p, p + bytes) for this device until the result is
+    /// destroyed (PyCUDA's register_host_memory; cuMemHostRegister).
+    RegisteredHostMemory register_host_memory(void *p, size_t bytes) const {
+        uint64_t device = detail::register_host(*impl_, p, bytes);
+        return RegisteredHostMemory(impl_, p, bytes, device);
+    }
+    /// The host copy of `buf` (a buffer of this context) for one scope: see MappedHostView.
+    template <class T> MappedHostView<T> map_to_host(const DeviceBuffer<T> &buf) const {
+        detail::check_own(*impl_, buf.raw().get(), "mapped");
+        return MappedHostView<T>(buf);
+    }
 
     // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
     /// `height` rows of `width` elements of T, each row starting at a multiple of the pitch
@@ -688,6 +832,33 @@ template <class... P, class... A> void DeviceStream::enqueue_function(const Kern
 }
 template <class Dst, class Src> void DeviceStream::enqueue_copy(const Dst &dst, const Src &src) const {
     detail::typed_copy(detail::stream_context(*impl_), impl_.get(), dst, src);
+}
+template <class T> void ManagedBuffer<T>::attach(MemAttach attach, const DeviceStream &stream) const {
+    if (!buf_) detail::throw_empty_buffer("attach", "ManagedBuffer");
+    detail::attach_managed(buf_.raw().get(),
+                           detail::stream_of(*buf_.raw()->context(), stream.impl(), "ManagedBuffer::attach"), attach);
+}
+template <class T>
+void DeviceStream::enqueue_memset(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const {
+    detail::typed_memset<T>(detail::stream_context(*impl_), impl_.get(), dst, value, "enqueue_memset");
+}
+template <class T>
+void DeviceContext::memset_d8_async(const DeviceBuffer<T> &dst, uint8_t value, size_t count, const DeviceStream &stream,
+                                    size_t offset) const {
+    detail::memset_units(*impl_, detail::stream_of(*impl_, stream.impl(), "memset_d8_async"), dst.raw().get(),
+                         dst.address(), dst.bytes(), value, 1, count, offset, "memset_d8_async", false);
+}
+template <class T>
+void DeviceContext::memset_d16_async(const DeviceBuffer<T> &dst, uint16_t value, size_t count,
+                                     const DeviceStream &stream, size_t offset) const {
+    detail::memset_units(*impl_, detail::stream_of(*impl_, stream.impl(), "memset_d16_async"), dst.raw().get(),
+                         dst.address(), dst.bytes(), value, 2, count, offset, "memset_d16_async", false);
+}
+template <class T>
+void DeviceContext::memset_d32_async(const DeviceBuffer<T> &dst, uint32_t value, size_t count,
+                                     const DeviceStream &stream, size_t offset) const {
+    detail::memset_units(*impl_, detail::stream_of(*impl_, stream.impl(), "memset_d32_async"), dst.raw().get(),
+                         dst.address(), dst.bytes(), value, 4, count, offset, "memset_d32_async", false);
 }
 
 /// True when the machine has a GPU that some ember back end or probe can see (NVIDIA or AMD).

@@ -11,6 +11,7 @@
 ///   float / double                    Float32 / Float64
 ///   bool                              Bool (passed as one byte)
 ///   DeviceBuffer<T>                   Ptr<T>, or Ptr<const T> where the kernel only reads it
+///   ManagedBuffer<T>, HostMappedBuffer<T>   as DeviceBuffer<T>
 ///   a struct reflected with           a struct parameter (EMBER_STRUCT) with the same field
 ///     EMBER_STRUCT                      names in the same order, each field passable for its
 ///                                       field (a DeviceBuffer<T> for a Ptr<T>, an int for an Int)
@@ -90,6 +91,17 @@ template <Scalar H> struct DevicePassable<H> {
 template <class T> struct DevicePassable<DeviceBuffer<T>> {
     using device_type = Ptr<T>;
     static uint64_t to_device(const DeviceBuffer<T> &b) { return b.address(); }
+};
+
+/// Managed and mapped host memory reach a kernel as a pointer, as a DeviceBuffer does
+/// (ember/runtime/Memory.h).
+template <class T> struct DevicePassable<ManagedBuffer<T>> {
+    using device_type = Ptr<T>;
+    static uint64_t to_device(const ManagedBuffer<T> &b) { return b.address(); }
+};
+template <class T> struct DevicePassable<HostMappedBuffer<T>> {
+    using device_type = Ptr<T>;
+    static uint64_t to_device(const HostMappedBuffer<T> &b) { return b.device_address(); }
 };
 
 namespace detail {
