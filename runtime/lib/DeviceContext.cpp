@@ -253,6 +253,12 @@ void check_own(const ContextImpl &, const RawDeviceBuffer *raw, const char *whic
     if (!raw) throw_null_buffer((std::string(which) + " DeviceBuffer").c_str());
 }
 
+void check_same_context(const ContextImpl &ctx, const RawDeviceBuffer &raw, const char *call) {
+    if (raw.context().get() != &ctx)
+        throw LogicError(std::string(call) + ": the DeviceBuffer belongs to " + raw.context()->label +
+                         " but the call was made on " + ctx.label);
+}
+
 void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block) {
     std::string missing = !has_grid && !has_block ? "grid_dim(...) and block_dim(...)"
                           : !has_grid             ? "grid_dim(...)"

@@ -171,6 +171,9 @@ void check_buffer(const ContextImpl &ctx, const FunctionImpl &fn, size_t i, cons
 /// Throws LogicError when `raw` is empty. A buffer of another context is copied across contexts
 /// (see [Note] Copies between contexts in runtime/lib/Memory2D.cpp).
 void check_own(const ContextImpl &ctx, const RawDeviceBuffer *raw, const char *which);
+/// LogicError "<call>: the DeviceBuffer belongs to <its context> but the call was made on <ctx>"
+/// unless `raw` is `ctx`'s.
+void check_same_context(const ContextImpl &ctx, const RawDeviceBuffer &raw, const char *call);
 
 template <class Dst, class Src> struct enqueue_copy_operands {
     static_assert(always_false<Dst>,
@@ -718,6 +721,7 @@ public:
     /// The host copy of `buf` (a buffer of this context) for one scope: see MappedHostView.
     template <class T> MappedHostView<T> map_to_host(const DeviceBuffer<T> &buf) const {
         detail::check_own(*impl_, buf.raw().get(), "mapped");
+        detail::check_same_context(*impl_, *buf.raw(), "map_to_host");
         return MappedHostView<T>(buf);
     }
 
