@@ -26,7 +26,7 @@ cd /tmp/ember/build
     ptxas -arch=sm_90 -o /tmp/d/sa.cubin /tmp/d/sa.ptx && echo "ptxas accepted the PTX"
 } > "$OUT/summary.txt" 2>&1
 for t in compiler dsl runtime; do
-  ./test/unit/ember-$t-tests > "$OUT/$t-tests.txt" 2>&1
+  timeout 300 ./test/unit/ember-$t-tests > "$OUT/$t-tests.txt" 2>&1
   echo "ember-$t-tests: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt"
 done
 ./bench/first_launch > "$OUT/bench.txt" 2>&1; echo "first_launch: exit $?" >> "$OUT/summary.txt"
