@@ -281,6 +281,8 @@ public:
     /// Lets kernels of this device access `peer`'s memory (cuCtxEnablePeerAccess, and access to
     /// peer's memory pool); idempotent. LogicError when can_access_peer is false.
     virtual void enable_peer_access(Backend &peer) = 0;
+    /// Undoes enable_peer_access (cuCtxDisablePeerAccess); not an error when it is not enabled.
+    virtual void disable_peer_access(Backend &peer) = 0;
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 

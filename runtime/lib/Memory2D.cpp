@@ -320,6 +320,9 @@ bool DeviceContext::can_access(const DeviceContext &peer) const {
 void DeviceContext::enable_peer_access(const DeviceContext &peer) const {
     impl_->backend->enable_peer_access(*peer.impl()->backend);
 }
+void DeviceContext::disable_peer_access(const DeviceContext &peer) const {
+    impl_->backend->disable_peer_access(*peer.impl()->backend);
+}
 
 void DeviceStream::enqueue_copy_2d(const Copy2D &c) const {
     Copy3D c3;

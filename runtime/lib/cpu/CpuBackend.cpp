@@ -631,6 +631,7 @@ public:
                              " device " + std::to_string(peer.device_id()) + " (" + peer.name() +
                              "); can_access() is false");
     }
+    void disable_peer_access(Backend &) override {}
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 

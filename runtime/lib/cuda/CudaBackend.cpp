@@ -1216,6 +1216,27 @@ public:
         }
     }
 
+    void disable_peer_access(Backend &peer) override {
+        auto *other = dynamic_cast<CudaBackend *>(&peer);
+        if (!other || other->dev_ == dev_) return; // never enabled: nothing to undo
+        ScopedCurrent current(*ctx_);
+        cu::CUresult rc = drv_.cuCtxDisablePeerAccess(other->ctx_->handle());
+        constexpr cu::CUresult peer_access_not_enabled = 705;
+        if (rc == peer_access_not_enabled) return;
+        drv_.check(rc, "cuCtxDisablePeerAccess", " from " + ctx_->where() + " to " + other->ctx_->where());
+        if (other->use_pools_ && drv_.cuDeviceGetDefaultMemPool && drv_.cuMemPoolSetAccess) {
+            cu::CUmemoryPool pool = nullptr;
+            drv_.check(drv_.cuDeviceGetDefaultMemPool(&pool, other->dev_), "cuDeviceGetDefaultMemPool",
+                       " of " + other->ctx_->where());
+            cu::CUmemAccessDesc desc{};
+            desc.location.type = cu::CU_MEM_LOCATION_TYPE_DEVICE;
+            desc.location.id = device_id_;
+            desc.flags = 0; // CU_MEM_ACCESS_FLAGS_PROT_NONE
+            drv_.check(drv_.cuMemPoolSetAccess(pool, &desc, 1), "cuMemPoolSetAccess",
+                       " taking from " + ctx_->where() + " access to the memory pool of " + other->ctx_->where());
+        }
+    }
+
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
 

@@ -338,6 +338,7 @@ void CudaDriver::load() noexcept {
         sym(cuMemcpyPeerAsync, "cuMemcpyPeerAsync", true);
         sym(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", true);
         sym(cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", true);
+        sym(cuCtxDisablePeerAccess, "cuCtxDisablePeerAccess", true);
         sym(cuIpcGetMemHandle, "cuIpcGetMemHandle", true);
         sym(cuIpcOpenMemHandle, "cuIpcOpenMemHandle_v2", true);
         sym(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", true);

@@ -369,6 +369,7 @@ public:
                                       cu::CUcontext src_ctx, size_t bytes, cu::CUstream stream) = nullptr;
     cu::CUresult (*cuDeviceCanAccessPeer)(int *can, cu::CUdevice dev, cu::CUdevice peer) = nullptr;
     cu::CUresult (*cuCtxEnablePeerAccess)(cu::CUcontext peer, unsigned flags) = nullptr;
+    cu::CUresult (*cuCtxDisablePeerAccess)(cu::CUcontext peer) = nullptr;
     cu::CUresult (*cuIpcGetMemHandle)(cu::CUipcMemHandle *handle, cu::CUdeviceptr p) = nullptr;
     cu::CUresult (*cuIpcOpenMemHandle)(cu::CUdeviceptr *p, cu::CUipcMemHandle handle,
                                        unsigned flags) = nullptr;

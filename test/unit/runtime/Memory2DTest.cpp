@@ -354,6 +354,14 @@ TEST_P(Memory2DTest, EnqueueCopyWorksBetweenTwoContexts) {
     ctx().enqueue_copy(out.data(), theirs);
     ctx().synchronize();
     for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(out[i], v[i] + 5) << "element " << i;
+    // On a stream of the other context, and to a HostBuffer of this one.
+    DeviceStream s = other.create_stream();
+    auto again = other.enqueue_create_buffer<int32_t>(v.size());
+    s.enqueue_copy(again, mine);
+    auto h = ctx().enqueue_create_host_buffer<int32_t>(v.size());
+    s.enqueue_copy(h, again);
+    s.synchronize();
+    for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(h[i], v[i] + 5) << "element " << i;
 }
 
 TEST_P(Memory2DTest, TwoContextsOfOneDeviceReachEachOther) {
@@ -361,6 +369,9 @@ TEST_P(Memory2DTest, TwoContextsOfOneDeviceReachEachOther) {
     EXPECT_TRUE(ctx().can_access(other));
     ctx().enable_peer_access(other);
     ctx().enable_peer_access(other); // again: not an error
+    ctx().disable_peer_access(other);
+    ctx().disable_peer_access(other); // again: not an error
+    EXPECT_TRUE(ctx().can_access(other));
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, Memory2DTest, ember::testing::all_apis(), ember::testing::api_name);
@@ -457,6 +468,11 @@ TEST(PeerTest, TwoGpusCopyAndAKernelOnDevice1ReadsDevice0sData) {
     d0.enqueue_copy(out.data(), b);
     d0.synchronize();
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], v[i] + 101) << "element " << i;
+    if (p10) {
+        d1.disable_peer_access(d0);
+        d1.disable_peer_access(d0); // not enabled any more: not an error
+        d1.enable_peer_access(d0);
+    }
 
     // A 2-D copy reaches one GPU's memory only.
     auto img = d1.create_pitched_buffer<int32_t>(16, 16);

@@ -752,6 +752,9 @@ public:
     /// peer's memory pool). Calling it again is not an error. LogicError when can_access(peer) is
     /// false. Copies between devices (enqueue_copy of buffers of two contexts) work without it.
     void enable_peer_access(const DeviceContext &peer) const;
+    /// Undoes enable_peer_access (cuCtxDisablePeerAccess); not an error when access is not
+    /// enabled. Nothing to do on the CPU device.
+    void disable_peer_access(const DeviceContext &peer) const;
 
     /// A device buffer of n elements that `ipc_handle` can share with another process (CUDA:
     /// cuMemAlloc, never the stream-ordered pool; CPU device: shared memory, see docs/runtime.md).
