@@ -65,9 +65,11 @@ void check_global(const ContextImpl &ctx, const DeviceGlobal &g, const char *whi
     if (!g)
         throw LogicError(std::string("enqueue_copy: the ") + which +
                          " DeviceGlobal is empty (default-constructed or moved-from)");
-    if (g.context() != &ctx)
-        throw LogicError(std::string("enqueue_copy: the ") + which + " global '" + g.name() + "' belongs to " +
-                         g.context()->label + " but the copy runs on " + ctx.label);
+    if (g.context() != &ctx) {
+        auto [of, on] = two_contexts(*g.context(), ctx);
+        throw LogicError(std::string("enqueue_copy: the ") + which + " global '" + g.name() + "' belongs to " + of +
+                         " but the copy runs on " + on);
+    }
 }
 
 void check_global_bytes(const DeviceGlobal &g, size_t given, const char *which) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <unordered_map>
 
 namespace ember::detail {
@@ -69,6 +70,11 @@ struct EventImpl {
 
 /// "argument 1 ('size')" or "argument 1"; with a field: "argument 0 ('v'), field 'data'".
 std::string argument_label(const FunctionImpl &fn, size_t index, const char *field = nullptr);
+
+/// How messages name two different contexts: their labels ("cuda:0", "cpu:1"); two DeviceContexts
+/// of one device share a label, and are then "a DeviceContext of cpu:0" and "another DeviceContext
+/// of cpu:0".
+std::pair<std::string, std::string> two_contexts(const ContextImpl &a, const ContextImpl &b);
 
 } // namespace ember::detail
 

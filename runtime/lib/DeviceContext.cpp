@@ -238,15 +238,21 @@ void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const Launch
         launch_with_attributes(ctx, s, fn, req, dims, args, n);
 }
 
+std::pair<std::string, std::string> two_contexts(const ContextImpl &a, const ContextImpl &b) {
+    if (a.label != b.label) return {a.label, b.label};
+    return {"a DeviceContext of " + a.label, "another DeviceContext of " + b.label};
+}
+
 void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index, const char *field,
                           const RawDeviceBuffer *raw) {
     if (!raw)
         throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index, field) +
                          " is an empty DeviceBuffer (default-constructed or moved-from)");
-    if (raw->context().get() != &ctx)
+    if (raw->context().get() != &ctx) {
+        auto [of, on] = two_contexts(*raw->context(), ctx);
         throw LogicError("kernel '" + fn.kernel->ir.name + "': " + argument_label(fn, index, field) +
-                         " is a DeviceBuffer of " + raw->context()->label +
-                         " but the kernel runs on " + ctx.label);
+                         " is a DeviceBuffer of " + of + " but the kernel runs on " + on);
+    }
 }
 
 void check_own(const ContextImpl &, const RawDeviceBuffer *raw, const char *which) {
@@ -254,9 +260,11 @@ void check_own(const ContextImpl &, const RawDeviceBuffer *raw, const char *whic
 }
 
 void check_same_context(const ContextImpl &ctx, const RawDeviceBuffer &raw, const char *call) {
-    if (raw.context().get() != &ctx)
-        throw LogicError(std::string(call) + ": the DeviceBuffer belongs to " + raw.context()->label +
-                         " but the call was made on " + ctx.label);
+    if (raw.context().get() != &ctx) {
+        auto [of, on] = two_contexts(*raw.context(), ctx);
+        throw LogicError(std::string(call) + ": the DeviceBuffer belongs to " + of + " but the call was made on " +
+                         on);
+    }
 }
 
 void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block) {
@@ -420,9 +428,11 @@ void DeviceStream::enqueue_wait_for(const DeviceEvent &event) const {
 void DeviceStream::record_event(const DeviceEvent &event) const {
     const detail::EventImpl &e = require_event(event, "record_event");
     detail::reject_while_capturing(*impl_->stream, *impl_->context, "record_event");
-    if (e.context != impl_->context)
-        throw LogicError("record_event: the event belongs to " + e.context->label + " but the stream to " +
-                         impl_->context->label + "; record an event of the stream's own context");
+    if (e.context != impl_->context) {
+        auto [of, to] = detail::two_contexts(*e.context, *impl_->context);
+        throw LogicError("record_event: the event belongs to " + of + " but the stream to " + to +
+                         "; record an event of the stream's own context");
+    }
     impl_->stream->record(*e.event);
 }
 
@@ -456,9 +466,11 @@ void DeviceEvent::synchronize() const { require_event(*this, "synchronize").even
 bool DeviceEvent::query() const { return require_event(*this, "query").event->query(); }
 float DeviceEvent::time_since(const DeviceEvent &earlier) const {
     const detail::EventImpl &a = require_event(*this, "time_since"), &b = require_event(earlier, "time_since");
-    if (a.context != b.context)
-        throw LogicError("time_since: the events belong to " + b.context->label + " and " + a.context->label +
+    if (a.context != b.context) {
+        auto [first, second] = detail::two_contexts(*b.context, *a.context);
+        throw LogicError("time_since: the events belong to " + first + " and " + second +
                          "; time two events of one context");
+    }
     return a.event->elapsed_ms_since(*b.event);
 }
 

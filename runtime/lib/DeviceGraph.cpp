@@ -215,10 +215,11 @@ void DeviceGraphExec::launch() const { launch(DeviceContext(checked().graph->con
 void DeviceGraphExec::launch(const DeviceStream &stream) const {
     detail::GraphExecImpl &e = checked();
     const detail::ContextImpl &ctx = *e.graph->context;
-    if (stream.impl()->context.get() != &ctx)
-        throw LogicError("DeviceGraphExec::launch: the graph was captured on " + ctx.label +
-                         " but the stream belongs to " + stream.impl()->context->label +
-                         "; launch it on a stream of its own context");
+    if (stream.impl()->context.get() != &ctx) {
+        auto [on, of] = detail::two_contexts(ctx, *stream.impl()->context);
+        throw LogicError("DeviceGraphExec::launch: the graph was captured on " + on + " but the stream belongs to " +
+                         of + "; launch it on a stream of its own context");
+    }
     detail::BackendStream &s = *stream.impl()->stream;
     if (s.capture_graph())
         throw LogicError("DeviceGraphExec::launch: " + detail::stream_label(ctx, s) +

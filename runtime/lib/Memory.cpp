@@ -56,9 +56,10 @@ Registrations &registrations() {
 
 void check_buffer_of(const ContextImpl &ctx, const RawDeviceBuffer *raw, const char *call) {
     if (!raw) throw_empty_buffer(call, "DeviceBuffer");
-    if (raw->context().get() != &ctx)
-        throw LogicError(std::string(call) + ": the DeviceBuffer belongs to " + raw->context()->label +
-                         " but the call runs on " + ctx.label);
+    if (raw->context().get() != &ctx) {
+        auto [of, on] = two_contexts(*raw->context(), ctx);
+        throw LogicError(std::string(call) + ": the DeviceBuffer belongs to " + of + " but the call runs on " + on);
+    }
 }
 
 } // namespace
@@ -136,9 +137,10 @@ void memset_units(ContextImpl &ctx, StreamImpl *stream, const RawDeviceBuffer *r
 }
 
 StreamImpl *stream_of(ContextImpl &ctx, const std::shared_ptr<StreamImpl> &stream, const char *call) {
-    if (stream->context.get() != &ctx)
-        throw LogicError(std::string(call) + ": the stream belongs to " + stream->context->label +
-                         " but the call runs on " + ctx.label);
+    if (stream->context.get() != &ctx) {
+        auto [of, on] = two_contexts(*stream->context, ctx);
+        throw LogicError(std::string(call) + ": the stream belongs to " + of + " but the call runs on " + on);
+    }
     return stream.get();
 }
 

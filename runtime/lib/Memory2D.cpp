@@ -76,8 +76,9 @@ BackendStream::Region3D check_side(ContextImpl &ctx, const char *call, const Sid
         const ContextImpl *owner = e.device->context().get();
         const bool gpu_owner = is_gpu(owner->backend.get());
         if (owner != &ctx && gpu_owner)
-            throw LogicError(std::string(call) + ": the " + f.side + " " + e.what + " belongs to " + owner->label +
-                             " but the copy runs on " + ctx.label + "; enqueue it on " + owner->label +
+            throw LogicError(std::string(call) + ": the " + f.side + " " + e.what + " belongs to " +
+                             two_contexts(*owner, ctx).first + " but the copy runs on " +
+                             two_contexts(*owner, ctx).second + "; enqueue it on that context" +
                              " (2-D and 3-D copies reach one GPU's memory; enqueue_copy copies whole "
                              "buffers between devices)");
         // A CPU-device buffer is host memory to a GPU.
@@ -196,9 +197,11 @@ std::shared_ptr<RawDeviceBuffer> create_shareable(const std::shared_ptr<ContextI
 
 IpcMemHandle ipc_handle(ContextImpl &ctx, const RawDeviceBuffer *raw, uint64_t address, size_t) {
     if (!raw) throw LogicError("ipc_handle: the DeviceBuffer is empty (default-constructed or moved-from)");
-    if (raw->context().get() != &ctx)
-        throw LogicError("ipc_handle: the DeviceBuffer belongs to " + raw->context()->label + ", not " + ctx.label +
+    if (raw->context().get() != &ctx) {
+        auto [of, not_this] = two_contexts(*raw->context(), ctx);
+        throw LogicError("ipc_handle: the DeviceBuffer belongs to " + of + ", not " + not_this +
                          "; ask its own context");
+    }
     if (address != raw->address())
         throw LogicError("ipc_handle: the DeviceBuffer is a view into a buffer; share the whole buffer made by "
                          "create_ipc_buffer");

@@ -81,6 +81,33 @@ TEST_P(FailureTest, EmptyAndMovedFromBuffersAreLogicErrors) {
 // test alone), which prints the LaunchError's message and exits; the parent checks it.
 class FailureDeathTest : public ember::testing::DeviceTest {};
 
+// Two DeviceContexts of one device share the label "cpu:0"/"cuda:0"; messages about mixing them
+// say "another DeviceContext of", never "a buffer of cuda:0 used on cuda:0".
+TEST_P(FailureTest, MixingTwoContextsOfOneDeviceSaysAnotherContext) {
+    DeviceContext other(0, GetParam());
+    auto foreign = other.enqueue_create_buffer<float>(16);
+    try {
+        ctx().enqueue_function(fill, foreign, int64_t{16}, grid_dim(1), block_dim(16));
+        ADD_FAILURE() << "no error";
+    } catch (const LogicError &e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("argument 0 ('out')"), std::string::npos) << what;
+        EXPECT_NE(what.find("a DeviceContext of " + GetParam() + ":0 but the kernel runs on another DeviceContext of " +
+                            GetParam() + ":0"),
+                  std::string::npos)
+            << what;
+    }
+    DeviceEvent a = ctx().create_event(), b = other.create_event();
+    a.record();
+    b.record();
+    try {
+        (void)a.time_since(b);
+        ADD_FAILURE() << "no error";
+    } catch (const LogicError &e) {
+        EXPECT_NE(std::string(e.what()).find("another DeviceContext of"), std::string::npos) << e.what();
+    }
+}
+
 TEST_P(FailureDeathTest, AFaultingKernelIsALaunchErrorAtTheNextSynchronize) {
     if (GetParam() != "cuda")
         GTEST_SKIP() << "on the CPU device a kernel's illegal access is the host process's own fault, "
