@@ -12,8 +12,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -235,6 +237,62 @@ TEST_P(ExternalModuleTest, ModuleImageFromAFile) {
     ctx().enqueue_copy(&one, dev);
     ctx().synchronize();
     EXPECT_EQ(one, 6.0f);
+}
+
+// A cubin made from the same PTX by the CUDA toolkit's ptxas (tests may use the toolkit; the
+// library never does): loaded from bytes and from a file, launched, its global used. Skips with a
+// message where ptxas is not on the PATH.
+TEST_P(ExternalModuleTest, CubinsFromPtxasLoadAndRun) {
+    if (std::system("command -v ptxas >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "ptxas (CUDA toolkit) is not on the PATH: no cubin to load";
+    auto [major, minor] = ctx().compute_capability();
+    const std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
+    auto dir = std::filesystem::temp_directory_path();
+    auto ptx = dir / ("ember_cubin_" + std::to_string(::getpid()) + ".ptx");
+    auto cubin = dir / ("ember_cubin_" + std::to_string(::getpid()) + ".cubin");
+    {
+        std::ofstream out(ptx);
+        out << kPtx;
+    }
+    const std::string cmd = "ptxas -arch=" + arch + " -o " + cubin.string() + " " + ptx.string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::filesystem::remove(ptx);
+    std::ifstream in(cubin, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(bytes.size(), 4u);
+    EXPECT_EQ(bytes.substr(1, 3), "ELF");
+
+    ModuleImage from_file = ModuleImage::file(cubin);
+    EXPECT_EQ(from_file.format(), ModuleImage::Format::cubin);
+    std::filesystem::remove(cubin);
+    for (const ModuleImage &image : {ModuleImage::cubin(bytes, "test.cubin"), from_file}) {
+        SCOPED_TRACE(image.name());
+        DeviceModule m = ctx().load_module(image);
+        auto scale = m.get_function<Ptr<float>, Int, Float32>("scale", {"v", "n", "s"});
+        EXPECT_GT(scale.num_regs(), 0);
+        const int64_t n = 300;
+        std::vector<float> host(n);
+        for (int64_t i = 0; i < n; ++i) host[i] = float(i);
+        auto dev = ctx().enqueue_create_buffer<float>(n);
+        ctx().enqueue_copy(dev, host.data());
+        ctx().enqueue_function(scale, dev, n, 3.0f, grid_dim((n + 127) / 128), block_dim(128));
+        ctx().enqueue_copy(host.data(), dev);
+        ctx().synchronize();
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(host[i], float(i) * 3.0f) << "i=" << i;
+
+        auto table = m.get_global<float>("table");
+        EXPECT_EQ(table.size(), 4u);
+        std::vector<float> t = {1.5f, -2.0f, 4.0f, 8.0f};
+        ctx().enqueue_copy(table, t.data());
+        auto from_table = m.get_function<Ptr<float>, Int>("from_table", {"out", "n"});
+        ctx().enqueue_function(from_table, dev, n, grid_dim((n + 127) / 128), block_dim(128));
+        ctx().enqueue_copy(host.data(), dev);
+        ctx().synchronize();
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(host[i], t[i % 4]) << "i=" << i;
+        // A missing global in a cubin is named (the cubin's globals cannot be listed).
+        std::string msg = error_of<LogicError>([&] { (void)m.get_global("no_such_global"); });
+        EXPECT_NE(msg.find("no_such_global"), std::string::npos) << msg;
+    }
 }
 
 // PTX and cubins need a CUDA device; ExternalModuleCpuTest covers what the CPU device does.
