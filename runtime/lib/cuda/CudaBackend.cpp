@@ -1203,17 +1203,22 @@ public:
             drv_.check(rc, "cuCtxEnablePeerAccess", " from " + ctx_->where() + " to " + other->ctx_->where());
         // Stream-ordered allocations of the peer live in its default pool, which
         // cuCtxEnablePeerAccess does not cover.
-        if (other->use_pools_ && drv_.cuDeviceGetDefaultMemPool && drv_.cuMemPoolSetAccess) {
-            cu::CUmemoryPool pool = nullptr;
-            drv_.check(drv_.cuDeviceGetDefaultMemPool(&pool, other->dev_), "cuDeviceGetDefaultMemPool",
-                       " of " + other->ctx_->where());
-            cu::CUmemAccessDesc desc{};
-            desc.location.type = cu::CU_MEM_LOCATION_TYPE_DEVICE;
-            desc.location.id = device_id_;
-            desc.flags = cu::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-            drv_.check(drv_.cuMemPoolSetAccess(pool, &desc, 1), "cuMemPoolSetAccess",
-                       " giving " + ctx_->where() + " access to the memory pool of " + other->ctx_->where());
-        }
+        set_pool_access(*other, cu::CU_MEM_ACCESS_FLAGS_PROT_READWRITE, " giving ");
+    }
+
+    /// Gives this device (`flags`: read-write) or takes from it (0) access to `other`'s default
+    /// memory pool, where its stream-ordered allocations live.
+    void set_pool_access(CudaBackend &other, int flags, const char *verb) {
+        if (!other.use_pools_ || !drv_.cuDeviceGetDefaultMemPool || !drv_.cuMemPoolSetAccess) return;
+        cu::CUmemoryPool pool = nullptr;
+        drv_.check(drv_.cuDeviceGetDefaultMemPool(&pool, other.dev_), "cuDeviceGetDefaultMemPool",
+                   " of " + other.ctx_->where());
+        cu::CUmemAccessDesc desc{};
+        desc.location.type = cu::CU_MEM_LOCATION_TYPE_DEVICE;
+        desc.location.id = device_id_;
+        desc.flags = flags;
+        drv_.check(drv_.cuMemPoolSetAccess(pool, &desc, 1), "cuMemPoolSetAccess",
+                   verb + ctx_->where() + " access to the memory pool of " + other.ctx_->where());
     }
 
     void disable_peer_access(Backend &peer) override {
@@ -1224,17 +1229,7 @@ public:
         constexpr cu::CUresult peer_access_not_enabled = 705;
         if (rc == peer_access_not_enabled) return;
         drv_.check(rc, "cuCtxDisablePeerAccess", " from " + ctx_->where() + " to " + other->ctx_->where());
-        if (other->use_pools_ && drv_.cuDeviceGetDefaultMemPool && drv_.cuMemPoolSetAccess) {
-            cu::CUmemoryPool pool = nullptr;
-            drv_.check(drv_.cuDeviceGetDefaultMemPool(&pool, other->dev_), "cuDeviceGetDefaultMemPool",
-                       " of " + other->ctx_->where());
-            cu::CUmemAccessDesc desc{};
-            desc.location.type = cu::CU_MEM_LOCATION_TYPE_DEVICE;
-            desc.location.id = device_id_;
-            desc.flags = 0; // CU_MEM_ACCESS_FLAGS_PROT_NONE
-            drv_.check(drv_.cuMemPoolSetAccess(pool, &desc, 1), "cuMemPoolSetAccess",
-                       " taking from " + ctx_->where() + " access to the memory pool of " + other->ctx_->where());
-        }
+        set_pool_access(*other, /*CU_MEM_ACCESS_FLAGS_PROT_NONE*/ 0, " taking from ");
     }
 
 
