@@ -1,0 +1,67 @@
+/// \file
+/// The on-disk half of the compile cache (issue 5): a directory of entries, each the bytes of one
+/// artefact (PTX, a CPU object, a cubin) under a key the caller computed (a hex digest of
+/// everything that affects the bytes: see CompileCache). This layer knows nothing of kernels: it
+/// stores and returns bytes, safely.
+///
+/// [Note] Disk cache entries
+/// - Location: $EMBER_CACHE_DIR, else $XDG_CACHE_HOME/ember, else $HOME/.cache/ember.
+///   EMBER_DISABLE_CACHE=1 turns the disk cache off (DiskCache::instance() is null then).
+/// - One file per entry, named from the key and the kind. It starts with a versioned header
+///   (magic, format version, kind, key, payload size, payload checksum), then the payload.
+/// - Writes go to a temporary file in the same directory, are flushed, then renamed over the
+///   entry: a reader sees a whole entry or none. Several processes may store the same key at
+///   once: the last rename wins, and every version is whole and equal.
+/// - A load checks the header, the key, the size and the checksum. A corrupt, truncated or
+///   foreign entry is a miss with a warning (one line on stderr saying which file and what is
+///   wrong); the entry is removed, so the caller recompiles and stores a good one. Never a crash,
+///   never wrong bytes.
+/// - Size cap: EMBER_CACHE_MAX_BYTES (default 1 GiB; suffixes K, M, G accepted). After a store
+///   that takes the directory over the cap, the least recently used entries (by access time the
+///   cache itself maintains, e.g. touching the file's mtime on every hit) are removed until it
+///   fits.
+#ifndef EMBER_RUNTIME_DISKCACHE_H
+#define EMBER_RUNTIME_DISKCACHE_H
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ember::detail {
+
+class DiskCache {
+public:
+    /// The process's disk cache, configured from the environment at the first call; null when
+    /// EMBER_DISABLE_CACHE=1 or when the directory cannot be created (a one-line warning then).
+    static DiskCache *instance();
+
+    /// A cache in `dir` with a cap of `max_bytes` (tests; instance() uses the environment).
+    DiskCache(std::filesystem::path dir, uint64_t max_bytes);
+
+    /// The payload stored under (key, kind), or nullopt on a miss. `kind` is a short token such as
+    /// "ptx", "cpu-obj", "cubin" (part of the file name). A bad entry is reported, removed, and a
+    /// miss.
+    std::optional<std::string> load(std::string_view key, std::string_view kind);
+    /// Stores `payload` under (key, kind), replacing any entry; then evicts to the cap. Failures
+    /// (disk full, permissions) are a one-line warning, never an exception: the cache is an
+    /// optimisation.
+    void store(std::string_view key, std::string_view kind, std::string_view payload);
+
+    const std::filesystem::path &directory() const { return dir_; }
+    uint64_t max_bytes() const { return max_bytes_; }
+    /// Total bytes of the entries now in the directory.
+    uint64_t size_bytes() const;
+
+private:
+    std::filesystem::path dir_;
+    uint64_t max_bytes_;
+};
+
+/// Parses EMBER_CACHE_MAX_BYTES-style sizes ("1073741824", "512M", "2G"); nullopt when malformed.
+std::optional<uint64_t> parse_byte_size(std::string_view text);
+
+} // namespace ember::detail
+
+#endif // EMBER_RUNTIME_DISKCACHE_H
