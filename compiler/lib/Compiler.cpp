@@ -3,6 +3,7 @@
 /// dumps (EMBER_DUMP) and the conversion of internal errors into ember::CompileError.
 #include "ember/compiler/Compiler.h"
 
+#include "BundleInternal.h"
 #include "CodeGenLLVM.h"
 #include "LLVMError.h"
 #include "ember/compiler/IRPrinter.h"
@@ -55,6 +56,7 @@ namespace {
 
 struct DumpConfig {
     bool ir = false, llvm = false, llvm_opt = false, assembly = false;
+    bool bundle = false; // repro bundles ([Note] Repro bundles in Bundle.h), not a stage
     std::string dir; // empty: stderr
     bool any() const { return ir || llvm || llvm_opt || assembly; }
 };
@@ -71,10 +73,14 @@ DumpConfig read_dump_config() {
         while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
         while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
         if (item.empty()) continue;
+        if (item == "bundle") {
+            c.bundle = true;
+            continue;
+        }
         std::optional<Stage> st = parse_stage(item);
         if (!st || *st == Stage::Obj) {
             std::cerr << "ember: warning: EMBER_DUMP: unknown stage '" << item
-                      << "' ignored; valid stages are ir, llvm, llvm-opt, asm\n";
+                      << "' ignored; valid stages are ir, llvm, llvm-opt, asm (and bundle)\n";
             continue;
         }
         switch (*st) {
@@ -313,11 +319,8 @@ uint64_t local_bytes_of(const ir::Kernel &k) {
     return l.total;
 }
 
-} // namespace
-
-CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
-                       const CompileOptions &options) {
-    check_opt_level(options.opt_level);
+CompiledKernel compile_stages(const ir::Kernel &k, const TargetSpec &target,
+                              const CompileOptions &options) {
     const std::string context = context_of(k, target);
     const DumpConfig &dumps = dump_config();
     CompiledKernel out;
@@ -330,16 +333,16 @@ CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
     ir::verify_or_throw(k);
     out.local_bytes = local_bytes_of(k);
     const double verify_seconds = verify_timer.seconds();
-    if (options.keep_ir || dumps.ir) {
+    if (options.keep_ir || dumps.ir || dumps.bundle) {
         std::string text = ir::print(k);
         if (dumps.ir) dump(k.name, target, Stage::IR, text);
-        if (options.keep_ir) out.ir = std::move(text);
+        out.ir = std::move(text);
     }
     std::unique_ptr<detail::Target> t = detail::throw_if_error(detail::create_target(target), context);
     Want want;
-    want.llvm = options.keep_llvm || dumps.llvm;
-    want.llvm_opt = options.keep_llvm_opt || dumps.llvm_opt;
-    want.assembly = options.keep_asm || dumps.assembly;
+    want.llvm = options.keep_llvm || dumps.llvm || dumps.bundle;
+    want.llvm_opt = options.keep_llvm_opt || dumps.llvm_opt || dumps.bundle;
+    want.assembly = options.keep_asm || dumps.assembly || dumps.bundle;
     want.binary = true;
     detail::throw_if_error(in_context(run_pipeline(k, *t, options.opt_level, want, out), context),
                            context);
@@ -348,15 +351,57 @@ CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
     if (dumps.llvm) dump(k.name, target, Stage::LLVM, out.llvm);
     if (dumps.llvm_opt) dump(k.name, target, Stage::LLVMOpt, out.llvm_opt);
     if (dumps.assembly) dump(k.name, target, Stage::Asm, out.assembly);
+    if (dumps.bundle) detail::bundle_compile_success(k, out, options);
+    if (!options.keep_ir) out.ir.clear();
     if (!options.keep_llvm) out.llvm.clear();
     if (!options.keep_llvm_opt) out.llvm_opt.clear();
     if (!options.keep_asm) out.assembly.clear();
     return out;
 }
 
+} // namespace
+
+bool detail::bundle_dump_enabled() { return dump_config().bundle; }
+
+std::string detail::produce_stages(const ir::Kernel &k, const TargetSpec &target, int opt_level,
+                                   CompiledKernel &out) noexcept {
+    try {
+        try {
+            ir::verify_or_throw(k);
+        } catch (const CompileError &) {
+            return "verify";
+        }
+        auto t = detail::create_target(target);
+        if (!t) {
+            llvm::consumeError(t.takeError());
+            return "lower";
+        }
+        Want want;
+        want.llvm = want.llvm_opt = want.assembly = want.binary = true;
+        if (llvm::Error err = run_pipeline(k, **t, opt_level, want, out)) llvm::consumeError(std::move(err));
+    } catch (...) {
+        // Only what was produced matters here; the caller holds the original error.
+    }
+    if (out.llvm.empty()) return "lower";
+    if (out.llvm_opt.empty()) return "optimise";
+    if (out.assembly.empty() || out.binary.empty()) return "codegen";
+    return {};
+}
+
+CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
+                       const CompileOptions &options) {
+    check_opt_level(options.opt_level);
+    try {
+        return compile_stages(k, target, options);
+    } catch (const CompileError &e) {
+        if (detail::bundles_suppressed()) throw;
+        throw detail::bundle_compile_failure(e, k, target, options);
+    }
+}
+
 std::string emit(const ir::Kernel &k, const TargetSpec &target, Stage stage, int opt_level) {
     check_opt_level(opt_level);
-    if (dump_config().any()) {
+    if (dump_config().any() || dump_config().bundle) {
         // EMBER_DUMP asks for stages this call would not compute: take the full path, which dumps.
         CompileOptions o;
         o.opt_level = opt_level;

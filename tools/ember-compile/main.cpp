@@ -1,6 +1,7 @@
 /// \file
 /// ember-compile: reads kernels in textual IR and prints one stage of the pipeline for a target.
 #include "ember/Error.h"
+#include "ember/compiler/Bundle.h"
 #include "ember/compiler/Compiler.h"
 #include "ember/compiler/IRPrinter.h"
 #include "ember/compiler/Target.h"
@@ -18,6 +19,7 @@ namespace {
 constexpr const char *usage_text =
     R"(usage: ember-compile [FILE|-] --emit=STAGE [--target=SPEC] [-O0|-O1|-O2|-O3]
                      [-o FILE] [--kernel=NAME]
+       ember-compile --bundle DIR [--diff]
 
 Reads kernels in ember's textual IR from FILE (or stdin when FILE is '-' or missing) and writes
 one stage of the compilation pipeline for every kernel (or only NAME).
@@ -32,11 +34,16 @@ one stage of the compilation pipeline for every kernel (or only NAME).
   -O0 .. -O3      optimisation level (default -O3)
   -o FILE         write to FILE instead of stdout
   --kernel=NAME   only the kernel NAME
+  --bundle DIR    replay the repro bundle DIR (written on a CompileError or with
+                  EMBER_DUMP=bundle): compile its kernel.ir for its target and options
+                  through the same stages and say whether it fails the same way
+  --diff          with --bundle: compare each produced stage with the stored one
   --help          this text
 
 Text stages written to stdout start each kernel with a line
   // ----- kernel: NAME  target: SPEC  stage: STAGE -----
 which is left out with -o and for obj. Exit status: 0 success, 1 compile error, 2 usage error.
+With --bundle: 0 when the replay compiles, 1 when it fails (its error on stderr).
 )";
 
 struct UsageError {
@@ -51,6 +58,8 @@ struct Options {
     std::optional<std::string> output;
     std::optional<std::string> kernel;
     bool help = false;
+    std::optional<std::string> bundle;
+    bool diff = false;
 };
 
 Options parse_args(int argc, char **argv) {
@@ -78,6 +87,10 @@ Options parse_args(int argc, char **argv) {
             } catch (const ember::LogicError &e) {
                 throw UsageError{e.what()};
             }
+        } else if (auto v = value_of("--bundle")) {
+            o.bundle = *v;
+        } else if (arg == "--diff") {
+            o.diff = true;
         } else if (auto v = value_of("--kernel")) {
             o.kernel = *v;
         } else if (auto v = value_of("--output")) {
@@ -96,7 +109,10 @@ Options parse_args(int argc, char **argv) {
             have_input = true;
         }
     }
-    if (!o.help && !o.stage) throw UsageError{"missing --emit=STAGE"};
+    if (o.diff && !o.bundle) throw UsageError{"--diff needs --bundle DIR"};
+    if (o.bundle && (o.stage || have_input || o.kernel || o.output))
+        throw UsageError{"--bundle DIR takes no input file, --emit, --kernel or -o: the bundle holds them"};
+    if (!o.help && !o.stage && !o.bundle) throw UsageError{"missing --emit=STAGE"};
     return o;
 }
 
@@ -111,7 +127,52 @@ std::string read_input(const std::string &path) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+/// `--bundle DIR [--diff]`: replays a repro bundle ([Note] Repro bundles).
+int replay(const Options &o) {
+    const ember::BundleReplay r = ember::replay_bundle(*o.bundle);
+    const ember::ReproBundle &s = r.stored;
+    std::cout << "bundle: " << *o.bundle << "\n"
+              << "kernel: " << s.kernel_name << "  target: " << s.target.to_string()
+              << "  -O" << s.opt_level << "\n"
+              << "stored: "
+              << (s.failed_stage.empty() ? std::string("compiled") : "failed at " + s.failed_stage)
+              << "\n"
+              << "replay: "
+              << (r.produced.failed_stage.empty() ? std::string("compiled")
+                                                  : "failed at " + r.produced.failed_stage)
+              << "\n";
+    if (s.failed_stage == "load")
+        std::cout << "note: the stored failure is the driver's PTX JIT, which offline replay does "
+                     "not run; it compares the PTX instead\n";
+    std::cout << "reproduced: " << (r.reproduced ? "yes" : "no") << "\n";
+    if (o.diff) {
+        const std::pair<const char *, std::pair<const std::string *, const std::string *>> stages[] = {
+            {"llvm.ll", {&s.llvm, &r.produced.llvm}},
+            {"opt.ll", {&s.llvm_opt, &r.produced.llvm_opt}},
+            {s.target.arch == ember::Arch::NVPTX ? "kernel.ptx" : "kernel.s",
+             {&s.assembly, &r.produced.assembly}},
+        };
+        for (const auto &[name, texts] : stages) {
+            const std::string &stored = *texts.first, &produced = *texts.second;
+            const char *verdict = stored.empty() && produced.empty() ? "absent in both"
+                                  : stored.empty()                  ? "not stored"
+                                  : produced.empty()                ? "not produced"
+                                  : stored == produced              ? "same"
+                                                                    : "differs";
+            std::cout << "stage " << name << ": " << verdict << "\n";
+        }
+    }
+    std::cout.flush();
+    if (!r.produced.error.empty()) {
+        std::cerr << "ember-compile: error: " << r.produced.error;
+        if (r.produced.error.back() != '\n') std::cerr << "\n";
+        return 1;
+    }
+    return 0;
+}
+
 int run(const Options &o) {
+    if (o.bundle) return replay(o);
     const std::string filename = o.input == "-" ? "<stdin>" : o.input;
     ember::ir::Module module;
     try {
