@@ -7,6 +7,7 @@
 #include "ContextImpl.h"
 #include "Functions.h"
 
+#include "ember/compiler/Bundle.h"
 #include "ember/compiler/Compiler.h"
 
 #ifdef EMBER_WITH_CUDA_RUNTIME
@@ -189,6 +190,9 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     co.keep_ir = opts.dump_ir.enabled();
     co.keep_llvm_opt = opts.dump_llvm.enabled();
     co.keep_asm = opts.dump_asm.enabled();
+    // Repro bundles name the driver and device ([Note] Repro bundles).
+    const int driver = ctx->backend->driver_version();
+    detail::BundleScope bundle_scope(driver ? std::to_string(driver) : "", ctx->backend->name());
     fn->compiled = ember::compile(kernel->ir, ctx->backend->target(), co);
     fn->compile_seconds = fn->compiled.lower_seconds + fn->compiled.optimize_seconds +
                           fn->compiled.codegen_seconds;
@@ -196,7 +200,11 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     opts.dump_llvm.write(fn->compiled.llvm_opt);
     opts.dump_asm.write(fn->compiled.assembly);
     auto t0 = std::chrono::steady_clock::now();
-    fn->loaded = ctx->backend->load(fn->compiled);
+    try {
+        fn->loaded = ctx->backend->load(fn->compiled);
+    } catch (const CompileError &e) { // the driver's JIT refused the PTX
+        throw detail::bundle_load_failure(e, kernel->ir, fn->compiled, co);
+    }
     fn->load_seconds = seconds_since(t0);
     finish_function(*fn, opts);
     return fn;
