@@ -9,6 +9,8 @@
 /// `EMBER_DUMP=ir,llvm,llvm-opt,asm` (any subset) prints those stages of every compiled kernel to
 /// stderr, or writes them to `$EMBER_DUMP_DIR/<kernel>.<target>.<stage>` (':' in the target
 /// becomes '_', e.g. `scalar_add.nvptx_sm_90.asm`).
+/// `EMBER_DUMP=bundle` (alone or in the list) writes a repro bundle of every compiled kernel, and
+/// every CompileError of `compile` writes one ([Note] Repro bundles in Bundle.h).
 #ifndef EMBER_COMPILER_COMPILER_H
 #define EMBER_COMPILER_COMPILER_H
 
