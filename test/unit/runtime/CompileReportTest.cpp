@@ -298,6 +298,21 @@ TEST(CompileReportParser, ReadsPtxasDashVOutput) {
     EXPECT_EQ(p.spill_load_bytes, 12);
 }
 
+TEST(CompileReportParser, ReadsARealPtxasLogOfTheSpillingKernel) {
+    // `ptxas -v -arch=sm_90` (CUDA 13.0) on ember's PTX of report_spiller above, verbatim.
+    const char *log = "ptxas info    : 0 bytes gmem\n"
+                      "ptxas info    : Compiling entry function 'report_spiller' for 'sm_90'\n"
+                      "ptxas info    : Function properties for report_spiller\n"
+                      "    1456 bytes stack frame, 1432 bytes spill stores, 1432 bytes spill loads\n"
+                      "ptxas info    : Used 255 registers, used 1 barriers, 1456 bytes cumulative stack size\n"
+                      "ptxas info    : Compile time = 567.510 ms\n";
+    PtxasInfo p = parse_ptxas_info(log, "report_spiller");
+    EXPECT_EQ(p.registers, 255);
+    EXPECT_EQ(p.stack_frame_bytes, 1456);
+    EXPECT_EQ(p.spill_store_bytes, 1432);
+    EXPECT_EQ(p.spill_load_bytes, 1432);
+}
+
 TEST(CompileReportParser, UnknownKernelOrEmptyLogLeavesEverythingUnknown) {
     PtxasInfo none = parse_ptxas_info(kJitLog, "absent");
     EXPECT_EQ(none.registers, -1);
