@@ -50,6 +50,9 @@ struct DeviceLimits {
 class LoadedFunction {
 public:
     virtual ~LoadedFunction() = default;
+    /// The JIT's verbose info log from loading (CUDA: ptxas's "Used N registers", spill bytes;
+    /// read by CompileReport), empty where there is none.
+    std::string jit_info_log;
     /// [issue-4: modules] The device address and size in bytes of the module's global `symbol`
     /// (a constant array: CUDA's cuModuleGetGlobal, the JIT symbol on the CPU device), or {0, 0}
     /// when the module defines none of that name.

@@ -6,6 +6,7 @@
 #include "Backend.h"
 
 #include "ember/dsl/Kernel.h"
+#include "ember/runtime/CompileReport.h"
 
 #include <atomic>
 #include <map>
@@ -38,6 +39,9 @@ struct FunctionImpl : std::enable_shared_from_this<FunctionImpl> {
     std::unique_ptr<LoadedFunction> loaded;
     double compile_seconds = 0;
     double load_seconds = 0;
+    /// What compiling and loading produced and cost (record_report, CompileReport.cpp); the
+    /// compile cache sets report.cache_level for code it did not compile.
+    CompileReport report;
     /// The kernel's static shared memory (ir::static_shared_bytes).
     uint64_t static_shared_bytes = 0;
 

@@ -4,6 +4,7 @@
 
 #include "Backend.h"
 #include "BackendGraph.h"
+#include "CompileReportInternal.h"
 #include "ContextImpl.h"
 #include "Functions.h"
 
@@ -207,6 +208,7 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     }
     fn->load_seconds = seconds_since(t0);
     finish_function(*fn, opts);
+    record_report(*fn);
     return fn;
 }
 

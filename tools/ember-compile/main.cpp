@@ -1,11 +1,13 @@
 /// \file
-/// ember-compile: reads kernels in textual IR and prints one stage of the pipeline for a target.
+/// ember-compile: reads kernels in textual IR and prints one stage of the pipeline for a target
+/// (or for every target, --all-targets), and what compiling cost (--report).
 #include "ember/Error.h"
 #include "ember/compiler/Bundle.h"
 #include "ember/compiler/Compiler.h"
 #include "ember/compiler/IRPrinter.h"
 #include "ember/compiler/Target.h"
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -17,8 +19,8 @@
 namespace {
 
 constexpr const char *usage_text =
-    R"(usage: ember-compile [FILE|-] --emit=STAGE [--target=SPEC] [-O0|-O1|-O2|-O3]
-                     [-o FILE] [--kernel=NAME]
+    R"(usage: ember-compile [FILE|-] --emit=STAGE [--target=SPEC | --all-targets] [-O0|-O1|-O2|-O3]
+                     [-o FILE] [--kernel=NAME] [--report]
        ember-compile --bundle DIR [--diff]
 
 Reads kernels in ember's textual IR from FILE (or stdin when FILE is '-' or missing) and writes
@@ -31,6 +33,14 @@ one stage of the compilation pipeline for every kernel (or only NAME).
                   obj       the binary a runtime loads: PTX text (nvptx) or a relocatable
                             object (cpu); one kernel only
   --target=SPEC   nvptx:sm_90, cpu (the host, the default), cpu:<llvm cpu name>
+  --all-targets   every target ember has: nvptx:sm_70, nvptx:sm_80, nvptx:sm_90 and cpu (the
+                  host); with -o FILE, one file per target, the target (':' as '_') put before
+                  FILE's extension: -o k.s writes k.nvptx_sm_70.s, ..., k.cpu.s
+  --report        print a compile report of every kernel and target to stderr: the time of
+                  each stage (lower, optimise, codegen) and the sizes known without a device
+                  (static shared, local and constant bytes, binary size). Registers and spills
+                  are ptxas's, which runs when a driver loads the PTX: DeviceFunction::report()
+                  or EMBER_LOG=compile give them. --emit may be left out with --report.
   -O0 .. -O3      optimisation level (default -O3)
   -o FILE         write to FILE instead of stdout
   --kernel=NAME   only the kernel NAME
@@ -54,6 +64,9 @@ struct Options {
     std::string input = "-";
     std::optional<ember::Stage> stage;
     ember::TargetSpec target; // cpu
+    bool target_given = false;
+    bool all_targets = false;
+    bool report = false;
     int opt_level = 3;
     std::optional<std::string> output;
     std::optional<std::string> kernel;
@@ -84,6 +97,7 @@ Options parse_args(int argc, char **argv) {
         } else if (auto v = value_of("--target")) {
             try {
                 o.target = ember::TargetSpec::parse(*v);
+                o.target_given = true;
             } catch (const ember::LogicError &e) {
                 throw UsageError{e.what()};
             }
@@ -91,6 +105,10 @@ Options parse_args(int argc, char **argv) {
             o.bundle = *v;
         } else if (arg == "--diff") {
             o.diff = true;
+        } else if (arg == "--all-targets") {
+            o.all_targets = true;
+        } else if (arg == "--report") {
+            o.report = true;
         } else if (auto v = value_of("--kernel")) {
             o.kernel = *v;
         } else if (auto v = value_of("--output")) {
@@ -110,9 +128,12 @@ Options parse_args(int argc, char **argv) {
         }
     }
     if (o.diff && !o.bundle) throw UsageError{"--diff needs --bundle DIR"};
-    if (o.bundle && (o.stage || have_input || o.kernel || o.output))
-        throw UsageError{"--bundle DIR takes no input file, --emit, --kernel or -o: the bundle holds them"};
-    if (!o.help && !o.stage && !o.bundle) throw UsageError{"missing --emit=STAGE"};
+    if (o.bundle && (o.stage || have_input || o.kernel || o.output || o.all_targets || o.report))
+        throw UsageError{"--bundle DIR takes no input file, --emit, --kernel, -o, --all-targets or --report: the "
+                         "bundle holds them"};
+    if (!o.help && !o.stage && !o.bundle && !o.report) throw UsageError{"missing --emit=STAGE (or --report)"};
+    if (o.all_targets && o.target_given)
+        throw UsageError{"--all-targets and --target=SPEC exclude each other"};
     return o;
 }
 
@@ -171,6 +192,66 @@ int replay(const Options &o) {
     return 0;
 }
 
+/// The targets of --all-targets: every NVPTX generation ember supports, and the host.
+std::vector<ember::TargetSpec> every_target() {
+    std::vector<ember::TargetSpec> t;
+    for (const char *spec : {"nvptx:sm_70", "nvptx:sm_80", "nvptx:sm_90", "cpu"})
+        t.push_back(ember::TargetSpec::parse(spec));
+    return t;
+}
+
+/// `path` with `target` (':' as '_') before its extension: k.s -> k.nvptx_sm_90.s, k -> k.cpu.
+std::string path_for_target(const std::string &path, const ember::TargetSpec &target) {
+    std::string tag = target.to_string();
+    for (char &c : tag)
+        if (c == ':') c = '_';
+    size_t slash = path.find_last_of('/');
+    size_t dot = path.find_last_of('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
+        dot == (slash == std::string::npos ? 0 : slash + 1))
+        return path + "." + tag;
+    return path.substr(0, dot) + "." + tag + path.substr(dot);
+}
+
+std::string milliseconds(double seconds) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g ms", seconds * 1e3);
+    return buf;
+}
+
+/// The offline compile report of `k` for `target`: what is known without a driver.
+std::string report_line(const ember::ir::Kernel &k, const ember::TargetSpec &target, int opt_level) {
+    ember::CompileOptions co;
+    co.opt_level = opt_level;
+    ember::CompiledKernel c = ember::compile(k, target, co);
+    uint64_t const_bytes = 0;
+    for (const ember::ir::ConstantGlobal &g : c.constants) const_bytes += g.bytes;
+    double total = c.lower_seconds + c.optimize_seconds + c.codegen_seconds;
+    std::string s = "report: kernel '" + k.name + "' " + target.to_string() + ": shared " +
+                    std::to_string(ember::ir::static_shared_bytes(k)) + " B, local " +
+                    std::to_string(c.local_bytes) + " B, const " + std::to_string(const_bytes) +
+                    " B, binary " + std::to_string(c.binary.size()) + " B; lower " +
+                    milliseconds(c.lower_seconds) + ", optimise " + milliseconds(c.optimize_seconds) +
+                    ", codegen " + milliseconds(c.codegen_seconds) + ", total " + milliseconds(total) +
+                    "; ";
+    if (target.arch == ember::Arch::NVPTX)
+        s += "registers, spills: need a driver (ptxas runs when the PTX is loaded; run on a device: "
+             "DeviceFunction::report() or EMBER_LOG=compile)";
+    else
+        s += "registers, spills: n/a on the CPU";
+    return s;
+}
+
+bool write_file(const std::string &path, const std::string &bytes) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << bytes;
+    if (!f) {
+        std::cerr << "ember-compile: error: cannot write '" << path << "'\n";
+        return false;
+    }
+    return true;
+}
+
 int run(const Options &o) {
     if (o.bundle) return replay(o);
     const std::string filename = o.input == "-" ? "<stdin>" : o.input;
@@ -190,32 +271,43 @@ int run(const Options &o) {
                   << "\n";
         return 1;
     }
-    const bool binary = *o.stage == ember::Stage::Obj;
+    const std::vector<ember::TargetSpec> targets =
+        o.all_targets ? every_target() : std::vector<ember::TargetSpec>{o.target};
+    const bool binary = o.stage && *o.stage == ember::Stage::Obj;
     if (binary && kernels.size() != 1)
         throw UsageError{"--emit=obj writes exactly one kernel, but " + filename + " has " +
                          std::to_string(kernels.size()) + "; pick one with --kernel=NAME"};
+    if (binary && targets.size() > 1 && !o.output)
+        throw UsageError{"--emit=obj with --all-targets writes one file per target: give -o FILE"};
     const bool headers = !binary && !o.output;
 
     std::string out;
-    for (const ember::ir::Kernel *k : kernels) {
-        std::string text = ember::emit(*k, o.target, *o.stage, o.opt_level);
-        if (headers) {
-            out += "// ----- kernel: " + k->name + "  target: " + o.target.to_string() +
-                   "  stage: " + std::string(ember::to_string(*o.stage)) + " -----\n";
+    for (const ember::TargetSpec &target : targets) {
+        std::string target_out;
+        for (const ember::ir::Kernel *k : kernels) {
+            if (o.report) {
+                std::cerr << report_line(*k, target, o.opt_level) << "\n";
+                std::cerr.flush();
+            }
+            if (!o.stage) continue;
+            std::string text = ember::emit(*k, target, *o.stage, o.opt_level);
+            if (headers) {
+                target_out += "// ----- kernel: " + k->name + "  target: " + target.to_string() +
+                              "  stage: " + std::string(ember::to_string(*o.stage)) + " -----\n";
+            }
+            target_out += text;
+            if (!binary && !text.empty() && text.back() != '\n') target_out += "\n";
         }
-        out += text;
-        if (!binary && !text.empty() && text.back() != '\n') out += "\n";
+        if (!o.stage) continue;
+        if (o.output && o.all_targets) {
+            if (!write_file(path_for_target(*o.output, target), target_out)) return 1;
+        } else {
+            out += target_out;
+        }
     }
+    if (!o.stage || (o.output && o.all_targets)) return 0;
 
-    if (o.output) {
-        std::ofstream f(*o.output, std::ios::binary | std::ios::trunc);
-        f << out;
-        if (!f) {
-            std::cerr << "ember-compile: error: cannot write '" << *o.output << "'\n";
-            return 1;
-        }
-        return 0;
-    }
+    if (o.output) return write_file(*o.output, out) ? 0 : 1;
     std::cout.write(out.data(), static_cast<std::streamsize>(out.size()));
     std::cout.flush();
     return 0;

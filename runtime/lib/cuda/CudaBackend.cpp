@@ -1418,7 +1418,8 @@ public:
             reinterpret_cast<void *>(uintptr_t(info_log.size() - 1)),
             error_log.data(),
             reinterpret_cast<void *>(uintptr_t(error_log.size() - 1)),
-            reinterpret_cast<void *>(uintptr_t(0)),
+            // Verbose: ptxas writes "Used N registers" and spill bytes to the info log (CompileReport).
+            reinterpret_cast<void *>(uintptr_t(1)),
         };
         static_assert(std::size(options) == std::size(values));
         cu::CUmodule module = nullptr;
@@ -1432,6 +1433,7 @@ public:
 
         auto fn = std::make_unique<CudaFunction>(ctx_, module);
         fn->load_seconds = elapsed.count();
+        fn->jit_info_log = log_text(info_log);
         drv_.check(drv_.cuModuleGetFunction(&fn->function, module, k.entry_symbol.c_str()),
                    "cuModuleGetFunction",
                    "; the PTX of kernel '" + k.kernel_name + "' has no entry point '" +

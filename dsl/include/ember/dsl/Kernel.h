@@ -25,6 +25,9 @@ struct KernelInfo {
     std::vector<std::string> param_names;
     /// Unique per traced kernel in this process: keys per-context compile caches.
     uint64_t id = 0;
+    /// Seconds spent tracing the lambda into `ir` (and verifying it): the "trace" stage of
+    /// CompileReport.
+    double trace_seconds = 0;
 };
 
 template <class F> struct lambda_traits : lambda_traits<decltype(&F::operator())> {};

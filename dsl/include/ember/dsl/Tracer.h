@@ -31,6 +31,7 @@
 #include "ember/Error.h"
 #include "ember/compiler/IR.h"
 
+#include <chrono>
 #include <cstdint>
 #include <source_location>
 #include <string>
@@ -43,9 +44,12 @@ namespace ember::detail {
 class Builder {
 public:
     Builder(std::string kernel_name, uint32_t id, bool is_function = false)
-        : kernel_name_(std::move(kernel_name)), id_(id), is_function_(is_function) {}
+        : kernel_name_(std::move(kernel_name)), id_(id), is_function_(is_function),
+          start_(std::chrono::steady_clock::now()) {}
 
     const std::string &kernel_name() const { return kernel_name_; }
+    /// When tracing began (KernelInfo::trace_seconds is measured from it).
+    std::chrono::steady_clock::time_point start_time() const { return start_; }
     uint32_t id() const { return id_; }
     /// Whether this traces a device function (else a kernel).
     bool is_function() const { return is_function_; }
@@ -94,6 +98,7 @@ private:
     std::string kernel_name_;
     uint32_t id_;
     bool is_function_;
+    std::chrono::steady_clock::time_point start_;
     std::vector<std::vector<ir::Stmt>> blocks_;
     std::vector<Divergence> divergence_; ///< construct == nullptr: a uniform construct
     std::unordered_set<const ir::Variable *> thread_dependent_vars_;

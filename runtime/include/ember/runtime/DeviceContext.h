@@ -6,6 +6,7 @@
 
 #include "ember/dsl/Kernel.h"
 #include "ember/runtime/Buffer.h"
+#include "ember/runtime/CompileReport.h"
 #include "ember/runtime/DeviceAttribute.h"
 #include "ember/runtime/ConstantMemory.h"
 #include "ember/runtime/DevicePassable.h"
@@ -337,6 +338,8 @@ public:
     /// Seconds spent compiling (lowering + optimisation + code generation) and loading.
     double compile_seconds() const;
     double load_seconds() const;
+    /// Resources and stage times of this kernel on this target ([Note] Compile reports).
+    CompileReport report() const;
     /// The kernel's constant array `name` (`constant_array<T, N>(name)`) in this context, to copy
     /// to and from with enqueue_copy (PyCUDA's get_global). LogicError listing the kernel's
     /// constant arrays when it has none of that name.
@@ -353,6 +356,7 @@ const std::string &function_name(const FunctionImpl &fn);
 std::string function_assembly(const FunctionImpl &fn);
 double function_compile_seconds(const FunctionImpl &fn);
 double function_load_seconds(const FunctionImpl &fn);
+CompileReport function_report(const FunctionImpl &fn);
 } // namespace detail
 
 template <class... P> const std::string &DeviceFunction<P...>::name() const {
@@ -366,6 +370,9 @@ template <class... P> double DeviceFunction<P...>::compile_seconds() const {
 }
 template <class... P> double DeviceFunction<P...>::load_seconds() const {
     return detail::function_load_seconds(*impl_);
+}
+template <class... P> CompileReport DeviceFunction<P...>::report() const {
+    return detail::function_report(*impl_);
 }
 
 /// How an event is made (PyCUDA's event_flags, CUevent_flags); combine with `|`.

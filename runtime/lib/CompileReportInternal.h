@@ -1,0 +1,20 @@
+/// \file
+/// Filling a function's CompileReport (internal; runtime/lib/CompileReport.cpp).
+#ifndef EMBER_RUNTIME_COMPILEREPORTINTERNAL_H
+#define EMBER_RUNTIME_COMPILEREPORTINTERNAL_H
+
+#include "ember/runtime/CompileReport.h"
+
+namespace ember::detail {
+
+struct FunctionImpl;
+
+/// The report of `fn` as it stands (attributes asked of the back end, stage times, JIT log).
+CompileReport build_report(FunctionImpl &fn);
+/// After `fn` is compiled and loaded: stores build_report(fn) in fn.report (keeping its
+/// cache_level) and prints it when EMBER_LOG=compile is on.
+void record_report(FunctionImpl &fn);
+
+} // namespace ember::detail
+
+#endif // EMBER_RUNTIME_COMPILEREPORTINTERNAL_H
