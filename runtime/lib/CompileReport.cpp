@@ -9,6 +9,7 @@
 #include "ember/compiler/Log.h"
 #include "ember/runtime/DeviceContext.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 

@@ -63,9 +63,10 @@ struct CompileReport {
     }
 };
 
-/// One line, e.g. "kernel 'saxpy' nvptx:sm_90 (compiled): 16 registers, spill 0/0 bytes, shared 0
-/// B, local 0 B, const 0 B, max 1024 threads/block; trace 0.05 ms, lower 0.3 ms, optimise 1.2 ms,
-/// codegen 0.8 ms, load 58 ms, total 60.3 ms". Unknown values print "n/a".
+/// One line, e.g. "kernel 'saxpy' nvptx:sm_90 (compiled): 16 registers, spill stores 0 B, spill
+/// loads 0 B, stack frame 0 B, shared 0 B, local 0 B, const 0 B, max 1024 threads/block; trace
+/// 0.05 ms, lower 0.3 ms, optimise 1.2 ms, codegen 0.8 ms, load 58 ms, total 60.3 ms". Unknown
+/// values print "n/a" (the stack frame is left out when unknown).
 std::string to_string(const CompileReport &r);
 
 /// What ptxas's verbose info log says of one kernel. Fields stay -1 when the log does not say.
