@@ -266,8 +266,8 @@ struct ListedEntry {
     struct timespec mtime;
 };
 
-/// The entries of `dir`, removing stale temporary files on the way.
-std::vector<ListedEntry> list_entries(const std::filesystem::path &dir) {
+/// The entries of `dir`; with `clean`, removes stale temporary files on the way.
+std::vector<ListedEntry> list_entries(const std::filesystem::path &dir, bool clean) {
     std::vector<ListedEntry> out;
     DIR *d = ::opendir(dir.c_str());
     if (!d)
@@ -284,7 +284,7 @@ std::vector<ListedEntry> list_entries(const std::filesystem::path &dir) {
         if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue; // vanished (another process evicted it) or not ours
         if (temp) {
-            if (now - st.st_mtim.tv_sec > kStaleTempSeconds)
+            if (clean && now - st.st_mtim.tv_sec > kStaleTempSeconds)
                 ::unlinkat(dfd, e->d_name, 0);
             continue;
         }
@@ -535,13 +535,13 @@ void DiskCache::store(std::string_view key, std::string_view kind, std::string_v
 
 uint64_t DiskCache::size_bytes() const {
     uint64_t total = 0;
-    for (const ListedEntry &e : list_entries(dir_))
+    for (const ListedEntry &e : list_entries(dir_, false))
         total += e.size;
     return total;
 }
 
 void DiskCache::evict(const std::string &keep) {
-    std::vector<ListedEntry> entries = list_entries(dir_);
+    std::vector<ListedEntry> entries = list_entries(dir_, true);
     uint64_t total = 0;
     for (const ListedEntry &e : entries)
         total += e.size;
