@@ -155,22 +155,6 @@ int make_directories(const std::filesystem::path &dir) {
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
-/// Reads the whole of `fd` (whose size is `size`) into `out`; false on a read error or when the
-/// file turned out shorter.
-bool read_all(int fd, std::string &out, size_t size) {
-    out.resize(size);
-    size_t done = 0;
-    while (done < size) {
-        ssize_t n = ::read(fd, out.data() + done, size - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        done += static_cast<size_t>(n);
-    }
-    return true;
-}
-
 bool write_all(int fd, const char *p, size_t size) {
     while (size > 0) {
         ssize_t n = ::write(fd, p, size);
@@ -217,45 +201,69 @@ std::string header_for(std::string_view key, std::string_view kind, std::string_
     return h;
 }
 
-/// What is wrong with `bytes` as the entry (key, kind), or empty when it is whole.
-std::string check_entry(const std::string &bytes, std::string_view key, std::string_view kind) {
-    const size_t fixed = DiskCache::kHeaderFixedBytes;
-    if (bytes.size() < fixed) {
-        if (bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
-            return "not an ember cache entry (wrong magic)";
-        return "truncated header (" + std::to_string(bytes.size()) + " of " +
-               std::to_string(fixed) + "+ bytes)";
+/// Reads `size` bytes at `offset` of `fd` into `out`; false on an error or a short file.
+bool read_at(int fd, std::string &out, size_t size, uint64_t offset) {
+    out.resize(size);
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = ::pread(fd, out.data() + done, size - done, static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        done += static_cast<size_t>(n);
     }
-    const auto *p = reinterpret_cast<const unsigned char *>(bytes.data());
-    if (std::memcmp(p, kMagic, sizeof kMagic) != 0 || p[7] != 0)
+    return true;
+}
+
+/// Reads the entry (key, kind) from `fd`, a file of `size` bytes, checking every field before it
+/// trusts it (a foreign file of gigabytes costs one read of 40 bytes). Returns what is wrong, or
+/// empty with the payload in `payload`.
+std::string read_entry(int fd, uint64_t size, std::string_view key, std::string_view kind,
+                       std::string &payload) {
+    const size_t fixed = DiskCache::kHeaderFixedBytes;
+    std::string head;
+    if (!read_at(fd, head, static_cast<size_t>(std::min<uint64_t>(size, fixed)), 0))
+        return "cannot read the header (the file changed while being read?)";
+    const auto *p = reinterpret_cast<const unsigned char *>(head.data());
+    if (head.size() >= sizeof kMagic && std::memcmp(p, kMagic, sizeof kMagic) != 0)
+        return "not an ember cache entry (wrong magic)";
+    if (head.size() < fixed)
+        return "truncated header (" + std::to_string(head.size()) + " of at least " +
+               std::to_string(fixed) + " bytes)";
+    if (p[7] != 0)
         return "not an ember cache entry (wrong magic)";
     uint64_t version = get_le(p + 8, 4);
     if (version != DiskCache::kFormatVersion)
         return "format version " + std::to_string(version) + ", expected " +
                std::to_string(DiskCache::kFormatVersion);
     size_t kind_len = get_le(p + 12, 2), key_len = get_le(p + 14, 2);
-    uint64_t payload_size = get_le(p + 16, 8);
-    if (bytes.size() < fixed + kind_len + key_len)
-        return "truncated header (" + std::to_string(bytes.size()) + " of " +
-               std::to_string(fixed + kind_len + key_len) + " bytes)";
-    std::string covered = bytes.substr(0, 32) + bytes.substr(fixed, kind_len + key_len);
-    if (checksum64(covered) != get_le(p + 32, 8))
+    uint64_t payload_size = get_le(p + 16, 8), payload_sum = get_le(p + 24, 8);
+    uint64_t header_size = fixed + kind_len + key_len;
+    if (size < header_size)
+        return "truncated header (" + std::to_string(size) + " of " + std::to_string(header_size) +
+               " bytes)";
+    std::string names;
+    if (!read_at(fd, names, kind_len + key_len, fixed))
+        return "cannot read the header (the file changed while being read?)";
+    if (checksum64(head.substr(0, 32) + names) != get_le(p + 32, 8))
         return "header checksum mismatch";
-    std::string_view stored_kind(bytes.data() + fixed, kind_len);
-    std::string_view stored_key(bytes.data() + fixed + kind_len, key_len);
+    std::string_view stored_kind = std::string_view(names).substr(0, kind_len);
+    std::string_view stored_key = std::string_view(names).substr(kind_len);
     if (stored_kind != kind)
         return "holds kind '" + std::string(stored_kind) + "', expected '" + std::string(kind) + "'";
     if (stored_key != key)
         return "holds key '" + std::string(stored_key) + "', expected '" + std::string(key) + "'";
-    size_t start = fixed + kind_len + key_len;
-    uint64_t have = bytes.size() - start;
+    uint64_t have = size - header_size;
     if (have < payload_size)
         return "truncated payload (" + std::to_string(have) + " of " +
                std::to_string(payload_size) + " bytes)";
     if (have > payload_size)
         return std::to_string(have - payload_size) + " bytes after the payload of " +
                std::to_string(payload_size) + " bytes";
-    if (checksum64(std::string_view(bytes).substr(start)) != get_le(p + 24, 8))
+    if (!read_at(fd, payload, static_cast<size_t>(payload_size), header_size))
+        return "cannot read the payload of " + std::to_string(payload_size) + " bytes";
+    if (checksum64(payload) != payload_sum)
         return "payload checksum mismatch";
     return {};
 }
@@ -463,21 +471,17 @@ std::optional<std::string> DiskCache::load(std::string_view key, std::string_vie
         return std::nullopt;
     }
     struct stat st;
-    std::string bytes, problem;
+    std::string payload, problem;
     if (::fstat(fd, &st) != 0)
         problem = "cannot stat: " + errno_text(errno);
     else if (!S_ISREG(st.st_mode))
         problem = "not a regular file";
-    else if (!read_all(fd, bytes, static_cast<size_t>(st.st_size)))
-        problem = "cannot read " + std::to_string(st.st_size) + " bytes";
     else
-        problem = check_entry(bytes, key, kind);
+        problem = read_entry(fd, static_cast<uint64_t>(st.st_size), key, kind, payload);
     if (problem.empty()) {
         ::futimens(fd, nullptr); // recency for eviction; failure only costs LRU accuracy
         ::close(fd);
-        std::string_view all(bytes);
-        size_t start = kHeaderFixedBytes + kind.size() + key.size();
-        return std::string(all.substr(start));
+        return payload;
     }
     warn_bad_entry(file, problem);
     // Remove the bad file, unless another process has meanwhile renamed a good entry over it.
