@@ -444,8 +444,9 @@ std::unique_ptr<DiskCache> DiskCache::from_environment() {
 }
 
 DiskCache *DiskCache::instance() {
-    static std::unique_ptr<DiskCache> cache = from_environment();
-    return cache.get();
+    // Never destroyed: a compile on another thread during exit may still use it.
+    static DiskCache *cache = from_environment().release();
+    return cache;
 }
 
 std::filesystem::path DiskCache::entry_path(std::string_view key, std::string_view kind) const {
