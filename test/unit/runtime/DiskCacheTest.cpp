@@ -222,6 +222,18 @@ TEST_F(DiskCacheTest, ForeignFileWithTheEntrysName) {
     expect_recovers(dir_, "wrong magic", [](const fs::path &f) { write_file(f, "ELF\x7f..."); });
 }
 
+TEST_F(DiskCacheTest, FifoWithTheEntrysNameIsAMissNotAHang) {
+    DiskCache cache(dir_, uint64_t(1) << 30);
+    fs::path file = cache.entry_path("fifo", "ptx");
+    ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(cache.load("fifo", "ptx"), std::nullopt);
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(file.string() + ": not a regular file; recompiling"), std::string::npos) << err;
+    cache.store("fifo", "ptx", "bytes"); // the rename replaces the FIFO
+    EXPECT_EQ(cache.load("fifo", "ptx"), "bytes");
+}
+
 TEST_F(DiskCacheTest, KeyAndKindValidation) {
     DiskCache cache(dir_, uint64_t(1) << 30);
     const std::string bad_keys[] = {"", "a.b", "a/b", "../x", "a b", "k\n", std::string(161, 'a'),
