@@ -19,6 +19,13 @@
 
 namespace ember::detail {
 
+std::string key_digest(const CacheKey &key) {
+    std::string text = "ember-cache\nir=" + key.ir + "\ntarget=" + key.target + "\noptions=" + key.options +
+                       "\nember=" + key.ember_version + "\nllvm=" + key.llvm_version + "\n";
+    if (!key.driver.empty() || !key.arch.empty()) text += "driver=" + key.driver + "\narch=" + key.arch + "\n";
+    return sha256_hex(text);
+}
+
 CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options) {
     CacheKey key;
     key.ir = ir::content_hash(k);
@@ -26,8 +33,7 @@ CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const Com
     key.options = "O" + std::to_string(options.opt_level);
     key.ember_version = ember_version() + "+f" + std::to_string(kCacheFormatVersion);
     key.llvm_version = llvm_version();
-    key.digest = sha256_hex("ember-cache\nir=" + key.ir + "\ntarget=" + key.target + "\noptions=" + key.options +
-                            "\nember=" + key.ember_version + "\nllvm=" + key.llvm_version + "\n");
+    key.digest = key_digest(key);
     return key;
 }
 
@@ -35,7 +41,7 @@ CacheKey make_cubin_key(const CacheKey &base, std::string_view driver, std::stri
     CacheKey key = base;
     key.driver = driver;
     key.arch = arch;
-    key.digest = sha256_hex("ember-cubin\nbase=" + base.digest + "\ndriver=" + key.driver + "\narch=" + key.arch + "\n");
+    key.digest = key_digest(key);
     return key;
 }
 

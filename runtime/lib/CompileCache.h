@@ -63,6 +63,8 @@ struct CacheKey {
     std::string short_digest() const { return digest.substr(0, 12); }
 };
 
+/// SHA-256 over every component of `key` (what CacheKey::digest holds).
+std::string key_digest(const CacheKey &key);
 /// The key of `k` compiled for `target` with `options`.
 CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options);
 /// `base` plus the driver version and device arch of a cubin.
