@@ -444,8 +444,9 @@ std::unique_ptr<DiskCache> DiskCache::from_environment() {
 }
 
 DiskCache *DiskCache::instance() {
-    static std::unique_ptr<DiskCache> cache = from_environment();
-    return cache.get();
+    // Never destroyed: a compile on another thread during exit may still use it.
+    static DiskCache *cache = from_environment().release();
+    return cache;
 }
 
 std::filesystem::path DiskCache::entry_path(std::string_view key, std::string_view kind) const {
@@ -463,16 +464,19 @@ std::filesystem::path DiskCache::entry_path(std::string_view key, std::string_vi
 
 std::optional<std::string> DiskCache::load(std::string_view key, std::string_view kind) {
     std::filesystem::path file = entry_path(key, kind);
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    // O_NONBLOCK: a FIFO under the entry's name must not hang the load (it is then "not a regular
+    // file"); regular files ignore the flag.
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         if (errno != ENOENT && errno != ENOTDIR)
             warn_line("ember: cache: " + file.string() + ": cannot open: " + errno_text(errno) +
                       "; recompiling");
         return std::nullopt;
     }
-    struct stat st;
+    struct stat st {};
     std::string payload, problem;
-    if (::fstat(fd, &st) != 0)
+    bool stated = ::fstat(fd, &st) == 0;
+    if (!stated)
         problem = "cannot stat: " + errno_text(errno);
     else if (!S_ISREG(st.st_mode))
         problem = "not a regular file";
@@ -486,7 +490,8 @@ std::optional<std::string> DiskCache::load(std::string_view key, std::string_vie
     warn_bad_entry(file, problem);
     // Remove the bad file, unless another process has meanwhile renamed a good entry over it.
     struct stat now;
-    if (::stat(file.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+    if (stated && ::stat(file.c_str(), &now) == 0 && now.st_ino == st.st_ino &&
+        now.st_dev == st.st_dev)
         ::unlink(file.c_str());
     ::close(fd);
     return std::nullopt;

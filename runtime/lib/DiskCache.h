@@ -93,7 +93,7 @@ private:
 std::optional<uint64_t> parse_byte_size(std::string_view text);
 
 /// The checksum of entry payloads: XXH64 with seed 0 (the algorithm of xxHash, written here: no
-/// dependency). Eight bytes at a time, so a cubin of 10 KB costs about a microsecond.
+/// dependency). Eight bytes at a time: a cubin of 10 KB costs about 2 µs.
 uint64_t checksum64(std::string_view bytes) noexcept;
 
 } // namespace ember::detail

@@ -222,6 +222,18 @@ TEST_F(DiskCacheTest, ForeignFileWithTheEntrysName) {
     expect_recovers(dir_, "wrong magic", [](const fs::path &f) { write_file(f, "ELF\x7f..."); });
 }
 
+TEST_F(DiskCacheTest, FifoWithTheEntrysNameIsAMissNotAHang) {
+    DiskCache cache(dir_, uint64_t(1) << 30);
+    fs::path file = cache.entry_path("fifo", "ptx");
+    ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(cache.load("fifo", "ptx"), std::nullopt);
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(file.string() + ": not a regular file; recompiling"), std::string::npos) << err;
+    cache.store("fifo", "ptx", "bytes"); // the rename replaces the FIFO
+    EXPECT_EQ(cache.load("fifo", "ptx"), "bytes");
+}
+
 TEST_F(DiskCacheTest, KeyAndKindValidation) {
     DiskCache cache(dir_, uint64_t(1) << 30);
     const std::string bad_keys[] = {"", "a.b", "a/b", "../x", "a b", "k\n", std::string(161, 'a'),
@@ -522,6 +534,54 @@ TEST_F(DiskCacheEnvTest, MaxBytes) {
             << err;
         EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
     }
+}
+
+} // namespace
+} // namespace ember::detail
+
+namespace ember::detail {
+namespace {
+
+// instance() is configured once per process, so each case runs in a fresh process (a death test
+// of the "threadsafe" style re-executes the test binary).
+int instance_from_threads(const std::filesystem::path &expected_dir) {
+    std::vector<std::thread> threads;
+    std::vector<DiskCache *> seen(8, nullptr);
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&seen, t] { seen[t] = DiskCache::instance(); });
+    for (auto &th : threads)
+        th.join();
+    for (DiskCache *c : seen)
+        if (c != seen[0])
+            return 1;
+    if (expected_dir.empty())
+        return seen[0] == nullptr ? 0 : 2;
+    if (!seen[0] || seen[0]->directory() != expected_dir || seen[0]->max_bytes() != (3u << 20))
+        return 3;
+    seen[0]->store("abc", "ptx", "payload");
+    return seen[0]->load("abc", "ptx") == "payload" ? 0 : 4;
+}
+
+TEST_F(DiskCacheEnvTest, InstanceIsConfiguredOnceFromTheEnvironment) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(
+        {
+            ::setenv("EMBER_CACHE_DIR", dir_.c_str(), 1);
+            ::setenv("EMBER_CACHE_MAX_BYTES", "3M", 1);
+            int rc = instance_from_threads(dir_);
+            std::filesystem::remove_all(root_); // this process's own fixture directory
+            std::exit(rc);
+        },
+        ::testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(
+        {
+            ::setenv("EMBER_CACHE_DIR", dir_.c_str(), 1);
+            ::setenv("EMBER_DISABLE_CACHE", "1", 1);
+            int rc = instance_from_threads({});
+            std::filesystem::remove_all(root_);
+            std::exit(rc);
+        },
+        ::testing::ExitedWithCode(0), "");
 }
 
 } // namespace
