@@ -35,6 +35,7 @@ test: build
 
 bench: build
 	$(BUILD)/bench/first_launch
+	$(BUILD)/bench/compile_cache
 
 clean:
 	rm -rf $(BUILD)

@@ -436,4 +436,9 @@ std::string emit(const ir::Kernel &k, const TargetSpec &target, Stage stage, int
     EMBER_UNREACHABLE("unhandled Stage");
 }
 
+namespace detail {
+/// For compiled_from_binary (CacheSupport.cpp).
+uint64_t kernel_local_bytes(const ir::Kernel &k) { return local_bytes_of(k); }
+} // namespace detail
+
 } // namespace ember

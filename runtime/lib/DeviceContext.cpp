@@ -5,6 +5,7 @@
 #include "Backend.h"
 #include "BackendGraph.h"
 #include "CompileReportInternal.h"
+#include "CompileCache.h"
 #include "ContextImpl.h"
 #include "Functions.h"
 
@@ -194,7 +195,13 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     // Repro bundles name the driver and device ([Note] Repro bundles).
     const int driver = ctx->backend->driver_version();
     detail::BundleScope bundle_scope(driver ? std::to_string(driver) : "", ctx->backend->name());
-    fn->compiled = ember::compile(kernel->ir, ctx->backend->target(), co);
+    const char *level = "compiled";
+    fn->compiled = *CompileCache::instance().get(*kernel, ctx->backend->target(), co, &level);
+    if (std::string_view(level) != "compiled") {
+        // Nothing was compiled now: the report's stages (and compile_seconds) are this process's.
+        fn->compiled.lower_seconds = fn->compiled.optimize_seconds = fn->compiled.codegen_seconds = 0;
+        fn->report.cache_level = level;
+    }
     fn->compile_seconds = fn->compiled.lower_seconds + fn->compiled.optimize_seconds +
                           fn->compiled.codegen_seconds;
     opts.dump_ir.write(fn->compiled.ir);
@@ -220,6 +227,45 @@ std::shared_ptr<FunctionImpl> compile_cached(const std::shared_ptr<ContextImpl> 
     std::shared_ptr<FunctionImpl> fn = compile(ctx, kernel, {});
     ctx->cache.emplace(kernel->id, fn);
     return fn;
+}
+
+namespace {
+/// The launch slots of one KernelInfo (KernelInfo::launch_slot_storage): one per context, never
+/// freed before the KernelInfo ([Note] Launch slot).
+struct LaunchSlots {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<LaunchSlot>> slots;
+};
+std::mutex launch_slot_storage_mutex;
+} // namespace
+
+FunctionImpl *compile_cached_slow(const std::shared_ptr<ContextImpl> &ctx,
+                                  const std::shared_ptr<const KernelInfo> &kernel) {
+    std::shared_ptr<FunctionImpl> fn = compile_cached(ctx, kernel);
+    std::shared_ptr<LaunchSlots> storage;
+    {
+        std::lock_guard<std::mutex> lock(launch_slot_storage_mutex);
+        if (!kernel->launch_slot_storage) kernel->launch_slot_storage = std::make_shared<LaunchSlots>();
+        storage = std::static_pointer_cast<LaunchSlots>(kernel->launch_slot_storage);
+    }
+    std::lock_guard<std::mutex> lock(storage->mutex);
+    const LaunchSlot *slot = nullptr;
+    for (const std::unique_ptr<LaunchSlot> &s : storage->slots) {
+        if (s->context == ctx.get() && !s->context_alive.expired() && s->function == fn.get()) {
+            slot = s.get();
+            break;
+        }
+    }
+    if (!slot) {
+        auto s = std::make_unique<LaunchSlot>();
+        s->context = ctx.get();
+        s->context_alive = std::shared_ptr<const void>(ctx);
+        s->function = fn.get();
+        slot = s.get();
+        storage->slots.push_back(std::move(s));
+    }
+    kernel->launch_slot.store(slot, std::memory_order_release);
+    return fn.get(); // owned by ctx->cache for as long as the context lives
 }
 
 void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const LaunchRequest &req, void **args,
@@ -286,6 +332,7 @@ void throw_missing_dims(const FunctionImpl &fn, bool has_grid, bool has_block) {
 }
 
 ContextImpl &stream_context(const StreamImpl &s) { return *s.context; }
+const std::shared_ptr<ContextImpl> &stream_context_ptr(const StreamImpl &s) { return s.context; }
 
 const std::string &function_name(const FunctionImpl &fn) { return fn.kernel->ir.name; }
 double function_compile_seconds(const FunctionImpl &fn) { return fn.compile_seconds; }

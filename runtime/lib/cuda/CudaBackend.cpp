@@ -14,6 +14,8 @@
 #include "cuda/CudaMemset.h"
 
 #include "BackendGraph.h"
+#include "CompileCache.h"
+#include "ember/compiler/CacheSupport.h"
 
 #include "ember/Error.h"
 
@@ -28,6 +30,7 @@
 #include <iterator>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -1407,6 +1410,11 @@ public:
                              k.target.to_string() + ", but " + ctx_->where() + " needs " +
                              target_.to_string());
         ScopedCurrent current(*ctx_);
+        // The compile cache's cubin level ([Note] Compile cache): a cubin for this device linked
+        // from the same PTX by the same driver is loaded without the PTX JIT; on a miss the PTX
+        // is linked into a cubin (the JIT runs once), stored, and loaded. Any failure of this
+        // path falls back to loading the PTX below, which reports errors with the JIT log.
+        if (std::unique_ptr<LoadedFunction> fn = load_through_cubin(k)) return fn;
         std::string info_log(jit_log_bytes, '\0'), error_log(jit_log_bytes, '\0');
         cu::CUjit_option options[] = {
             cu::CU_JIT_INFO_LOG_BUFFER,  cu::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
@@ -1442,6 +1450,60 @@ public:
     }
 
 private:
+    /// The cubin path of load(); null when the disk cache or the linker is unavailable or any
+    /// step fails (the caller then loads the PTX). The current context is set.
+    std::unique_ptr<LoadedFunction> load_through_cubin(const CompiledKernel &k) {
+        detail::CompileCache &cache = detail::CompileCache::instance();
+        if (!cache.disk() || !drv_.cuLinkCreate || !drv_.cuLinkAddData || !drv_.cuLinkComplete ||
+            !drv_.cuLinkDestroy)
+            return nullptr;
+        detail::CacheKey ptx;
+        ptx.ir = sha256_hex(k.binary); // the PTX decides the cubin, with the driver and the arch
+        ptx.target = k.target.to_string();
+        ptx.options = "cubin";
+        ptx.ember_version = ember_version() + "+f" + std::to_string(detail::kCacheFormatVersion);
+        ptx.llvm_version = llvm_version();
+        const detail::CacheKey key =
+            detail::make_cubin_key(ptx, std::to_string(drv_.version()), target_.cpu);
+        auto start = std::chrono::steady_clock::now();
+        std::optional<std::string> cubin = cache.load_cubin(key, k.kernel_name);
+        if (!cubin) {
+            cubin = link_cubin(k);
+            if (!cubin) return nullptr;
+            cache.store_cubin(key, *cubin);
+        }
+        cu::CUmodule module = nullptr;
+        if (drv_.cuModuleLoadDataEx(&module, cubin->data(), 0, nullptr, nullptr) != cu::CUDA_SUCCESS)
+            return nullptr;
+        std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+        auto fn = std::make_unique<CudaFunction>(ctx_, module); // unloads the module if we throw
+        fn->load_seconds = elapsed.count();
+        drv_.check(drv_.cuModuleGetFunction(&fn->function, module, k.entry_symbol.c_str()),
+                   "cuModuleGetFunction",
+                   "; the cubin of kernel '" + k.kernel_name + "' has no entry point '" + k.entry_symbol + "'");
+        return fn;
+    }
+
+    /// Links the PTX of `k` into a cubin for the current context's device (cuLink*); nullopt on
+    /// any failure.
+    std::optional<std::string> link_cubin(const CompiledKernel &k) {
+        cu::CUlinkState state = nullptr;
+        if (drv_.cuLinkCreate(0, nullptr, nullptr, &state) != cu::CUDA_SUCCESS || !state) return std::nullopt;
+        std::optional<std::string> out;
+        // Size including the terminating NUL, as the CUDA samples (ptxjit) pass it.
+        if (drv_.cuLinkAddData(state, cu::CU_JIT_INPUT_PTX, const_cast<char *>(k.binary.c_str()),
+                               k.binary.size() + 1, k.kernel_name.c_str(), 0, nullptr,
+                               nullptr) == cu::CUDA_SUCCESS) {
+            void *image = nullptr;
+            size_t size = 0;
+            // The image belongs to the link state: copy it before cuLinkDestroy.
+            if (drv_.cuLinkComplete(state, &image, &size) == cu::CUDA_SUCCESS && image && size)
+                out.emplace(static_cast<const char *>(image), size);
+        }
+        drv_.cuLinkDestroy(state);
+        return out;
+    }
+
     cu::CUstream default_handle() const { return static_cast<CudaStream &>(*default_stream_).handle(); }
 
     /// Makes the default stream wait for the current end of every live user stream, so that a

@@ -346,6 +346,11 @@ void CudaDriver::load() noexcept {
         // Memory pools (CUDA 11.2+): only for peer access to pooled allocations.
         sym(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", false);
         sym(cuMemPoolSetAccess, "cuMemPoolSetAccess", false);
+        // The linker (compile cache cubins): optional.
+        sym(cuLinkCreate, "cuLinkCreate_v2", false);
+        sym(cuLinkAddData, "cuLinkAddData_v2", false);
+        sym(cuLinkComplete, "cuLinkComplete", false);
+        sym(cuLinkDestroy, "cuLinkDestroy", false);
 
         // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
         sym(cuFuncGetAttribute, "cuFuncGetAttribute", true);

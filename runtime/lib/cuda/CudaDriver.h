@@ -52,6 +52,11 @@ using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
 using CUdevice_attribute = int;
 using CUjit_option = int;
+struct CUlinkState_st;
+using CUlinkState = CUlinkState_st *;
+using CUjitInputType = int;
+/// CUjitInputType: PTX source.
+inline constexpr CUjitInputType CU_JIT_INPUT_PTX = 1;
 
 enum : CUresult {
     CUDA_SUCCESS = 0,
@@ -430,6 +435,15 @@ public:
     cu::CUresult (*cuMemAllocAsync)(cu::CUdeviceptr *p, size_t bytes,
                                     cu::CUstream stream) = nullptr;
     cu::CUresult (*cuMemFreeAsync)(cu::CUdeviceptr p, cu::CUstream stream) = nullptr;
+    // The driver's linker (issue 5: a cubin for the exact device, stored in the compile cache so
+    // that a warm process skips the PTX JIT). Optional: without it the cubin level is off.
+    cu::CUresult (*cuLinkCreate)(unsigned n, cu::CUjit_option *options, void **values,
+                                 cu::CUlinkState *state) = nullptr;
+    cu::CUresult (*cuLinkAddData)(cu::CUlinkState state, cu::CUjitInputType type, void *data, size_t size,
+                                  const char *name, unsigned n, cu::CUjit_option *options,
+                                  void **values) = nullptr;
+    cu::CUresult (*cuLinkComplete)(cu::CUlinkState state, void **cubin, size_t *size) = nullptr;
+    cu::CUresult (*cuLinkDestroy)(cu::CUlinkState state) = nullptr;
 
     CudaDriver(const CudaDriver &) = delete;
     CudaDriver &operator=(const CudaDriver &) = delete;

@@ -7,6 +7,7 @@
 #include "ember/dsl/Struct.h"
 #include "ember/dsl/Value.h"
 
+#include <atomic>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -19,6 +20,15 @@ namespace ember {
 
 namespace detail {
 /// What a traced kernel is, shared by every copy of its `Kernel` handle.
+/// One (context, loaded function) pair of a kernel; immutable once published. `context` is the
+/// runtime's ContextImpl and `function` its FunctionImpl, kept type-erased here. `context_alive`
+/// tells a live context from a new one allocated at the address of a destroyed one.
+struct LaunchSlot {
+    const void *context = nullptr;
+    std::weak_ptr<const void> context_alive;
+    void *function = nullptr;
+};
+
 struct KernelInfo {
     ir::Kernel ir;
     /// One name per parameter (empty when the user gave none); used in messages.
@@ -28,6 +38,11 @@ struct KernelInfo {
     /// Seconds spent tracing the lambda into `ir` (and verifying it): the "trace" stage of
     /// CompileReport.
     double trace_seconds = 0;
+    /// The launch fast path of enqueue_function(kernel, ...) (runtime/lib/CompileCache.h,
+    /// [Note] Launch slot): the (context, function) this kernel was last launched with. Written by
+    /// the runtime only; slots live in `launch_slot_storage` as long as this KernelInfo.
+    mutable std::atomic<const LaunchSlot *> launch_slot{nullptr};
+    mutable std::shared_ptr<void> launch_slot_storage;
 };
 
 template <class F> struct lambda_traits : lambda_traits<decltype(&F::operator())> {};

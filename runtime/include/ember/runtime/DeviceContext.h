@@ -108,6 +108,19 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
                                       const CompileFunctionOptions &opts);
 std::shared_ptr<FunctionImpl> compile_cached(const std::shared_ptr<ContextImpl> &ctx,
                                              const std::shared_ptr<const KernelInfo> &kernel);
+/// The slow path of cached_function: the context's map (compiling on a miss), then publishes
+/// the kernel's launch slot for this context ([Note] Launch slot in runtime/lib/CompileCache.h).
+FunctionImpl *compile_cached_slow(const std::shared_ptr<ContextImpl> &ctx,
+                                  const std::shared_ptr<const KernelInfo> &kernel);
+/// The function of `kernel` loaded in `ctx`, compiled on first use: one atomic load when the
+/// kernel was last launched on this context (no lock, no allocation, no hashing).
+inline FunctionImpl *cached_function(const std::shared_ptr<ContextImpl> &ctx,
+                                     const std::shared_ptr<const KernelInfo> &kernel) {
+    const LaunchSlot *slot = kernel->launch_slot.load(std::memory_order_acquire);
+    if (slot && slot->context == ctx.get() && !slot->context_alive.expired()) [[likely]]
+        return static_cast<FunctionImpl *>(slot->function);
+    return compile_cached_slow(ctx, kernel);
+}
 /// Throws LogicError when buffer argument `index` (its field `field` when not empty: see
 /// [Note] Structs) is empty or belongs to another context.
 void check_buffer_context(const ContextImpl &ctx, const FunctionImpl &fn, size_t index, const char *field,
@@ -815,7 +828,7 @@ public:
     }
     /// Compiles `k` on first use (once per context) and enqueues it.
     template <class... P, class... A> void enqueue_function(const Kernel<P...> &k, A &&...a) const {
-        std::shared_ptr<detail::FunctionImpl> fn = detail::compile_cached(impl_, k.info());
+        detail::FunctionImpl *fn = detail::cached_function(impl_, k.info());
         detail::enqueue_checked(*impl_, nullptr, *fn, std::forward_as_tuple(std::forward<A>(a)...),
                                 static_cast<std::tuple<P...> *>(nullptr));
     }
@@ -832,6 +845,7 @@ private:
 
 namespace detail {
 ContextImpl &stream_context(const StreamImpl &s);
+const std::shared_ptr<ContextImpl> &stream_context_ptr(const StreamImpl &s);
 }
 
 template <class... P, class... A>
@@ -840,7 +854,7 @@ void DeviceStream::enqueue_function(const DeviceFunction<P...> &f, A &&...a) con
                             std::forward_as_tuple(std::forward<A>(a)...), static_cast<std::tuple<P...> *>(nullptr));
 }
 template <class... P, class... A> void DeviceStream::enqueue_function(const Kernel<P...> &k, A &&...a) const {
-    std::shared_ptr<detail::FunctionImpl> fn = detail::compile_cached(context().impl(), k.info());
+    detail::FunctionImpl *fn = detail::cached_function(detail::stream_context_ptr(*impl_), k.info());
     detail::enqueue_checked(detail::stream_context(*impl_), impl_.get(), *fn,
                             std::forward_as_tuple(std::forward<A>(a)...), static_cast<std::tuple<P...> *>(nullptr));
 }

@@ -1,0 +1,27 @@
+/// \file
+/// What the compile cache (runtime/lib/CompileCache) needs from the compiler without seeing LLVM:
+/// the LLVM version, SHA-256, and a CompiledKernel rebuilt from cached bytes.
+#ifndef EMBER_COMPILER_CACHESUPPORT_H
+#define EMBER_COMPILER_CACHESUPPORT_H
+
+#include "ember/compiler/Compiler.h"
+
+#include <string>
+#include <string_view>
+
+namespace ember {
+
+/// (llvm_version() is declared in Compiler.h.)
+/// The ember project version (CMake PROJECT_VERSION, "0.1.0").
+std::string ember_version();
+/// SHA-256 of `bytes`, as 64 lower-case hex digits.
+std::string sha256_hex(std::string_view bytes);
+/// The CompiledKernel `compile(k, target)` would return, with `binary` (PTX or a CPU object
+/// cached from an earlier compile of the same key) instead of running LLVM: the names, constants
+/// and local bytes come from the IR. Verifies `k` (cheap) so that a cache never accepts IR the
+/// compiler would reject.
+CompiledKernel compiled_from_binary(const ir::Kernel &k, const TargetSpec &target, std::string binary);
+
+} // namespace ember
+
+#endif // EMBER_COMPILER_CACHESUPPORT_H

@@ -1,0 +1,268 @@
+#include "CompileCache.h"
+
+#include "DiskCache.h"
+
+#include "ember/compiler/CacheSupport.h"
+#include "ember/compiler/Hash.h"
+#include "ember/compiler/IRPrinter.h"
+#include "ember/compiler/Log.h"
+#include "ember/dsl/Kernel.h"
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+namespace ember::detail {
+
+std::string key_digest(const CacheKey &key) {
+    std::string text = "ember-cache\nir=" + key.ir + "\ntarget=" + key.target + "\noptions=" + key.options +
+                       "\nember=" + key.ember_version + "\nllvm=" + key.llvm_version + "\n";
+    if (!key.driver.empty() || !key.arch.empty()) text += "driver=" + key.driver + "\narch=" + key.arch + "\n";
+    return sha256_hex(text);
+}
+
+CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options) {
+    CacheKey key;
+    key.ir = ir::content_hash(k);
+    key.target = target.to_string();
+    key.options = "O" + std::to_string(options.opt_level);
+    key.ember_version = ember_version() + "+f" + std::to_string(kCacheFormatVersion);
+    key.llvm_version = llvm_version();
+    key.digest = key_digest(key);
+    return key;
+}
+
+CacheKey make_cubin_key(const CacheKey &base, std::string_view driver, std::string_view arch) {
+    CacheKey key = base;
+    key.driver = driver;
+    key.arch = arch;
+    key.digest = key_digest(key);
+    return key;
+}
+
+std::string changed_components(const CacheKey &a, const CacheKey &b) {
+    std::string out;
+    auto add = [&](bool differs, const char *name) {
+        if (!differs) return;
+        if (!out.empty()) out += ", ";
+        out += name;
+    };
+    add(a.ir != b.ir, "IR");
+    add(a.target != b.target, "target");
+    add(a.options != b.options, "options");
+    add(a.ember_version != b.ember_version, "ember version");
+    add(a.llvm_version != b.llvm_version, "LLVM version");
+    add(a.driver != b.driver, "driver");
+    add(a.arch != b.arch, "arch");
+    return out;
+}
+
+std::string mask_numeric_literals(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    size_t i = 0;
+    auto is_word = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '%' || c == '@' || c == '.';
+    };
+    while (i < s.size()) {
+        char c = s[i];
+        bool starts_number = std::isdigit(static_cast<unsigned char>(c)) && (i == 0 || !is_word(s[i - 1]));
+        if (!starts_number) {
+            out += c;
+            ++i;
+            continue;
+        }
+        // A literal: digits, an optional fraction, exponent and hex digits (0x...).
+        while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' ||
+                                ((s[i] == '+' || s[i] == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
+            ++i;
+        if (!out.empty() && out.back() == '-') out.pop_back();
+        out += '#';
+    }
+    return out;
+}
+
+namespace {
+
+void log_lookup(bool hit, std::string_view name, const std::string &target, const CacheKey &key,
+                const char *level, const std::string &changed = {}) {
+    if (!log_enabled(LogTopic::cache)) return;
+    std::string line = std::string(hit ? "cache hit" : "cache miss") + " kernel=" + std::string(name) +
+                       " target=" + target + " key=" + key.short_digest() + " level=" + level;
+    if (!changed.empty()) line += " changed: " + changed;
+    log_line(LogTopic::cache, line);
+}
+
+bool dumps_requested() {
+    const char *env = std::getenv("EMBER_DUMP");
+    return env && *env;
+}
+
+} // namespace
+
+struct CompileCache::State {
+    std::mutex mutex;
+    using Result = std::shared_ptr<const CompiledKernel>;
+    std::unordered_map<std::string, std::shared_future<Result>> memory;
+    /// The last key each kernel name was looked up with (to say what changed on a miss).
+    std::unordered_map<std::string, CacheKey> last_key;
+    /// Per kernel name: masked-IR hash + target + options -> the IR hashes compiled with it.
+    std::unordered_map<std::string, std::map<std::string, std::set<std::string>>> variants;
+    std::set<std::string> warned;
+    bool disk_overridden = false;
+    DiskCache *disk_override = nullptr;
+};
+
+CompileCache &CompileCache::instance() {
+    static CompileCache *cache = new CompileCache(); // never destroyed: used by static destructors
+    return *cache;
+}
+
+CompileCache::CompileCache() : state_(std::make_unique<State>()) {}
+CompileCache::~CompileCache() = default;
+
+DiskCache *CompileCache::disk() const {
+    {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        if (state_->disk_overridden) return state_->disk_override;
+    }
+    return DiskCache::instance();
+}
+
+void CompileCache::clear_memory() {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->memory.clear();
+}
+
+void CompileCache::set_disk_for_testing(DiskCache *d) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->disk_overridden = true;
+    state_->disk_override = d;
+}
+
+void CompileCache::reset_disk_to_default() {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->disk_overridden = false;
+    state_->disk_override = nullptr;
+}
+
+static const char *artefact_kind(const TargetSpec &t) {
+    switch (t.arch) {
+    case Arch::CPU: return "cpu-obj";
+    case Arch::NVPTX: return "ptx";
+    default: return "amdgpu-obj";
+    }
+}
+
+std::shared_ptr<const CompiledKernel> CompileCache::get(const KernelInfo &k, const TargetSpec &target,
+                                                        const CompileOptions &options, const char **level) {
+    const char *unused_level = nullptr;
+    if (!level) level = &unused_level;
+    *level = "compiled";
+    const bool keeps_text = options.keep_ir || options.keep_llvm || options.keep_llvm_opt || options.keep_asm;
+    if (keeps_text || dumps_requested()) {
+        // Stage texts or dumps were asked for: the compiler must run.
+        compiles_.fetch_add(1);
+        return std::make_shared<const CompiledKernel>(ember::compile(k.ir, target, options));
+    }
+    const CacheKey key = make_cache_key(k.ir, target, options);
+    const std::string &name = k.ir.name;
+    std::promise<State::Result> promise;
+    std::shared_future<State::Result> future;
+    std::string changed;
+    bool owner = false;
+    {
+        std::unique_lock<std::mutex> lock(state_->mutex);
+        auto it = state_->memory.find(key.digest);
+        if (it != state_->memory.end()) {
+            future = it->second;
+        } else {
+            future = promise.get_future().share();
+            state_->memory.emplace(key.digest, future);
+            owner = true;
+            auto last = state_->last_key.find(name);
+            if (last != state_->last_key.end() && last->second.digest != key.digest)
+                changed = changed_components(last->second, key);
+        }
+        state_->last_key[name] = key;
+    }
+    if (!owner) {
+        State::Result r = future.get(); // waits for a compile in flight; rethrows its failure
+        memory_hits_.fetch_add(1);
+        *level = "memory";
+        log_lookup(true, name, key.target, key, "memory");
+        return r;
+    }
+
+    try {
+        State::Result result;
+        DiskCache *d = disk();
+        const char *kind = artefact_kind(target);
+        if (d) {
+            if (std::optional<std::string> bytes = d->load(key.digest, kind)) {
+                result = std::make_shared<const CompiledKernel>(compiled_from_binary(k.ir, target, std::move(*bytes)));
+                disk_hits_.fetch_add(1);
+                *level = "disk";
+                log_lookup(true, name, key.target, key, "disk");
+            }
+        }
+        if (!result) {
+            log_lookup(false, name, key.target, key, "compiled", changed);
+            result = std::make_shared<const CompiledKernel>(ember::compile(k.ir, target, options));
+            compiles_.fetch_add(1);
+            if (d) d->store(key.digest, kind, result->binary);
+            note_variant(k, key);
+        }
+        promise.set_value(result);
+        return result;
+    } catch (...) {
+        promise.set_exception(std::current_exception());
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        state_->memory.erase(key.digest);
+        throw;
+    }
+}
+
+void CompileCache::note_variant(const KernelInfo &k, const CacheKey &key) {
+    const std::string masked = sha256_hex(mask_numeric_literals(ir::print(k.ir)));
+    const std::string group = masked + "|" + key.target + "|" + key.options;
+    bool warn = false;
+    size_t count = 0;
+    {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        std::set<std::string> &irs = state_->variants[k.ir.name][group];
+        irs.insert(key.ir);
+        count = irs.size();
+        if (count >= static_cast<size_t>(kConstantsWarnAfter) && state_->warned.insert(k.ir.name).second)
+            warn = true;
+    }
+    if (warn)
+        std::fprintf(stderr,
+                     "ember: warning: kernel '%s' was compiled %zu times for %s with IR that differs only in "
+                     "numeric constants; pass those values as kernel arguments to compile it once\n",
+                     k.ir.name.c_str(), count, key.target.c_str());
+}
+
+std::optional<std::string> CompileCache::load_cubin(const CacheKey &key, std::string_view kernel_name) {
+    DiskCache *d = disk();
+    if (!d) return std::nullopt;
+    std::optional<std::string> bytes = d->load(key.digest, "cubin");
+    if (bytes) {
+        disk_hits_.fetch_add(1);
+        log_lookup(true, kernel_name, key.target, key, "disk-cubin");
+    } else {
+        log_lookup(false, kernel_name, key.target, key, "disk-cubin");
+    }
+    return bytes;
+}
+
+void CompileCache::store_cubin(const CacheKey &key, std::string_view payload) {
+    if (DiskCache *d = disk()) d->store(key.digest, "cubin", payload);
+}
+
+} // namespace ember::detail

@@ -1,0 +1,117 @@
+/// \file
+/// The compile cache (issue 5): one compile per (canonical IR, target, code-affecting options,
+/// versions) per process, shared by every context of a target, backed by the disk cache.
+///
+/// [Note] Compile cache
+/// - Levels: memory (this process, process-wide, by key digest), disk (DiskCache, kind "ptx" or
+///   "cpu-obj"; NVIDIA also "cubin" for the exact device: see CudaBackend), compiled (LLVM ran).
+/// - Key components (CacheKey): the SHA-256 of the canonical printed IR (two traces of one lambda
+///   print alike), the target spec string, the options that change the code (the opt level; the
+///   keep_* stage texts and dump flags do not), the ember version (project version + cache format
+///   number), the LLVM version; a cubin key adds the driver version and the device's sm arch.
+///   The components are kept, not only the digest, so that a miss names what changed.
+/// - Thread safety: one mutex around the map; a compile runs outside it, and a second thread
+///   asking for a key being compiled waits for that compile (std::shared_future) instead of
+///   compiling again. A failed compile is not cached (its waiters get the same exception).
+/// - EMBER_LOG=cache: one line per lookup, "cache hit|cache miss kernel=<name> target=<spec>
+///   key=<12 hex> level=<memory|disk|disk-cubin|compiled>", and on a miss for a kernel name seen
+///   with another key, "changed: <components>".
+/// - The constants warning: when one kernel name was compiled for kConstantsWarnAfter keys that
+///   differ only in the IR, and only in numeric literals (IR text with literals masked is equal),
+///   one warning on stderr advises passing the values as kernel arguments.
+/// - EMBER_DUMP set: lookups bypass the cache (the compiler must run to write the dumps).
+///
+/// [Note] Launch slot
+/// enqueue_function(kernel, ...) first reads KernelInfo::launch_slot (one acquire load): when it
+/// names this context (same address and the weak pointer not expired, so not a new context at
+/// a dead one's address), its function is used: no lock, no map, no shared_ptr copy, no
+/// allocation, no hashing. Otherwise compile_cached_slow looks up the context's map (compiling
+/// through CompileCache on a miss) and publishes a slot for this context. Slots are created once
+/// per (kernel, context) and kept until the KernelInfo dies, so a reader never sees a freed one.
+#ifndef EMBER_RUNTIME_COMPILECACHE_H
+#define EMBER_RUNTIME_COMPILECACHE_H
+
+#include "ember/compiler/Compiler.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ember::detail {
+
+struct KernelInfo;
+class DiskCache;
+
+/// Bumped when the format of cached artefacts or of the key changes.
+inline constexpr int kCacheFormatVersion = 1;
+/// Distinct constant-only variants of one kernel name before the constants warning.
+inline constexpr int kConstantsWarnAfter = 8;
+
+struct CacheKey {
+    std::string ir;            ///< SHA-256 of the canonical printed IR
+    std::string target;        ///< TargetSpec::to_string()
+    std::string options;       ///< code-affecting options, e.g. "O3"
+    std::string ember_version; ///< "0.1.0+f1": project version + kCacheFormatVersion
+    std::string llvm_version;  ///< ember::llvm_version()
+    std::string driver;        ///< cubin keys only: the CUDA driver version
+    std::string arch;          ///< cubin keys only: the device's sm arch
+    std::string digest;        ///< SHA-256 over all of the above (the disk file name)
+
+    std::string short_digest() const { return digest.substr(0, 12); }
+};
+
+/// SHA-256 over every component of `key` (what CacheKey::digest holds).
+std::string key_digest(const CacheKey &key);
+/// The key of `k` compiled for `target` with `options`.
+CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options);
+/// `base` plus the driver version and device arch of a cubin.
+CacheKey make_cubin_key(const CacheKey &base, std::string_view driver, std::string_view arch);
+/// The components that differ between `a` and `b`, comma-separated ("IR, options"); empty if none.
+std::string changed_components(const CacheKey &a, const CacheKey &b);
+/// `ir_text` with every numeric literal replaced by '#' (for the constants warning).
+std::string mask_numeric_literals(std::string_view ir_text);
+
+class CompileCache {
+public:
+    /// The process's cache (disk level: DiskCache::instance()).
+    static CompileCache &instance();
+
+    /// The artefact of `k` for `target`: from memory, else from disk, else compiled (once per
+    /// key in this process, then stored in both levels). Throws what ember::compile throws.
+    /// `level`, when given, is set to the level that answered: "memory", "disk" or "compiled".
+    std::shared_ptr<const CompiledKernel> get(const KernelInfo &k, const TargetSpec &target,
+                                              const CompileOptions &options = {}, const char **level = nullptr);
+
+    /// Looks up a cubin for `base` on a device (NVIDIA back end): disk only. Logs the lookup.
+    std::optional<std::string> load_cubin(const CacheKey &key, std::string_view kernel_name);
+    void store_cubin(const CacheKey &key, std::string_view payload);
+
+    /// Test hooks: forget the memory level; replace the disk level (nullptr: no disk).
+    void clear_memory();
+    void set_disk_for_testing(DiskCache *disk);
+    void reset_disk_to_default();
+    DiskCache *disk() const;
+
+    /// Counters (for tests and benchmarks): lookups answered by each level.
+    uint64_t memory_hits() const { return memory_hits_.load(); }
+    uint64_t disk_hits() const { return disk_hits_.load(); }
+    uint64_t compiles() const { return compiles_.load(); }
+
+    CompileCache();
+    ~CompileCache();
+    CompileCache(const CompileCache &) = delete;
+    CompileCache &operator=(const CompileCache &) = delete;
+
+private:
+    struct State;
+    void note_variant(const KernelInfo &k, const CacheKey &key);
+    std::unique_ptr<State> state_;
+    std::atomic<uint64_t> memory_hits_{0}, disk_hits_{0}, compiles_{0};
+};
+
+} // namespace ember::detail
+
+#endif // EMBER_RUNTIME_COMPILECACHE_H

@@ -1,0 +1,390 @@
+/// \file
+/// The compile cache (runtime/lib/CompileCache.h, [Note] Compile cache): every key component
+/// changes the key; two traces of one lambda hit; the memory level skips the compiler; the disk
+/// level answers a fresh process cache without LLVM; a corrupt entry recovers; several processes
+/// compiling one kernel into one directory all succeed with one entry; EMBER_LOG=cache lines; the
+/// constants warning; the launch slot of enqueue_function(kernel) across contexts.
+#include "ember/ember.h"
+
+#include "CompileCache.h"
+#include "DeviceTest.h"
+#include "DiskCache.h"
+
+#include "ember/compiler/CacheSupport.h"
+#include "ember/compiler/Log.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace ember;
+using ember::detail::CacheKey;
+using ember::detail::CompileCache;
+using ember::detail::DiskCache;
+namespace fs = std::filesystem;
+
+namespace {
+
+auto make_add(const char *name, float amount) {
+    return kernel(name, {"v", "n"}, [amount](Ptr<float> v, Int n) {
+        auto i = global_idx.x;
+        if_(i < n, [&] { v[i] += amount; });
+    });
+}
+
+fs::path fresh_dir(const std::string &tag) {
+    fs::path dir = fs::temp_directory_path() /
+                   ("ember-compile-cache-test-" + tag + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+std::vector<fs::path> entries_of_kind(const fs::path &dir, const std::string &kind) {
+    std::vector<fs::path> out;
+    for (const auto &e : fs::directory_iterator(dir)) {
+        std::string name = e.path().filename().string();
+        if (name.size() > kind.size() + 1 && name.compare(name.size() - kind.size() - 1, std::string::npos,
+                                                          "." + kind) == 0)
+            out.push_back(e.path());
+    }
+    return out;
+}
+
+const char *kind_for(const std::string &api) { return api == "cuda" ? "ptx" : "cpu-obj"; }
+
+/// Runs `k` (v[i] += amount) on 64 elements of value 1 and returns the results.
+template <class K> std::vector<float> run_add(DeviceContext &ctx, const K &k) {
+    constexpr int64_t n = 64;
+    auto host = ctx.enqueue_create_host_buffer<float>(n);
+    ctx.synchronize();
+    for (int64_t i = 0; i < n; ++i) host[i] = 1.0f;
+    auto dev = ctx.enqueue_create_buffer<float>(n);
+    ctx.enqueue_copy(dev, host);
+    ctx.enqueue_function(k, dev, n, grid_dim(1), block_dim(n));
+    ctx.enqueue_copy(host, dev);
+    ctx.synchronize();
+    return std::vector<float>(host.begin(), host.end());
+}
+
+void expect_all(const std::vector<float> &v, float want) {
+    for (size_t i = 0; i < v.size(); ++i)
+        if (v[i] != want) {
+            ADD_FAILURE() << "element " << i << " is " << v[i] << ", want " << want;
+            return;
+        }
+}
+
+} // namespace
+
+TEST(CompileCacheKey, EveryComponentChangesTheDigest) {
+    auto k = make_add("key_components", 1.0f);
+    CacheKey base = detail::make_cache_key(k.info()->ir, TargetSpec::host(), {});
+    EXPECT_EQ(base.digest, detail::key_digest(base));
+    EXPECT_EQ(base.digest.size(), 64u);
+    EXPECT_EQ(base.llvm_version, llvm_version());
+    EXPECT_NE(base.ember_version.find(ember_version()), std::string::npos);
+    struct Change {
+        std::string CacheKey::*field;
+        const char *name;
+    };
+    const Change changes[] = {{&CacheKey::ir, "IR"},
+                              {&CacheKey::target, "target"},
+                              {&CacheKey::options, "options"},
+                              {&CacheKey::ember_version, "ember version"},
+                              {&CacheKey::llvm_version, "LLVM version"},
+                              {&CacheKey::driver, "driver"},
+                              {&CacheKey::arch, "arch"}};
+    for (const Change &c : changes) {
+        CacheKey other = base;
+        other.*(c.field) += "x";
+        other.digest = detail::key_digest(other);
+        EXPECT_NE(other.digest, base.digest) << c.name;
+        EXPECT_EQ(detail::changed_components(base, other), c.name);
+    }
+    EXPECT_EQ(detail::changed_components(base, base), "");
+}
+
+TEST(CompileCacheKey, MakeKeyFollowsIrTargetOptionsAndCubinFields) {
+    auto a = make_add("key_make", 1.0f);
+    auto b = make_add("key_make", 2.0f);
+    const TargetSpec host = TargetSpec::host();
+    CacheKey ka = detail::make_cache_key(a.info()->ir, host, {});
+    CacheKey kb = detail::make_cache_key(b.info()->ir, host, {});
+    EXPECT_EQ(detail::changed_components(ka, kb), "IR");
+    CacheKey kt = detail::make_cache_key(a.info()->ir, TargetSpec::parse("nvptx:sm_90"), {});
+    EXPECT_EQ(detail::changed_components(ka, kt), "target");
+    CompileOptions o2;
+    o2.opt_level = 2;
+    CacheKey ko = detail::make_cache_key(a.info()->ir, host, o2);
+    EXPECT_EQ(detail::changed_components(ka, ko), "options");
+    // Stage texts do not change the code, so not the key.
+    CompileOptions keep;
+    keep.keep_ir = keep.keep_asm = true;
+    EXPECT_EQ(detail::make_cache_key(a.info()->ir, host, keep).digest, ka.digest);
+    CacheKey c1 = detail::make_cubin_key(ka, "12040", "sm_90");
+    CacheKey c2 = detail::make_cubin_key(ka, "12050", "sm_90");
+    CacheKey c3 = detail::make_cubin_key(ka, "12040", "sm_80");
+    EXPECT_NE(c1.digest, ka.digest);
+    EXPECT_EQ(detail::changed_components(c1, c2), "driver");
+    EXPECT_EQ(detail::changed_components(c1, c3), "arch");
+    EXPECT_NE(c1.digest, c2.digest);
+    EXPECT_NE(c1.digest, c3.digest);
+}
+
+TEST(CompileCacheKey, TwoTracesOfOneLambdaHaveOneKey) {
+    auto a = make_add("two_traces", 3.0f);
+    auto b = make_add("two_traces", 3.0f);
+    EXPECT_NE(a.info()->id, b.info()->id); // two traced kernels...
+    EXPECT_EQ(detail::make_cache_key(a.info()->ir, TargetSpec::host(), {}).digest,
+              detail::make_cache_key(b.info()->ir, TargetSpec::host(), {}).digest); // ...one key
+    auto c = make_add("two_traces_renamed", 3.0f);
+    EXPECT_NE(detail::make_cache_key(a.info()->ir, TargetSpec::host(), {}).digest,
+              detail::make_cache_key(c.info()->ir, TargetSpec::host(), {}).digest);
+}
+
+TEST(CompileCacheKey, MaskNumericLiterals) {
+    EXPECT_EQ(detail::mask_numeric_literals("%v = add %x1, 3.5e+2 ; i64 -7 f32"),
+              "%v = add %x1, # ; i64 # f32");
+    EXPECT_EQ(detail::mask_numeric_literals("0x1p3"), "#");
+}
+
+TEST(CompileCacheStandalone, MemoryLevelCompilesOnceAndThreadsShareIt) {
+    CompileCache cache;
+    cache.set_disk_for_testing(nullptr);
+    auto k = make_add("standalone_once", 1.0f);
+    std::vector<std::thread> threads;
+    std::vector<std::shared_ptr<const CompiledKernel>> results(4);
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] { results[t] = cache.get(*k.info(), TargetSpec::host()); });
+    for (auto &t : threads) t.join();
+    EXPECT_EQ(cache.compiles(), 1u);
+    EXPECT_EQ(cache.memory_hits(), 3u);
+    for (int t = 1; t < 4; ++t) EXPECT_EQ(results[t].get(), results[0].get());
+    // A second trace of the same lambda is a memory hit too.
+    auto again = make_add("standalone_once", 1.0f);
+    EXPECT_EQ(cache.get(*again.info(), TargetSpec::host()).get(), results[0].get());
+    EXPECT_EQ(cache.compiles(), 1u);
+}
+
+TEST(CompileCacheStandalone, DiskLevelSkipsLlvmAndCorruptEntriesRecover) {
+    fs::path dir = fresh_dir("disk");
+    DiskCache disk(dir, uint64_t(1) << 30);
+    CompileCache cache;
+    cache.set_disk_for_testing(&disk);
+    auto k = make_add("standalone_disk", 1.0f);
+    auto first = cache.get(*k.info(), TargetSpec::host());
+    EXPECT_EQ(cache.compiles(), 1u);
+    ASSERT_EQ(entries_of_kind(dir, "cpu-obj").size(), 1u);
+
+    cache.clear_memory();
+    auto second = cache.get(*k.info(), TargetSpec::host());
+    EXPECT_EQ(cache.compiles(), 1u) << "a disk hit must not run LLVM";
+    EXPECT_EQ(cache.disk_hits(), 1u);
+    EXPECT_EQ(second->binary, first->binary);
+    EXPECT_EQ(second->local_bytes, first->local_bytes);
+    EXPECT_EQ(second->kernel_name, "standalone_disk");
+
+    // Truncate the entry: a warning, then a recompile that stores a good entry again.
+    fs::path entry = entries_of_kind(dir, "cpu-obj").at(0);
+    fs::resize_file(entry, fs::file_size(entry) / 2);
+    cache.clear_memory();
+    ::testing::internal::CaptureStderr();
+    auto third = cache.get(*k.info(), TargetSpec::host());
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("recompiling"), std::string::npos) << err;
+    EXPECT_EQ(cache.compiles(), 2u);
+    EXPECT_EQ(third->binary, first->binary);
+    cache.clear_memory();
+    cache.get(*k.info(), TargetSpec::host());
+    EXPECT_EQ(cache.compiles(), 2u);
+    EXPECT_EQ(cache.disk_hits(), 2u);
+    fs::remove_all(dir);
+}
+
+TEST(CompileCacheStandalone, SeveralProcessesCompileOneKernelIntoOneDirectory) {
+    fs::path dir = fresh_dir("fork");
+    auto k = make_add("standalone_fork", 5.0f);
+    constexpr int n = 4;
+    std::vector<pid_t> pids;
+    for (int i = 0; i < n; ++i) {
+        pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            int rc = 1;
+            try {
+                DiskCache disk(dir, uint64_t(1) << 30);
+                CompileCache cache;
+                cache.set_disk_for_testing(&disk);
+                auto r = cache.get(*k.info(), TargetSpec::host());
+                rc = r && !r->binary.empty() ? 0 : 2;
+            } catch (...) {
+                rc = 3;
+            }
+            ::_exit(rc);
+        }
+        pids.push_back(pid);
+    }
+    for (pid_t pid : pids) {
+        int status = 0;
+        ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status));
+        EXPECT_EQ(WEXITSTATUS(status), 0);
+    }
+    std::vector<fs::path> entries = entries_of_kind(dir, "cpu-obj");
+    ASSERT_EQ(entries.size(), 1u);
+    for (const auto &e : fs::directory_iterator(dir))
+        EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+    // The entry is whole: a fresh cache loads it without compiling.
+    DiskCache disk(dir, uint64_t(1) << 30);
+    CompileCache cache;
+    cache.set_disk_for_testing(&disk);
+    cache.get(*k.info(), TargetSpec::host());
+    EXPECT_EQ(cache.compiles(), 0u);
+    EXPECT_EQ(cache.disk_hits(), 1u);
+    fs::remove_all(dir);
+}
+
+TEST(CompileCacheStandalone, LogLinesSayHitMissLevelAndWhatChanged) {
+    CompileCache cache;
+    cache.set_disk_for_testing(nullptr);
+    auto k = make_add("standalone_log", 1.0f);
+    set_log_topics("cache");
+    ::testing::internal::CaptureStderr();
+    cache.get(*k.info(), TargetSpec::host());
+    cache.get(*k.info(), TargetSpec::host());
+    CompileOptions o1;
+    o1.opt_level = 1;
+    cache.get(*k.info(), TargetSpec::host(), o1);
+    auto k2 = make_add("standalone_log", 2.0f);
+    cache.get(*k2.info(), TargetSpec::host(), o1);
+    std::string err = ::testing::internal::GetCapturedStderr();
+    set_log_topics("");
+    const std::string target = TargetSpec::host().to_string();
+    CacheKey key = detail::make_cache_key(k.info()->ir, TargetSpec::host(), {});
+    EXPECT_NE(err.find("ember[cache]: cache miss kernel=standalone_log target=" + target + " key=" +
+                       key.short_digest() + " level=compiled\n"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("ember[cache]: cache hit kernel=standalone_log target=" + target + " key=" +
+                       key.short_digest() + " level=memory\n"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("level=compiled changed: options\n"), std::string::npos) << err;
+    EXPECT_NE(err.find("level=compiled changed: IR\n"), std::string::npos) << err;
+}
+
+TEST(CompileCacheStandalone, WarnsOnceAboutKernelsDifferingOnlyInConstants) {
+    CompileCache cache;
+    cache.set_disk_for_testing(nullptr);
+    const std::string needle = "differs only in numeric constants";
+    ::testing::internal::CaptureStderr();
+    for (int i = 0; i < detail::kConstantsWarnAfter - 1; ++i)
+        cache.get(*make_add("standalone_consts", 10.0f + float(i)).info(), TargetSpec::host(), {});
+    std::string before = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(before.find(needle), std::string::npos) << before;
+    ::testing::internal::CaptureStderr();
+    for (int i = detail::kConstantsWarnAfter - 1; i < detail::kConstantsWarnAfter + 2; ++i)
+        cache.get(*make_add("standalone_consts", 10.0f + float(i)).info(), TargetSpec::host(), {});
+    std::string after = ::testing::internal::GetCapturedStderr();
+    size_t at = after.find(needle);
+    ASSERT_NE(at, std::string::npos) << after;
+    EXPECT_NE(after.find("standalone_consts"), std::string::npos) << after;
+    EXPECT_NE(after.find("kernel arguments"), std::string::npos) << after;
+    EXPECT_EQ(after.find(needle, at + 1), std::string::npos) << "warned twice: " << after;
+}
+
+class CompileCacheTest : public ember::testing::DeviceTest {
+protected:
+    void SetUp() override {
+        DeviceTest::SetUp();
+        if (IsSkipped()) return;
+        dir_ = fresh_dir("ctx-" + GetParam());
+        disk_ = std::make_unique<DiskCache>(dir_, uint64_t(1) << 30);
+        CompileCache::instance().set_disk_for_testing(disk_.get());
+    }
+    void TearDown() override {
+        CompileCache::instance().reset_disk_to_default();
+        if (!dir_.empty()) fs::remove_all(dir_);
+    }
+    fs::path dir_;
+    std::unique_ptr<DiskCache> disk_;
+};
+
+TEST_P(CompileCacheTest, MemoryThenDiskHitsRunTheRightKernel) {
+    CompileCache &cache = CompileCache::instance();
+    auto k = make_add(("ctx_levels_" + GetParam()).c_str(), 2.0f);
+    uint64_t compiles = cache.compiles(), disk_hits = cache.disk_hits(), memory_hits = cache.memory_hits();
+    auto f1 = ctx().compile_function(k);
+    EXPECT_EQ(cache.compiles(), compiles + 1);
+    expect_all(run_add(ctx(), f1), 3.0f);
+    EXPECT_EQ(entries_of_kind(dir_, kind_for(GetParam())).size(), 1u);
+
+    auto f2 = ctx().compile_function(k); // a new function, the same artefact: memory hit
+    EXPECT_EQ(cache.compiles(), compiles + 1);
+    EXPECT_EQ(cache.memory_hits(), memory_hits + 1);
+    expect_all(run_add(ctx(), f2), 3.0f);
+
+    cache.clear_memory();
+    DeviceContext other(0, GetParam());
+    auto f3 = other.compile_function(k); // disk hit: no LLVM
+    EXPECT_EQ(cache.compiles(), compiles + 1);
+    EXPECT_EQ(cache.disk_hits(), disk_hits + 1);
+    expect_all(run_add(other, f3), 3.0f);
+
+    // A corrupt entry: a warning, a recompile, the right result.
+    fs::path entry = entries_of_kind(dir_, kind_for(GetParam())).at(0);
+    {
+        std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(fs::file_size(entry) - 1));
+        f.put('\x5a');
+    }
+    cache.clear_memory();
+    ::testing::internal::CaptureStderr();
+    auto f4 = ctx().compile_function(k);
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("recompiling"), std::string::npos) << err;
+    EXPECT_EQ(cache.compiles(), compiles + 2);
+    expect_all(run_add(ctx(), f4), 3.0f);
+}
+
+TEST_P(CompileCacheTest, EnqueueKernelAcrossContextsUsesEachContextsFunction) {
+    auto k = make_add(("ctx_slot_" + GetParam()).c_str(), 1.0f);
+    expect_all(run_add(ctx(), k), 2.0f);
+    auto other = std::make_unique<DeviceContext>(0, GetParam());
+    // Alternate: the launch slot follows the context.
+    for (int round = 0; round < 3; ++round) {
+        expect_all(run_add(*other, k), 2.0f);
+        expect_all(run_add(ctx(), k), 2.0f);
+    }
+    // A context destroyed, a new one (maybe at the same address): still its own function.
+    expect_all(run_add(*other, k), 2.0f);
+    other.reset();
+    DeviceContext third(0, GetParam());
+    expect_all(run_add(third, k), 2.0f);
+    // And a stream of a context.
+    DeviceStream s = third.create_stream();
+    constexpr int64_t n = 64;
+    auto dev = third.enqueue_create_buffer<float>(n);
+    auto host = third.enqueue_create_host_buffer<float>(n);
+    third.synchronize();
+    for (int64_t i = 0; i < n; ++i) host[i] = 0.0f;
+    third.enqueue_copy(dev, host);
+    third.synchronize();
+    s.enqueue_function(k, dev, n, grid_dim(1), block_dim(n));
+    s.synchronize();
+    third.enqueue_copy(host, dev);
+    third.synchronize();
+    expect_all(std::vector<float>(host.begin(), host.end()), 1.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Apis, CompileCacheTest, ember::testing::all_apis(), ember::testing::api_name);
