@@ -184,8 +184,6 @@ CompileError with_note(const CompileError &error, const std::string &dir, const 
 
 } // namespace
 
-std::string ember_version() { return EMBER_VERSION_STRING; }
-
 bool bundle_dump_requested() { return detail::bundle_dump_enabled(); }
 
 std::string bundle_directory(const ReproBundle &b) {

@@ -326,12 +326,17 @@ TEST_P(CompileCacheTest, MemoryThenDiskHitsRunTheRightKernel) {
     uint64_t compiles = cache.compiles(), disk_hits = cache.disk_hits(), memory_hits = cache.memory_hits();
     auto f1 = ctx().compile_function(k);
     EXPECT_EQ(cache.compiles(), compiles + 1);
+    EXPECT_EQ(f1.report().cache_level, "compiled");
+    EXPECT_GT(f1.compile_seconds(), 0.0);
     expect_all(run_add(ctx(), f1), 3.0f);
     EXPECT_EQ(entries_of_kind(dir_, kind_for(GetParam())).size(), 1u);
 
     auto f2 = ctx().compile_function(k); // a new function, the same artefact: memory hit
     EXPECT_EQ(cache.compiles(), compiles + 1);
     EXPECT_EQ(cache.memory_hits(), memory_hits + 1);
+    // The report says where the code came from, and nothing was compiled for it.
+    EXPECT_EQ(f2.report().cache_level, "memory");
+    EXPECT_EQ(f2.compile_seconds(), 0.0);
     expect_all(run_add(ctx(), f2), 3.0f);
 
     cache.clear_memory();
@@ -339,6 +344,8 @@ TEST_P(CompileCacheTest, MemoryThenDiskHitsRunTheRightKernel) {
     auto f3 = other.compile_function(k); // disk hit: no LLVM
     EXPECT_EQ(cache.compiles(), compiles + 1);
     EXPECT_EQ(cache.disk_hits(), disk_hits + 1);
+    EXPECT_EQ(f3.report().cache_level, "disk");
+    EXPECT_EQ(f3.compile_seconds(), 0.0);
     expect_all(run_add(other, f3), 3.0f);
 
     // A corrupt entry: a warning, a recompile, the right result.

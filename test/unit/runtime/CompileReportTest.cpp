@@ -4,6 +4,7 @@
 /// message where there is no GPU.
 #include "ember/ember.h"
 
+#include "CompileCache.h"
 #include "DeviceTest.h"
 
 #include "ember/compiler/Log.h"
@@ -56,6 +57,14 @@ const auto spiller = kernel("report_spiller", {"in", "w", "out"}, [](Ptr<float> 
 
 class CompileReportTest : public ember::testing::DeviceTest {
 protected:
+    // Every compile in these tests really runs LLVM: no memory or disk cache level answers
+    // (CompileCacheTest covers the reports' cache levels).
+    void SetUp() override {
+        detail::CompileCache::instance().clear_memory();
+        detail::CompileCache::instance().set_disk_for_testing(nullptr);
+        DeviceTest::SetUp();
+    }
+    void TearDown() override { detail::CompileCache::instance().reset_disk_to_default(); }
     bool cuda() const { return GetParam() == "cuda"; }
     void run_sized(const DeviceFunction<Ptr<float>, Ptr<float>, Int> &f) {
         constexpr int64_t n = 256;

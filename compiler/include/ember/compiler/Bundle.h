@@ -24,6 +24,7 @@
 #define EMBER_COMPILER_BUNDLE_H
 
 #include "ember/Error.h"
+#include "ember/compiler/CacheSupport.h"
 #include "ember/compiler/Compiler.h"
 #include "ember/compiler/IR.h"
 #include "ember/compiler/Target.h"
@@ -68,8 +69,7 @@ struct BundleReplay {
 /// True when `EMBER_DUMP` names `bundle` (read once per process).
 bool bundle_dump_requested();
 
-/// The ember version this library was built as (e.g. "0.1.0").
-std::string ember_version();
+// ember_version() (the version this library was built as) is declared in CacheSupport.h.
 
 /// The directory `write_bundle` uses for `b` (see [Note] Repro bundles).
 std::string bundle_directory(const ReproBundle &b);
