@@ -343,7 +343,8 @@ TEST_P(CompileCacheTest, MemoryThenDiskHitsRunTheRightKernel) {
     DeviceContext other(0, GetParam());
     auto f3 = other.compile_function(k); // disk hit: no LLVM
     EXPECT_EQ(cache.compiles(), compiles + 1);
-    EXPECT_EQ(cache.disk_hits(), disk_hits + 1);
+    // The PTX or CPU object came from disk; on CUDA the cubins of f2 and f3 are disk hits too.
+    EXPECT_EQ(cache.disk_hits(), disk_hits + (GetParam() == "cuda" ? 3 : 1));
     EXPECT_EQ(f3.report().cache_level, "disk");
     EXPECT_EQ(f3.compile_seconds(), 0.0);
     expect_all(run_add(other, f3), 3.0f);
