@@ -7,12 +7,15 @@
 #include "ember/compiler/Compiler.h"
 #include "ember/compiler/IRPrinter.h"
 
+#include "ScopedEnv.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 
 #include <unistd.h>
@@ -44,25 +47,19 @@ std::string slurp(const fs::path &p) {
 class BundleTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (const char *old = std::getenv("EMBER_DUMP_DIR")) saved_ = old;
-        had_ = std::getenv("EMBER_DUMP_DIR") != nullptr;
         dir_ = fs::temp_directory_path() /
                ("ember-bundle-test-" + std::to_string(::getpid()) + "-" +
                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::remove_all(dir_);
-        ::setenv("EMBER_DUMP_DIR", dir_.c_str(), 1);
+        dump_dir_.emplace("EMBER_DUMP_DIR", dir_.string());
     }
     void TearDown() override {
-        if (had_)
-            ::setenv("EMBER_DUMP_DIR", saved_.c_str(), 1);
-        else
-            ::unsetenv("EMBER_DUMP_DIR");
+        dump_dir_.reset();
         std::error_code ec;
         fs::remove_all(dir_, ec);
     }
     fs::path dir_;
-    std::string saved_;
-    bool had_ = false;
+    std::optional<ember::testing::ScopedEnv> dump_dir_;
 };
 
 TEST_F(BundleTest, WrittenBundleReplaysToTheSameStages) {

@@ -9,6 +9,7 @@
 
 #include "ContextImpl.h"
 #include "DeviceTest.h"
+#include "ScopedEnv.h"
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,26 +61,20 @@ protected:
     void SetUp() override {
         DeviceTest::SetUp();
         if (IsSkipped()) return;
-        had_ = std::getenv("EMBER_DUMP_DIR") != nullptr;
-        if (had_) saved_ = std::getenv("EMBER_DUMP_DIR");
         dir_ = fs::temp_directory_path() /
                ("ember-bundle-rt-" + GetParam() + "-" + std::to_string(::getpid()));
         fs::remove_all(dir_);
-        ::setenv("EMBER_DUMP_DIR", dir_.c_str(), 1);
+        dump_dir_.emplace("EMBER_DUMP_DIR", dir_.string());
     }
     void TearDown() override {
+        dump_dir_.reset();
         if (!dir_.empty()) {
-            if (had_)
-                ::setenv("EMBER_DUMP_DIR", saved_.c_str(), 1);
-            else
-                ::unsetenv("EMBER_DUMP_DIR");
             std::error_code ec;
             fs::remove_all(dir_, ec);
         }
     }
     fs::path dir_;
-    std::string saved_;
-    bool had_ = false;
+    std::optional<ember::testing::ScopedEnv> dump_dir_;
 };
 
 TEST_P(BundleRuntimeTest, CompileErrorNamesItsBundle) {
