@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool) over a tree carrying .devpkg/ember.tar.xz (see
 # scripts/pack-device.sh): GPU detection, scalar_add on CUDA, every unit test, the dump-and-
-# recompile round trip through ptxas, the first-launch benchmark and the math library's errors. Logs go to $OUT.
+# recompile round trip through ptxas, the benchmarks and the math library's errors. Logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/ember-out}
 repo=$(pwd)
@@ -32,8 +32,13 @@ done
 ./bench/first_launch > "$OUT/bench.txt" 2>&1; echo "first_launch: exit $?" >> "$OUT/summary.txt"
 EMBER_API=cpu ./bench/first_launch > "$OUT/bench-cpu.txt" 2>&1; echo "first_launch (cpu): exit $?" >> "$OUT/summary.txt"
 ./bench/graph_replay > "$OUT/graph-replay.txt" 2>&1; echo "graph_replay: exit $?" >> "$OUT/summary.txt"
+./bench/compile_cache > "$OUT/compile-cache.txt" 2>&1; echo "compile_cache: exit $?" >> "$OUT/summary.txt"
+EMBER_API=cpu ./bench/compile_cache >> "$OUT/compile-cache.txt" 2>&1; echo "compile_cache (cpu): exit $?" >> "$OUT/summary.txt"
+echo "--- EMBER_LOG=cache, scalar_add twice with one cache directory" >> "$OUT/compile-cache.txt"
+rm -rf /tmp/sa-cache
+for run in 1 2; do EMBER_LOG=cache EMBER_CACHE_DIR=/tmp/sa-cache ./examples/scalar_add >> "$OUT/compile-cache.txt" 2>&1; done
 # The math library's errors on the GPU, and its results compared bit for bit with the CPU device.
 [ -n "${EMBER_SKIP_ULP:-}" ] || timeout 300 ./bench/math_ulp --markdown > "$OUT/math-cuda.txt" 2>&1; echo "math_ulp (cuda): exit $?" >> "$OUT/summary.txt"
-cat "$OUT/summary.txt" "$OUT/bench.txt" "$OUT/bench-cpu.txt" "$OUT/graph-replay.txt"
+cat "$OUT/summary.txt" "$OUT/bench.txt" "$OUT/bench-cpu.txt" "$OUT/graph-replay.txt" "$OUT/compile-cache.txt"
 grep -h -E "^\[  FAILED  \]|Failure$" -A3 "$OUT"/*-tests.txt | head -150
 grep -E '^\| `' "$OUT/math-cuda.txt" | head -80

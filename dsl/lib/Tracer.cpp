@@ -330,6 +330,7 @@ std::shared_ptr<const KernelInfo> finish_kernel(Builder &b, std::vector<ir::Vari
     info->param_names = std::move(names);
     info->id = next_kernel_id.fetch_add(1);
     ir::verify_or_throw(info->ir);
+    info->verified = true;
     info->trace_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - b.start_time()).count();
     return info;

@@ -26,15 +26,26 @@ std::string key_digest(const CacheKey &key) {
     return sha256_hex(text);
 }
 
-CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options) {
+namespace {
+CacheKey key_with_ir_hash(std::string ir_hash, const TargetSpec &target, const CompileOptions &options) {
     CacheKey key;
-    key.ir = ir::content_hash(k);
+    key.ir = std::move(ir_hash);
     key.target = target.to_string();
     key.options = "O" + std::to_string(options.opt_level);
     key.ember_version = ember_version() + "+f" + std::to_string(kCacheFormatVersion);
     key.llvm_version = llvm_version();
     key.digest = key_digest(key);
     return key;
+}
+} // namespace
+
+CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options) {
+    return key_with_ir_hash(ir::content_hash(k), target, options);
+}
+
+CacheKey make_cache_key(const KernelInfo &k, const TargetSpec &target, const CompileOptions &options) {
+    std::call_once(k.ir_hash_once, [&] { k.ir_hash = ir::content_hash(k.ir); });
+    return key_with_ir_hash(k.ir_hash, target, options);
 }
 
 CacheKey make_cubin_key(const CacheKey &base, std::string_view driver, std::string_view arch) {
@@ -105,10 +116,19 @@ bool dumps_requested() {
 
 } // namespace
 
+bool cacheable(const CompileOptions &options) {
+    const bool keeps_text = options.keep_ir || options.keep_llvm || options.keep_llvm_opt || options.keep_asm;
+    return !keeps_text && !dumps_requested();
+}
+
 struct CompileCache::State {
     std::mutex mutex;
     using Result = std::shared_ptr<const CompiledKernel>;
     std::unordered_map<std::string, std::shared_future<Result>> memory;
+    /// Device images by image key digest (the memory-cubin level).
+    std::unordered_map<std::string, std::shared_ptr<const std::string>> images;
+    /// Interned level names of images ("memory-cubin", ...).
+    std::set<std::string> image_levels;
     /// The last key each kernel name was looked up with (to say what changed on a miss).
     std::unordered_map<std::string, CacheKey> last_key;
     /// Per kernel name: masked-IR hash + target + options -> the IR hashes compiled with it.
@@ -137,6 +157,7 @@ DiskCache *CompileCache::disk() const {
 void CompileCache::clear_memory() {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->memory.clear();
+    state_->images.clear();
 }
 
 void CompileCache::set_disk_for_testing(DiskCache *d) {
@@ -164,13 +185,12 @@ std::shared_ptr<const CompiledKernel> CompileCache::get(const KernelInfo &k, con
     const char *unused_level = nullptr;
     if (!level) level = &unused_level;
     *level = "compiled";
-    const bool keeps_text = options.keep_ir || options.keep_llvm || options.keep_llvm_opt || options.keep_asm;
-    if (keeps_text || dumps_requested()) {
+    if (!cacheable(options)) {
         // Stage texts or dumps were asked for: the compiler must run.
         compiles_.fetch_add(1);
         return std::make_shared<const CompiledKernel>(ember::compile(k.ir, target, options));
     }
-    const CacheKey key = make_cache_key(k.ir, target, options);
+    const CacheKey key = make_cache_key(k, target, options);
     const std::string &name = k.ir.name;
     std::promise<State::Result> promise;
     std::shared_future<State::Result> future;
@@ -205,7 +225,7 @@ std::shared_ptr<const CompiledKernel> CompileCache::get(const KernelInfo &k, con
         const char *kind = artefact_kind(target);
         if (d) {
             if (std::optional<std::string> bytes = d->load(key.digest, kind)) {
-                result = std::make_shared<const CompiledKernel>(compiled_from_binary(k.ir, target, std::move(*bytes)));
+                result = std::make_shared<const CompiledKernel>(compiled_from_binary(k.ir, target, std::move(*bytes), !k.verified));
                 disk_hits_.fetch_add(1);
                 *level = "disk";
                 log_lookup(true, name, key.target, key, "disk");
@@ -248,21 +268,48 @@ void CompileCache::note_variant(const KernelInfo &k, const CacheKey &key) {
                      k.ir.name.c_str(), count, key.target.c_str());
 }
 
-std::optional<std::string> CompileCache::load_cubin(const CacheKey &key, std::string_view kernel_name) {
-    DiskCache *d = disk();
-    if (!d) return std::nullopt;
-    std::optional<std::string> bytes = d->load(key.digest, "cubin");
-    if (bytes) {
-        disk_hits_.fetch_add(1);
-        log_lookup(true, kernel_name, key.target, key, "disk-cubin");
-    } else {
-        log_lookup(false, kernel_name, key.target, key, "disk-cubin");
+const char *CompileCache::image_level(const char *where, std::string_view kind) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return state_->image_levels.insert(std::string(where) + "-" + std::string(kind)).first->c_str();
+}
+
+std::shared_ptr<const std::string> CompileCache::find_image(const CacheKey &base, const CacheKey &image,
+                                                            std::string_view kind, std::string_view name,
+                                                            const char **level) {
+    std::shared_ptr<const std::string> bytes;
+    const char *where = "memory";
+    {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        auto it = state_->images.find(image.digest);
+        if (it != state_->images.end()) bytes = it->second;
     }
+    if (bytes) {
+        memory_hits_.fetch_add(1);
+    } else if (DiskCache *d = disk()) {
+        if (std::optional<std::string> loaded = d->load(image.digest, kind)) {
+            bytes = std::make_shared<const std::string>(std::move(*loaded));
+            where = "disk";
+            disk_hits_.fetch_add(1);
+            std::lock_guard<std::mutex> lock(state_->mutex);
+            state_->images.emplace(image.digest, bytes);
+        }
+    }
+    if (!bytes) return nullptr;
+    const char *lvl = image_level(where, kind);
+    if (level) *level = lvl;
+    {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        state_->last_key[std::string(name)] = base;
+    }
+    log_lookup(true, name, base.target, base, lvl);
     return bytes;
 }
 
-void CompileCache::store_cubin(const CacheKey &key, std::string_view payload) {
-    if (DiskCache *d = disk()) d->store(key.digest, "cubin", payload);
+void CompileCache::store_image(const CacheKey &image, std::string_view kind, std::shared_ptr<const std::string> bytes) {
+    if (!bytes) return;
+    if (DiskCache *d = disk()) d->store(image.digest, kind, *bytes);
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->images[image.digest] = std::move(bytes);
 }
 
 } // namespace ember::detail

@@ -4,18 +4,24 @@
 ///
 /// [Note] Compile cache
 /// - Levels: memory (this process, process-wide, by key digest), disk (DiskCache, kind "ptx" or
-///   "cpu-obj"; NVIDIA also "cubin" for the exact device: see CudaBackend), compiled (LLVM ran).
+///   "cpu-obj"), compiled (LLVM ran). A back end with device images (NVIDIA: the cubin linked for
+///   the exact device) has two more, asked first: memory-cubin and disk-cubin. Their key is the
+///   artefact's key plus the driver version and the device arch (make_cubin_key), so a warm
+///   process goes from the traced IR straight to the cubin: no PTX is read, hashed or JIT'ed.
 /// - Key components (CacheKey): the SHA-256 of the canonical printed IR (two traces of one lambda
-///   print alike), the target spec string, the options that change the code (the opt level; the
-///   keep_* stage texts and dump flags do not), the ember version (project version + cache format
-///   number), the LLVM version; a cubin key adds the driver version and the device's sm arch.
-///   The components are kept, not only the digest, so that a miss names what changed.
-/// - Thread safety: one mutex around the map; a compile runs outside it, and a second thread
+///   print alike; computed once per traced kernel, KernelInfo::ir_hash), the target spec string,
+///   the options that change the code (the opt level; the keep_* stage texts and dump flags do
+///   not), the ember version (project version + cache format number), the LLVM version; an image
+///   key adds the driver version and the device's sm arch. The components are kept, not only the
+///   digest, so that a miss names what changed.
+/// - Thread safety: one mutex around the maps; a compile runs outside it, and a second thread
 ///   asking for a key being compiled waits for that compile (std::shared_future) instead of
 ///   compiling again. A failed compile is not cached (its waiters get the same exception).
-/// - EMBER_LOG=cache: one line per lookup, "cache hit|cache miss kernel=<name> target=<spec>
-///   key=<12 hex> level=<memory|disk|disk-cubin|compiled>", and on a miss for a kernel name seen
-///   with another key, "changed: <components>".
+/// - Counting and EMBER_LOG=cache: every compile of a kernel for a context is one lookup, answered
+///   by one level and logged as one line, "cache hit|cache miss kernel=<name> target=<spec>
+///   key=<12 hex of the artefact key> level=<memory-cubin|disk-cubin|memory|disk|compiled>", and
+///   on a miss for a kernel name seen with another key, "changed: <components>". An image miss is
+///   not a line of its own: the artefact lookup that follows it is.
 /// - The constants warning: when one kernel name was compiled for kConstantsWarnAfter keys that
 ///   differ only in the IR, and only in numeric literals (IR text with literals masked is equal),
 ///   one warning on stderr advises passing the values as kernel arguments.
@@ -67,7 +73,12 @@ struct CacheKey {
 std::string key_digest(const CacheKey &key);
 /// The key of `k` compiled for `target` with `options`.
 CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options);
-/// `base` plus the driver version and device arch of a cubin.
+/// The same for a traced kernel, whose IR hash is computed once and kept (KernelInfo::ir_hash).
+CacheKey make_cache_key(const KernelInfo &k, const TargetSpec &target, const CompileOptions &options);
+/// Whether a compile with `options` may use the cache: not when stage texts are kept or
+/// EMBER_DUMP asks for dumps (the compiler must run to produce them).
+bool cacheable(const CompileOptions &options);
+/// `base` (an artefact key) plus the driver version and device arch: the key of a cubin.
 CacheKey make_cubin_key(const CacheKey &base, std::string_view driver, std::string_view arch);
 /// The components that differ between `a` and `b`, comma-separated ("IR, options"); empty if none.
 std::string changed_components(const CacheKey &a, const CacheKey &b);
@@ -85,11 +96,16 @@ public:
     std::shared_ptr<const CompiledKernel> get(const KernelInfo &k, const TargetSpec &target,
                                               const CompileOptions &options = {}, const char **level = nullptr);
 
-    /// Looks up a cubin for `base` on a device (NVIDIA back end): disk only. Logs the lookup.
-    std::optional<std::string> load_cubin(const CacheKey &key, std::string_view kernel_name);
-    void store_cubin(const CacheKey &key, std::string_view payload);
+    /// The device image (kind "cubin") of key `image` (make_cubin_key of the artefact key `base`)
+    /// from memory, else from disk; null on a miss. A hit is the lookup of kernel `name`: counted,
+    /// logged with `base`'s key, and `level` set to "memory-<kind>" or "disk-<kind>". A miss is
+    /// neither: the artefact's lookup (get) follows it.
+    std::shared_ptr<const std::string> find_image(const CacheKey &base, const CacheKey &image, std::string_view kind,
+                                                  std::string_view name, const char **level = nullptr);
+    /// Keeps `bytes` as the image of key `image` in memory and on disk.
+    void store_image(const CacheKey &image, std::string_view kind, std::shared_ptr<const std::string> bytes);
 
-    /// Test hooks: forget the memory level; replace the disk level (nullptr: no disk).
+    /// Test hooks: forget the memory level (artefacts and images); replace the disk level (nullptr: no disk).
     void clear_memory();
     void set_disk_for_testing(DiskCache *disk);
     void reset_disk_to_default();
@@ -108,6 +124,8 @@ public:
 private:
     struct State;
     void note_variant(const KernelInfo &k, const CacheKey &key);
+    /// "memory-<kind>" / "disk-<kind>" with static storage.
+    const char *image_level(const char *where, std::string_view kind);
     std::unique_ptr<State> state_;
     std::atomic<uint64_t> memory_hits_{0}, disk_hits_{0}, compiles_{0};
 };

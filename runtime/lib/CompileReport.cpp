@@ -148,14 +148,22 @@ CompileReport build_report(FunctionImpl &fn) {
 }
 
 void record_report(FunctionImpl &fn) {
-    std::string level = fn.report.cache_level;
-    fn.report = build_report(fn);
-    fn.report.cache_level = std::move(level);
-    if (log_enabled(LogTopic::compile)) log_line(LogTopic::compile, to_string(fn.report));
+    // Built on first use (function_report): the driver's attributes cost microseconds that a
+    // warm start need not pay when nobody reads the report.
+    fn.report_recorded = true;
+    if (log_enabled(LogTopic::compile)) log_line(LogTopic::compile, to_string(function_report(fn)));
 }
 
 CompileReport function_report(const FunctionImpl &fn) {
-    if (!fn.report.kernel.empty()) return fn.report;
+    if (fn.report_recorded) {
+        std::call_once(fn.report_once, [&] {
+            auto &f = const_cast<FunctionImpl &>(fn); // report is the lazily built cache of fn
+            std::string level = f.report.cache_level;
+            f.report = build_report(f);
+            f.report.cache_level = std::move(level);
+        });
+        return fn.report;
+    }
     // A function of an external module (PTX, cubin): nothing was compiled here.
     CompileReport r = build_report(const_cast<FunctionImpl &>(fn));
     r.cache_level = "external module";

@@ -11,8 +11,8 @@ struct FunctionImpl;
 
 /// The report of `fn` as it stands (attributes asked of the back end, stage times, JIT log).
 CompileReport build_report(FunctionImpl &fn);
-/// After `fn` is compiled and loaded: stores build_report(fn) in fn.report (keeping its
-/// cache_level) and prints it when EMBER_LOG=compile is on.
+/// After `fn` is compiled and loaded: marks fn.report to be built from build_report(fn) on first
+/// use (keeping its cache_level; function_report) and prints it when EMBER_LOG=compile is on.
 void record_report(FunctionImpl &fn);
 
 } // namespace ember::detail

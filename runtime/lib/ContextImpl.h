@@ -39,9 +39,11 @@ struct FunctionImpl : std::enable_shared_from_this<FunctionImpl> {
     std::unique_ptr<LoadedFunction> loaded;
     double compile_seconds = 0;
     double load_seconds = 0;
-    /// What compiling and loading produced and cost (record_report, CompileReport.cpp); the
-    /// compile cache sets report.cache_level for code it did not compile.
+    /// What compiling and loading produced and cost (CompileReport.cpp): compile() sets
+    /// report.cache_level and record_report; function_report builds the rest once, on first use.
     CompileReport report;
+    bool report_recorded = false;
+    mutable std::once_flag report_once;
     /// The kernel's static shared memory (ir::static_shared_bytes).
     uint64_t static_shared_bytes = 0;
 

@@ -10,6 +10,7 @@
 #include "Functions.h"
 
 #include "ember/compiler/Bundle.h"
+#include "ember/compiler/CacheSupport.h"
 #include "ember/compiler/Compiler.h"
 
 #ifdef EMBER_WITH_CUDA_RUNTIME
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace ember {
@@ -195,8 +197,26 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     // Repro bundles name the driver and device ([Note] Repro bundles).
     const int driver = ctx->backend->driver_version();
     detail::BundleScope bundle_scope(driver ? std::to_string(driver) : "", ctx->backend->name());
+    const TargetSpec &target = ctx->backend->target();
     const char *level = "compiled";
-    fn->compiled = *CompileCache::instance().get(*kernel, ctx->backend->target(), co, &level);
+    std::optional<CacheKey> key;
+    if (cacheable(co)) key = make_cache_key(*kernel, target, co);
+    if (key && ctx->backend->has_images()) {
+        // A device image of this kernel (a cubin) goes straight to the device: no artefact is
+        // read and nothing is compiled ([Note] Compile cache).
+        auto t0 = std::chrono::steady_clock::now();
+        CompiledKernel meta = compiled_from_binary(kernel->ir, target, {}, !kernel->verified);
+        if (std::unique_ptr<LoadedFunction> loaded = ctx->backend->load_image(*key, meta, &level)) {
+            fn->compiled = std::move(meta);
+            fn->loaded = std::move(loaded);
+            fn->load_seconds = seconds_since(t0);
+            fn->report.cache_level = level;
+            finish_function(*fn, opts);
+            record_report(*fn);
+            return fn;
+        }
+    }
+    fn->compiled = *CompileCache::instance().get(*kernel, target, co, &level);
     if (std::string_view(level) != "compiled") {
         // Nothing was compiled now: the report's stages (and compile_seconds) are this process's.
         fn->compiled.lower_seconds = fn->compiled.optimize_seconds = fn->compiled.codegen_seconds = 0;
@@ -209,7 +229,7 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     opts.dump_asm.write(fn->compiled.assembly);
     auto t0 = std::chrono::steady_clock::now();
     try {
-        fn->loaded = ctx->backend->load(fn->compiled);
+        fn->loaded = ctx->backend->load(fn->compiled, key ? &*key : nullptr);
     } catch (const CompileError &e) { // the driver's JIT refused the PTX
         throw detail::bundle_load_failure(e, kernel->ir, fn->compiled, co);
     }
@@ -340,7 +360,11 @@ double function_load_seconds(const FunctionImpl &fn) { return fn.load_seconds; }
 
 std::string function_assembly(const FunctionImpl &fn) {
     if (!fn.compiled.assembly.empty()) return fn.compiled.assembly;
-    if (fn.compiled.target.arch == Arch::NVPTX) return fn.compiled.binary;
+    if (fn.compiled.target.arch == Arch::NVPTX) {
+        if (!fn.compiled.binary.empty()) return fn.compiled.binary;
+        // Loaded from a cached cubin, without the PTX: the compile cache has it (or compiles it).
+        if (fn.kernel) return CompileCache::instance().get(*fn.kernel, fn.compiled.target)->binary;
+    }
     return ember::emit(fn.kernel->ir, fn.compiled.target, Stage::Asm);
 }
 

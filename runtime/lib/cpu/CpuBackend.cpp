@@ -687,7 +687,7 @@ public:
 
     // [issue-4 anchor: graphs] Graphs.
 
-    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
+    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k, const CacheKey *) override {
         return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol), k.local_bytes, k.constants);
     }
 

@@ -1404,17 +1404,19 @@ public:
 
     // [issue-4 anchor: graphs] Graphs.
 
-    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
+    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k, const detail::CacheKey *image_base) override {
         if (k.target.arch != Arch::NVPTX)
             throw LogicError("kernel '" + k.kernel_name + "' was compiled for " +
                              k.target.to_string() + ", but " + ctx_->where() + " needs " +
                              target_.to_string());
         ScopedCurrent current(*ctx_);
-        // The compile cache's cubin level ([Note] Compile cache): a cubin for this device linked
-        // from the same PTX by the same driver is loaded without the PTX JIT; on a miss the PTX
-        // is linked into a cubin (the JIT runs once), stored, and loaded. Any failure of this
-        // path falls back to loading the PTX below, which reports errors with the JIT log.
-        if (std::unique_ptr<LoadedFunction> fn = load_through_cubin(k)) return fn;
+        // The compile cache's image levels ([Note] Compile cache): the PTX is linked by the driver
+        // into a cubin for this device (the JIT runs once), kept in the cache under the artefact's
+        // key plus the driver and arch, and loaded; a later compile of the same kernel (this
+        // process or another) loads the cubin through load_image without any PTX. Any failure of
+        // this path falls back to loading the PTX below, which reports errors with the JIT log.
+        if (image_base)
+            if (std::unique_ptr<LoadedFunction> fn = link_and_load(k, *image_base)) return fn;
         std::string info_log(jit_log_bytes, '\0'), error_log(jit_log_bytes, '\0');
         cu::CUjit_option options[] = {
             cu::CU_JIT_INFO_LOG_BUFFER,  cu::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
@@ -1449,46 +1451,73 @@ public:
         return fn;
     }
 
-private:
-    /// The cubin path of load(); null when the disk cache or the linker is unavailable or any
-    /// step fails (the caller then loads the PTX). The current context is set.
-    std::unique_ptr<LoadedFunction> load_through_cubin(const CompiledKernel &k) {
-        detail::CompileCache &cache = detail::CompileCache::instance();
-        if (!cache.disk() || !drv_.cuLinkCreate || !drv_.cuLinkAddData || !drv_.cuLinkComplete ||
-            !drv_.cuLinkDestroy)
-            return nullptr;
-        detail::CacheKey ptx;
-        ptx.ir = sha256_hex(k.binary); // the PTX decides the cubin, with the driver and the arch
-        ptx.target = k.target.to_string();
-        ptx.options = "cubin";
-        ptx.ember_version = ember_version() + "+f" + std::to_string(detail::kCacheFormatVersion);
-        ptx.llvm_version = llvm_version();
-        const detail::CacheKey key =
-            detail::make_cubin_key(ptx, std::to_string(drv_.version()), target_.cpu);
+    bool has_images() const override { return linker_available(); }
+
+    std::unique_ptr<LoadedFunction> load_image(const detail::CacheKey &base, const CompiledKernel &meta,
+                                               const char **level) override {
+        if (meta.target.arch != Arch::NVPTX || !linker_available()) return nullptr;
+        ScopedCurrent current(*ctx_);
         auto start = std::chrono::steady_clock::now();
-        std::optional<std::string> cubin = cache.load_cubin(key, k.kernel_name);
-        if (!cubin) {
-            cubin = link_cubin(k);
-            if (!cubin) return nullptr;
-            cache.store_cubin(key, *cubin);
-        }
+        std::shared_ptr<const std::string> cubin =
+            detail::CompileCache::instance().find_image(base, cubin_key(base), "cubin", meta.kernel_name, level);
+        if (!cubin) return nullptr;
+        std::unique_ptr<CudaFunction> fn = load_cubin(*cubin, meta);
+        if (fn) fn->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return fn;
+    }
+
+private:
+    bool linker_available() const {
+        return drv_.cuLinkCreate && drv_.cuLinkAddData && drv_.cuLinkComplete && drv_.cuLinkDestroy;
+    }
+
+    /// The image key of the artefact key `base` on this device: the driver decides the cubin too.
+    detail::CacheKey cubin_key(const detail::CacheKey &base) const {
+        return detail::make_cubin_key(base, std::to_string(drv_.version()), target_.cpu);
+    }
+
+    /// A module of `cubin` and its kernel `k.entry_symbol`; null when the driver refuses the cubin
+    /// (the caller then goes the PTX way, which reports the error). The current context is set.
+    std::unique_ptr<CudaFunction> load_cubin(const std::string &cubin, const CompiledKernel &k) {
         cu::CUmodule module = nullptr;
-        if (drv_.cuModuleLoadDataEx(&module, cubin->data(), 0, nullptr, nullptr) != cu::CUDA_SUCCESS)
-            return nullptr;
-        std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+        if (drv_.cuModuleLoadDataEx(&module, cubin.data(), 0, nullptr, nullptr) != cu::CUDA_SUCCESS) return nullptr;
         auto fn = std::make_unique<CudaFunction>(ctx_, module); // unloads the module if we throw
-        fn->load_seconds = elapsed.count();
         drv_.check(drv_.cuModuleGetFunction(&fn->function, module, k.entry_symbol.c_str()),
                    "cuModuleGetFunction",
                    "; the cubin of kernel '" + k.kernel_name + "' has no entry point '" + k.entry_symbol + "'");
         return fn;
     }
 
+    /// The image path of load(): links the PTX of `k` into a cubin, keeps it in the compile cache
+    /// under `base`'s image key and loads it; null when the linker is unavailable or any step
+    /// fails. The link's verbose log (registers, spills) becomes the function's jit_info_log.
+    std::unique_ptr<LoadedFunction> link_and_load(const CompiledKernel &k, const detail::CacheKey &base) {
+        if (!linker_available()) return nullptr;
+        auto start = std::chrono::steady_clock::now();
+        std::string info_log;
+        std::optional<std::string> cubin = link_cubin(k, info_log);
+        if (!cubin) return nullptr;
+        auto bytes = std::make_shared<const std::string>(std::move(*cubin));
+        std::unique_ptr<CudaFunction> fn = load_cubin(*bytes, k);
+        if (!fn) return nullptr;
+        detail::CompileCache::instance().store_image(cubin_key(base), "cubin", std::move(bytes));
+        fn->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        fn->jit_info_log = std::move(info_log);
+        return fn;
+    }
+
     /// Links the PTX of `k` into a cubin for the current context's device (cuLink*); nullopt on
-    /// any failure.
-    std::optional<std::string> link_cubin(const CompiledKernel &k) {
+    /// any failure. `info_log` receives ptxas's verbose log (as the PTX load's, for reports).
+    std::optional<std::string> link_cubin(const CompiledKernel &k, std::string &info_log) {
+        std::string info(jit_log_bytes, '\0');
+        cu::CUjit_option options[] = {cu::CU_JIT_INFO_LOG_BUFFER, cu::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                                      cu::CU_JIT_LOG_VERBOSE};
+        void *values[] = {info.data(), reinterpret_cast<void *>(uintptr_t(info.size() - 1)),
+                          reinterpret_cast<void *>(uintptr_t(1))};
+        static_assert(std::size(options) == std::size(values));
         cu::CUlinkState state = nullptr;
-        if (drv_.cuLinkCreate(0, nullptr, nullptr, &state) != cu::CUDA_SUCCESS || !state) return std::nullopt;
+        if (drv_.cuLinkCreate(unsigned(std::size(options)), options, values, &state) != cu::CUDA_SUCCESS || !state)
+            return std::nullopt;
         std::optional<std::string> out;
         // Size including the terminating NUL, as the CUDA samples (ptxjit) pass it.
         if (drv_.cuLinkAddData(state, cu::CU_JIT_INPUT_PTX, const_cast<char *>(k.binary.c_str()),
@@ -1501,6 +1530,7 @@ private:
                 out.emplace(static_cast<const char *>(image), size);
         }
         drv_.cuLinkDestroy(state);
+        if (out) info_log = log_text(info);
         return out;
     }
 

@@ -331,27 +331,34 @@ TEST_P(CompileCacheTest, MemoryThenDiskHitsRunTheRightKernel) {
     expect_all(run_add(ctx(), f1), 3.0f);
     EXPECT_EQ(entries_of_kind(dir_, kind_for(GetParam())).size(), 1u);
 
-    auto f2 = ctx().compile_function(k); // a new function, the same artefact: memory hit
+    const bool cuda = GetParam() == "cuda";
+    if (cuda) {
+        EXPECT_EQ(entries_of_kind(dir_, "cubin").size(), 1u);
+    }
+
+    // A new function of the same kernel: a memory hit, of the cubin on CUDA (no PTX JIT).
+    auto f2 = ctx().compile_function(k);
     EXPECT_EQ(cache.compiles(), compiles + 1);
     EXPECT_EQ(cache.memory_hits(), memory_hits + 1);
+    EXPECT_EQ(cache.disk_hits(), disk_hits);
     // The report says where the code came from, and nothing was compiled for it.
-    EXPECT_EQ(f2.report().cache_level, "memory");
+    EXPECT_EQ(f2.report().cache_level, cuda ? "memory-cubin" : "memory");
     EXPECT_EQ(f2.compile_seconds(), 0.0);
     expect_all(run_add(ctx(), f2), 3.0f);
 
     cache.clear_memory();
     DeviceContext other(0, GetParam());
-    auto f3 = other.compile_function(k); // disk hit: no LLVM
+    auto f3 = other.compile_function(k); // disk hit: no LLVM (and on CUDA, no PTX: the cubin)
     EXPECT_EQ(cache.compiles(), compiles + 1);
-    // The PTX or CPU object came from disk; on CUDA the cubins of f2 and f3 are disk hits too.
-    EXPECT_EQ(cache.disk_hits(), disk_hits + (GetParam() == "cuda" ? 3 : 1));
-    EXPECT_EQ(f3.report().cache_level, "disk");
+    EXPECT_EQ(cache.disk_hits(), disk_hits + 1);
+    EXPECT_EQ(f3.report().cache_level, cuda ? "disk-cubin" : "disk");
     EXPECT_EQ(f3.compile_seconds(), 0.0);
     expect_all(run_add(other, f3), 3.0f);
 
-    // A corrupt entry: a warning, a recompile, the right result.
-    fs::path entry = entries_of_kind(dir_, kind_for(GetParam())).at(0);
-    {
+    // Corrupt entries (on CUDA the cubin and the PTX): a warning each, a recompile, the right result.
+    std::vector<fs::path> corrupt = entries_of_kind(dir_, kind_for(GetParam()));
+    if (cuda) corrupt.push_back(entries_of_kind(dir_, "cubin").at(0));
+    for (const fs::path &entry : corrupt) {
         std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
         f.seekp(static_cast<std::streamoff>(fs::file_size(entry) - 1));
         f.put('\x5a');
@@ -360,9 +367,66 @@ TEST_P(CompileCacheTest, MemoryThenDiskHitsRunTheRightKernel) {
     ::testing::internal::CaptureStderr();
     auto f4 = ctx().compile_function(k);
     std::string err = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(err.find("recompiling"), std::string::npos) << err;
+    for (const fs::path &entry : corrupt)
+        EXPECT_NE(err.find(entry.filename().string() + ": payload checksum mismatch; recompiling"), std::string::npos)
+            << err;
     EXPECT_EQ(cache.compiles(), compiles + 2);
+    EXPECT_EQ(f4.report().cache_level, "compiled");
     expect_all(run_add(ctx(), f4), 3.0f);
+}
+
+TEST_P(CompileCacheTest, AWarmCudaStartLoadsTheCubinWithoutThePtx) {
+    if (GetParam() != "cuda") GTEST_SKIP() << "device images (cubins) are CUDA's";
+    CompileCache &cache = CompileCache::instance();
+    auto k = make_add("ctx_cubin_only", 4.0f);
+    auto f1 = ctx().compile_function(k);
+    ASSERT_EQ(entries_of_kind(dir_, "ptx").size(), 1u);
+    ASSERT_EQ(entries_of_kind(dir_, "cubin").size(), 1u);
+    // The cold compile linked the cubin with a verbose log: the report has ptxas's figures.
+    EXPECT_EQ(f1.report().cache_level, "compiled");
+    EXPECT_GE(f1.report().spill_store_bytes, 0);
+    EXPECT_GT(f1.report().registers, 0);
+
+    // No PTX on disk and none in memory: a new context still loads the kernel, from the cubin.
+    fs::remove(entries_of_kind(dir_, "ptx").at(0));
+    cache.clear_memory();
+    uint64_t compiles = cache.compiles(), disk_hits = cache.disk_hits();
+    set_log_topics("cache");
+    ::testing::internal::CaptureStderr();
+    DeviceContext other(0, "cuda");
+    auto f2 = other.compile_function(k);
+    std::string err = ::testing::internal::GetCapturedStderr();
+    set_log_topics("");
+    EXPECT_EQ(cache.compiles(), compiles);
+    EXPECT_EQ(cache.disk_hits(), disk_hits + 1);
+    EXPECT_EQ(f2.report().cache_level, "disk-cubin");
+    EXPECT_GT(f2.report().registers, 0);
+    const CacheKey key = detail::make_cache_key(k.info()->ir, TargetSpec::parse(other.target()), {});
+    // One lookup, one line, with the artefact's key (as the cold run's miss line has).
+    EXPECT_EQ(err, "ember[cache]: cache hit kernel=ctx_cubin_only target=" + key.target + " key=" +
+                       key.short_digest() + " level=disk-cubin\n");
+    expect_all(run_add(other, f2), 5.0f);
+    EXPECT_TRUE(entries_of_kind(dir_, "ptx").empty()) << "the warm start read or wrote PTX";
+
+    // Asking for the PTX (assembly) gets it from the compile cache: compiled again here.
+    std::string ptx = f2.assembly();
+    EXPECT_NE(ptx.find(".entry ctx_cubin_only"), std::string::npos) << ptx;
+    EXPECT_EQ(cache.compiles(), compiles + 1);
+}
+
+TEST_P(CompileCacheTest, WithoutADiskCacheTheMemoryLevelKeepsCubinsToo) {
+    CompileCache &cache = CompileCache::instance();
+    cache.set_disk_for_testing(nullptr);
+    auto k = make_add(("ctx_no_disk_" + GetParam()).c_str(), 6.0f);
+    uint64_t compiles = cache.compiles();
+    auto f1 = ctx().compile_function(k);
+    DeviceContext other(0, GetParam());
+    auto f2 = other.compile_function(k);
+    EXPECT_EQ(cache.compiles(), compiles + 1);
+    // The second context loads the first one's cubin (CUDA) or object (CPU): no JIT, no LLVM.
+    EXPECT_EQ(f2.report().cache_level, GetParam() == "cuda" ? "memory-cubin" : "memory");
+    expect_all(run_add(ctx(), f1), 7.0f);
+    expect_all(run_add(other, f2), 7.0f);
 }
 
 TEST_P(CompileCacheTest, EnqueueKernelAcrossContextsUsesEachContextsFunction) {

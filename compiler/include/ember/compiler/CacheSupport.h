@@ -18,9 +18,11 @@ std::string ember_version();
 std::string sha256_hex(std::string_view bytes);
 /// The CompiledKernel `compile(k, target)` would return, with `binary` (PTX or a CPU object
 /// cached from an earlier compile of the same key) instead of running LLVM: the names, constants
-/// and local bytes come from the IR. Verifies `k` (cheap) so that a cache never accepts IR the
-/// compiler would reject.
-CompiledKernel compiled_from_binary(const ir::Kernel &k, const TargetSpec &target, std::string binary);
+/// and local bytes come from the IR. With `verify` (the default) it verifies `k` first, so that a
+/// cache never accepts IR the compiler would reject; a caller whose IR was verified already
+/// (every traced kernel: KernelInfo::verified) passes false.
+CompiledKernel compiled_from_binary(const ir::Kernel &k, const TargetSpec &target, std::string binary,
+                                    bool verify = true);
 
 } // namespace ember
 

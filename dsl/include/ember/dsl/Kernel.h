@@ -10,6 +10,7 @@
 #include <atomic>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -38,6 +39,13 @@ struct KernelInfo {
     /// Seconds spent tracing the lambda into `ir` (and verifying it): the "trace" stage of
     /// CompileReport.
     double trace_seconds = 0;
+    /// Whether `ir` passed the verifier (finish_kernel verifies every traced kernel): the compile
+    /// cache then does not verify it again before it accepts cached bytes for it.
+    bool verified = false;
+    /// The SHA-256 of the canonical printed IR (the compile cache's IR key component), computed
+    /// once on first use by the runtime (CompileCache::key_for) and kept: `ir` never changes.
+    mutable std::once_flag ir_hash_once;
+    mutable std::string ir_hash;
     /// The launch fast path of enqueue_function(kernel, ...) (runtime/lib/CompileCache.h,
     /// [Note] Launch slot): the (context, function) this kernel was last launched with. Written by
     /// the runtime only; slots live in `launch_slot_storage` as long as this KernelInfo.
