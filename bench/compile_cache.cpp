@@ -14,6 +14,7 @@
 #include "ContextImpl.h"
 #include "DiskCache.h"
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,66 @@ int child() {
     return 0;
 }
 
+/// The raw driver's floor of a warm start (CUDA): the cubin's bytes in hand, cuModuleLoadData and
+/// cuModuleGetFunction, called directly (no CUDA headers: the few entry points are declared here).
+struct RawDriver {
+    int (*cuModuleLoadData)(void **, const void *) = nullptr;
+    int (*cuModuleGetFunction)(void **, void *, const char *) = nullptr;
+    int (*cuDevicePrimaryCtxRetain)(void **, int) = nullptr;
+    int (*cuCtxSetCurrent)(void *) = nullptr;
+    bool load() {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!h) return false;
+        cuModuleLoadData = reinterpret_cast<decltype(cuModuleLoadData)>(dlsym(h, "cuModuleLoadData"));
+        cuModuleGetFunction = reinterpret_cast<decltype(cuModuleGetFunction)>(dlsym(h, "cuModuleGetFunction"));
+        cuDevicePrimaryCtxRetain =
+            reinterpret_cast<decltype(cuDevicePrimaryCtxRetain)>(dlsym(h, "cuDevicePrimaryCtxRetain"));
+        cuCtxSetCurrent = reinterpret_cast<decltype(cuCtxSetCurrent)>(dlsym(h, "cuCtxSetCurrent"));
+        return cuModuleLoadData && cuModuleGetFunction && cuDevicePrimaryCtxRetain && cuCtxSetCurrent;
+    }
+};
+
+/// A warm process taken apart (`--probe`), each step timed on its own for every kernel: trace,
+/// the cache key, the disk read of the cubin (CUDA) or object (CPU), and on CUDA the raw driver's
+/// cuModuleLoadData + cuModuleGetFunction of those bytes. Prints one line: the steps' sums in us.
+int probe() {
+    DeviceContext ctx;
+    const TargetSpec target = TargetSpec::parse(ctx.target());
+    const bool cuda = ctx.api() == "cuda";
+    RawDriver raw;
+    void *primary = nullptr;
+    if (cuda) {
+        if (!raw.load() || raw.cuDevicePrimaryCtxRetain(&primary, 0) != 0 || raw.cuCtxSetCurrent(primary) != 0)
+            throw std::runtime_error("cannot reach the CUDA driver for the raw peer");
+    }
+    detail::DiskCache *disk = detail::CompileCache::instance().disk();
+    if (!disk) throw std::runtime_error("no disk cache");
+    double trace_us = 0, key_us = 0, read_us = 0, driver_us = 0;
+    for (int i = 0; i < kKernels; ++i) {
+        auto t = Clock::now();
+        auto k = make_kernel(i);
+        trace_us += us_since(t);
+        t = Clock::now();
+        detail::CacheKey key = detail::make_cache_key(*k.info(), target, {});
+        if (cuda) key = detail::make_cubin_key(key, std::to_string(ctx.get_driver_version()), target.cpu);
+        key_us += us_since(t);
+        t = Clock::now();
+        std::optional<std::string> bytes = disk->load(key.digest, cuda ? "cubin" : "cpu-obj");
+        read_us += us_since(t);
+        if (!bytes) throw std::runtime_error("probe: no cached entry for kernel " + std::to_string(i));
+        if (cuda) {
+            void *module = nullptr, *function = nullptr;
+            t = Clock::now();
+            if (raw.cuModuleLoadData(&module, bytes->data()) != 0 ||
+                raw.cuModuleGetFunction(&function, module, k.name().c_str()) != 0)
+                throw std::runtime_error("probe: the driver refused the cubin");
+            driver_us += us_since(t);
+        }
+    }
+    std::printf("%.3f %.3f %.3f %.3f\n", trace_us, key_us, read_us, driver_us);
+    return 0;
+}
+
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -87,6 +149,7 @@ double percentile(std::vector<double> v, double p) {
 
 int main(int argc, char **argv) try {
     if (argc == 2 && std::string(argv[1]) == "--child") return child();
+    if (argc == 2 && std::string(argv[1]) == "--probe") return probe();
     // The driver's own PTX cache would hide the cold JIT (first_launch does the same).
     ::setenv("CUDA_CACHE_DISABLE", "1", 0);
 
@@ -164,6 +227,28 @@ int main(int argc, char **argv) try {
                 per_kernel, trace_c / kKernels, lookup_c / kKernels, load_c / kKernels, ctx_us, disk_hits, compiles,
                 cold_us / kKernels / per_kernel);
     if (compiles != 0) throw std::runtime_error("the warm process compiled: the disk level missed");
+    {
+        // The same warm start taken apart, and the raw driver's floor (CUDA): best of five processes.
+        std::string probe_cmd = "EMBER_CACHE_DIR='" + dir.string() + "' /proc/" + std::to_string(::getpid()) +
+                                "/exe --probe";
+        double best[4] = {1e30, 0, 0, 0};
+        for (int run = 0; run < 5; ++run) {
+            FILE *p = ::popen(probe_cmd.c_str(), "r");
+            if (!p) throw std::runtime_error("popen failed");
+            double v[4] = {0, 0, 0, 0};
+            int got = std::fscanf(p, "%lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3]);
+            int rc = ::pclose(p);
+            if (got != 4 || rc != 0) throw std::runtime_error("the probe process failed (rc " + std::to_string(rc) + ")");
+            if (v[0] + v[1] + v[2] + v[3] < best[0] + best[1] + best[2] + best[3]) std::copy(v, v + 4, best);
+        }
+        std::printf("  taken apart, per kernel: trace %.1f us, cache key %.1f us, disk read %.1f us", best[0] / kKernels,
+                    best[1] / kKernels, best[2] / kKernels);
+        if (ctx.api() == "cuda")
+            std::printf(", raw cuModuleLoadData + cuModuleGetFunction %.1f us; ember's warm start over the raw "
+                        "driver's load of the same cubin: %.2fx",
+                        best[3] / kKernels, per_kernel / (best[3] / kKernels));
+        std::printf("\n");
+    }
 
     // 4. The 50 ns budget: enqueue_function(kernel) against enqueue_function(DeviceFunction) of
     //    the same function. Batches of kBatch launches (few enough that the stream's queue never

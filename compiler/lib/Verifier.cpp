@@ -4,6 +4,7 @@
 
 #include "IRPrinterInternal.h"
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -52,10 +53,7 @@ struct Callable {
 /// Walks one kernel or device function with a stack of scopes and collects every problem.
 class Verifier {
 public:
-    explicit Verifier(const Callable &k) : k_(k), what_(k.is_kernel ? "kernel '" : "function '@") {
-        for (const VariableRef &p : k.params) printer_.name(p.get());
-        printer_.name_definitions(k.body);
-    }
+    explicit Verifier(const Callable &k) : k_(k), what_(k.is_kernel ? "kernel '" : "function '@") {}
 
     std::vector<std::string> run() {
         if (k_.name.empty())
@@ -96,10 +94,10 @@ public:
 private:
     void report(const std::string &msg) { problems_.push_back(what_ + k_.name + "': " + msg); }
     void report(const std::string &msg, const Stmt &s) {
-        report(msg + " in '" + printer_.stmt_line(s) + "'");
+        report(msg + " in '" + printer().stmt_line(s) + "'");
     }
 
-    std::string name(const VariableRef &v) { return printer_.name(v.get()); }
+    std::string name(const VariableRef &v) { return printer().name(v.get()); }
 
     void collect_definitions(const Stmt &s) {
         if (!s) return;
@@ -450,7 +448,17 @@ private:
 
     const Callable &k_;
     std::string what_;
-    detail::IRTextPrinter printer_;
+    /// Names variables as the printer does, for messages: made on the first message only (naming
+    /// a whole body costs more than verifying it, and valid IR has no message).
+    detail::IRTextPrinter &printer() {
+        if (!printer_) {
+            printer_.emplace();
+            for (const VariableRef &p : k_.params) printer_->name(p.get());
+            printer_->name_definitions(k_.body);
+        }
+        return *printer_;
+    }
+    std::optional<detail::IRTextPrinter> printer_;
     std::vector<std::string> problems_;
     std::vector<std::unordered_set<const Variable *>> scopes_;
     std::unordered_set<const Variable *> defined_;  // defined so far in the walk
