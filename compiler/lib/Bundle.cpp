@@ -1,13 +1,13 @@
 /// \file
 /// Repro bundles ([Note] Repro bundles in ember/compiler/Bundle.h): writing, reading, replaying.
 #include "ember/compiler/Bundle.h"
+#include "ember/compiler/Sha256.h"
 
 #include "BundleInternal.h"
 #include "ember/compiler/IRPrinter.h"
 #include "ember/compiler/Log.h"
 
 #include <llvm/ADT/StringRef.h>
-#include <llvm/Support/SHA256.h>
 
 #include <array>
 #include <atomic>
@@ -187,9 +187,9 @@ CompileError with_note(const CompileError &error, const std::string &dir, const 
 bool bundle_dump_requested() { return detail::bundle_dump_enabled(); }
 
 std::string bundle_directory(const ReproBundle &b) {
-    llvm::SHA256 sha;
+    Sha256 sha;
     const std::string key = b.ir + "\n" + b.target.to_string() + "\n" + options_text(b.opt_level);
-    sha.update(llvm::StringRef(key));
+    sha.update(key);
     const std::string name = "ember-bundle-" + file_safe(b.kernel_name) + "-" + hex_prefix(sha.final(), 12);
     const char *dir = std::getenv("EMBER_DUMP_DIR");
     if (!dir || !*dir) dir = std::getenv("TMPDIR");

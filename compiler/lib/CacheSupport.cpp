@@ -2,10 +2,7 @@
 
 #include "ember/compiler/Verifier.h"
 
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/SHA256.h"
-
-#include <array>
+#include "ember/compiler/Sha256.h"
 
 namespace ember {
 
@@ -15,12 +12,7 @@ uint64_t kernel_local_bytes(const ir::Kernel &k); // Compiler.cpp
 
 std::string ember_version() { return EMBER_VERSION_STRING; }
 
-std::string sha256_hex(std::string_view bytes) {
-    llvm::SHA256 sha;
-    sha.update(llvm::StringRef(bytes.data(), bytes.size()));
-    std::array<uint8_t, 32> digest = sha.final();
-    return llvm::toHex(digest, /*LowerCase=*/true);
-}
+std::string sha256_hex(std::string_view bytes) { return Sha256::hex(bytes); }
 
 CompiledKernel compiled_from_binary(const ir::Kernel &k, const TargetSpec &target, std::string binary,
                                     bool verify) {

@@ -4,19 +4,12 @@
 
 #include "ember/compiler/IRPrinter.h"
 
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/SHA256.h"
-
-#include <array>
+#include "ember/compiler/Sha256.h"
 
 namespace ember::ir {
 
 std::string content_hash(const Kernel &k) {
-    std::string text = print(k);
-    llvm::SHA256 sha;
-    sha.update(llvm::StringRef(text));
-    std::array<uint8_t, 32> digest = sha.final();
-    return llvm::toHex(digest, /*LowerCase=*/true);
+    return Sha256::hex(print(k));
 }
 
 } // namespace ember::ir

@@ -40,6 +40,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <system_error>
 #include <vector>
@@ -216,14 +217,29 @@ bool read_at(int fd, std::string &out, size_t size, uint64_t offset) {
     return true;
 }
 
+/// Files up to this size are read with one pread (a kernel's PTX, object or cubin is kilobytes);
+/// larger ones header first, so that a foreign file of gigabytes costs one read of 40 bytes.
+constexpr uint64_t kWholeReadBytes = uint64_t(1) << 20;
+/// A load renews an entry's mtime when it is at least this old.
+constexpr time_t kRecencySeconds = 60;
+
 /// Reads the entry (key, kind) from `fd`, a file of `size` bytes, checking every field before it
-/// trusts it (a foreign file of gigabytes costs one read of 40 bytes). Returns what is wrong, or
-/// empty with the payload in `payload`.
+/// trusts it. Returns what is wrong, or empty with the payload in `payload`.
 std::string read_entry(int fd, uint64_t size, std::string_view key, std::string_view kind,
                        std::string &payload) {
+    std::string whole;
+    if (size <= kWholeReadBytes && !read_at(fd, whole, static_cast<size_t>(size), 0))
+        return "cannot read the entry (the file changed while being read?)";
+    // Bytes [offset, offset + n) of the file: from `whole`, or read now.
+    auto fetch = [&](std::string &out, size_t n, uint64_t offset) {
+        if (size > kWholeReadBytes) return read_at(fd, out, n, offset);
+        if (offset + n > whole.size()) return false;
+        out.assign(whole, static_cast<size_t>(offset), n);
+        return true;
+    };
     const size_t fixed = DiskCache::kHeaderFixedBytes;
     std::string head;
-    if (!read_at(fd, head, static_cast<size_t>(std::min<uint64_t>(size, fixed)), 0))
+    if (!fetch(head, static_cast<size_t>(std::min<uint64_t>(size, fixed)), 0))
         return "cannot read the header (the file changed while being read?)";
     const auto *p = reinterpret_cast<const unsigned char *>(head.data());
     if (head.size() >= sizeof kMagic && std::memcmp(p, kMagic, sizeof kMagic) != 0)
@@ -244,7 +260,7 @@ std::string read_entry(int fd, uint64_t size, std::string_view key, std::string_
         return "truncated header (" + std::to_string(size) + " of " + std::to_string(header_size) +
                " bytes)";
     std::string names;
-    if (!read_at(fd, names, kind_len + key_len, fixed))
+    if (!fetch(names, kind_len + key_len, fixed))
         return "cannot read the header (the file changed while being read?)";
     if (checksum64(head.substr(0, 32) + names) != get_le(p + 32, 8))
         return "header checksum mismatch";
@@ -261,8 +277,12 @@ std::string read_entry(int fd, uint64_t size, std::string_view key, std::string_
     if (have > payload_size)
         return std::to_string(have - payload_size) + " bytes after the payload of " +
                std::to_string(payload_size) + " bytes";
-    if (!read_at(fd, payload, static_cast<size_t>(payload_size), header_size))
+    if (size <= kWholeReadBytes) {
+        whole.erase(0, static_cast<size_t>(header_size));
+        payload = std::move(whole);
+    } else if (!read_at(fd, payload, static_cast<size_t>(payload_size), header_size)) {
         return "cannot read the payload of " + std::to_string(payload_size) + " bytes";
+    }
     if (checksum64(payload) != payload_sum)
         return "payload checksum mismatch";
     return {};
@@ -483,7 +503,13 @@ std::optional<std::string> DiskCache::load(std::string_view key, std::string_vie
     else
         problem = read_entry(fd, static_cast<uint64_t>(st.st_size), key, kind, payload);
     if (problem.empty()) {
-        ::futimens(fd, nullptr); // recency for eviction; failure only costs LRU accuracy
+        // Recency for eviction, to the minute (as relatime does for atime): an entry used less
+        // than a minute ago is recent already, and its futimens (a metadata write) is skipped.
+        // A failure only costs LRU accuracy.
+        struct timespec now {};
+        ::clock_gettime(CLOCK_REALTIME, &now);
+        if (now.tv_sec - st.st_mtim.tv_sec >= kRecencySeconds || now.tv_sec < st.st_mtim.tv_sec)
+            ::futimens(fd, nullptr);
         ::close(fd);
         return payload;
     }

@@ -290,6 +290,37 @@ TEST_F(DiskCacheTest, EvictionKeepsTheCapAndRemovesLeastRecentlyUsed) {
     EXPECT_EQ(cache.load("e5", "ptx"), payload_of(2000));
 }
 
+TEST_F(DiskCacheTest, ALoadRenewsRecencyToTheMinute) {
+    DiskCache cache(dir_, uint64_t(1) << 20);
+    cache.store("old", "ptx", "a");
+    cache.store("fresh", "ptx", "b");
+    set_mtime(cache.entry_path("old", "ptx"), 120);
+    set_mtime(cache.entry_path("fresh", "ptx"), 10);
+    auto mtime = [&](const char *key) { return fs::last_write_time(cache.entry_path(key, "ptx")); };
+    const auto fresh_before = mtime("fresh"), old_before = mtime("old");
+    EXPECT_EQ(cache.load("old", "ptx"), "a");
+    EXPECT_EQ(cache.load("fresh", "ptx"), "b");
+    EXPECT_GT(mtime("old"), old_before) << "an entry two minutes old is renewed";
+    EXPECT_EQ(mtime("fresh"), fresh_before) << "an entry used ten seconds ago is recent already";
+}
+
+TEST_F(DiskCacheTest, LargeEntriesAreReadHeaderFirstAndWhole) {
+    // Over the one-read size (1 MiB), the header is checked before the payload is read.
+    DiskCache cache(dir_, uint64_t(64) << 20);
+    const std::string big = payload_of(3 << 20);
+    cache.store("big", "cubin", big);
+    EXPECT_EQ(cache.load("big", "cubin"), big);
+    {
+        std::fstream f(cache.entry_path("big", "cubin"), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(big.size() / 2 + 100));
+        f.put('\x01');
+    }
+    ::testing::internal::CaptureStderr();
+    EXPECT_FALSE(cache.load("big", "cubin"));
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("payload checksum mismatch; recompiling"), std::string::npos) << err;
+}
+
 TEST_F(DiskCacheTest, EntryLargerThanTheCapIsNotStored) {
     DiskCache cache(dir_, 500);
     cache.store("small", "ptx", "abc");
