@@ -160,11 +160,30 @@ struct Jit {
     std::string error; // why creating it failed
 };
 
+/// The IR compiler of the process JIT, which ember never uses: kernels arrive as objects compiled
+/// ahead (Compiler.cpp). LLJIT's default one builds a second TargetMachine (about half of the JIT's
+/// start, which a warm process pays before its first kernel), so this one stands in.
+class ObjectsOnly final : public llvm::orc::IRCompileLayer::IRCompiler {
+public:
+    ObjectsOnly() : IRCompiler(llvm::orc::IRSymbolMapper::ManglingOptions()) {}
+    llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module &) override {
+        return llvm::make_error<llvm::StringError>("ember's CPU JIT links objects only, not LLVM IR",
+                                                   llvm::inconvertibleErrorCode());
+    }
+};
+
 const Jit &process_jit() {
     static const Jit instance = [] {
         detail::initialize_llvm_targets();
         Jit j;
-        auto created = llvm::orc::LLJITBuilder().create();
+        auto created =
+            llvm::orc::LLJITBuilder()
+                .setCompileFunctionCreator(
+                    [](llvm::orc::JITTargetMachineBuilder)
+                        -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                        return std::make_unique<ObjectsOnly>();
+                    })
+                .create();
         if (!created) {
             j.error = llvm::toString(created.takeError());
             return j;
