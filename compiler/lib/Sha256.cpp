@@ -8,8 +8,13 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define EMBER_SHA_NI 1
-#include <cpuid.h>
 #include <immintrin.h>
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h> // glibc >= 2.33: the CPU features ld.so found at start
+#define EMBER_GLIBC_CPU_FEATURES 1
+#else
+#include <cpuid.h>
+#endif
 #endif
 
 namespace ember {
@@ -95,10 +100,16 @@ __attribute__((target("sha,sse4.1"))) void compress_sha_ni(uint32_t *state, cons
 }
 
 bool cpu_has_sha_ni() {
+#ifdef EMBER_GLIBC_CPU_FEATURES
+    // What ld.so found at start: no CPUID now (in a virtual machine each CPUID traps to the
+    // hypervisor, and a few of them cost a warm start more than all its hashing).
+    return CPU_FEATURE_ACTIVE(SHA) && CPU_FEATURE_ACTIVE(SSE4_1) && CPU_FEATURE_ACTIVE(SSSE3);
+#else
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19))) return false; // SSE4.1 (and SSSE3)
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
     return (b & (1u << 29)) != 0; // SHA
+#endif
 }
 #endif
 
