@@ -75,8 +75,9 @@ class ScopedCurrent {
 public:
     /// Throws when the context cannot be made current.
     explicit ScopedCurrent(const CudaPrimaryContext &ctx) : ctx_(ctx) {
-        ctx_.driver().check(enter(), "cuCtxSetCurrent", " making " + ctx_.where() +
-                                                           " current on this thread");
+        // Every launch passes here: the message is built only on failure.
+        if (cu::CUresult rc = enter(); rc != cu::CUDA_SUCCESS) [[unlikely]]
+            ctx_.driver().check(rc, "cuCtxSetCurrent", " making " + ctx_.where() + " current on this thread");
     }
     /// For noexcept paths: logs a failure; see ok().
     ScopedCurrent(const CudaPrimaryContext &ctx, std::nothrow_t) noexcept : ctx_(ctx) {
@@ -1482,9 +1483,10 @@ private:
         cu::CUmodule module = nullptr;
         if (drv_.cuModuleLoadDataEx(&module, cubin.data(), 0, nullptr, nullptr) != cu::CUDA_SUCCESS) return nullptr;
         auto fn = std::make_unique<CudaFunction>(ctx_, module); // unloads the module if we throw
-        drv_.check(drv_.cuModuleGetFunction(&fn->function, module, k.entry_symbol.c_str()),
-                   "cuModuleGetFunction",
-                   "; the cubin of kernel '" + k.kernel_name + "' has no entry point '" + k.entry_symbol + "'");
+        if (cu::CUresult rc = drv_.cuModuleGetFunction(&fn->function, module, k.entry_symbol.c_str());
+            rc != cu::CUDA_SUCCESS)
+            drv_.check(rc, "cuModuleGetFunction",
+                       "; the cubin of kernel '" + k.kernel_name + "' has no entry point '" + k.entry_symbol + "'");
         return fn;
     }
 
