@@ -12,6 +12,7 @@
 #include "ember/compiler/Bundle.h"
 #include "ember/compiler/CacheSupport.h"
 #include "ember/compiler/Compiler.h"
+#include "ember/dsl/DSL.h"
 
 #ifdef EMBER_WITH_CUDA_RUNTIME
 #include "cuda/HipProbe.h"
@@ -23,6 +24,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 namespace ember {
 
@@ -399,10 +401,56 @@ void DumpOption::write(const std::string &text) const {
 // ---------------------------------------------------------------------------------------------
 // DeviceContext.
 
+namespace detail {
+namespace {
+/// [Note] Warm start
+/// ================
+/// The first kernel a process compiles pays, besides its own trace, key and load, the first use
+/// of ember's tracer, verifier, printer and hash code: page faults, cold caches, first
+/// allocations; on the H200's host about 200 us, as much as two or three warm kernels
+/// (bench/compile_cache prints the first kernel apart). Creating a CUDA context takes the driver
+/// 100 to 250 ms (cuInit, the primary context), so while it works a helper thread traces one
+/// small kernel and computes its cache key: pure computation, with no cache lookup, no file and no
+/// driver call, whose effects (code paged in, the hash's CPU check done) the user's first kernel
+/// finds ready. The constructor joins the thread before it returns: nothing runs after it. Only
+/// for CUDA contexts, which dwarf it, and where the machine has a second hardware thread; any
+/// failure in it is ignored (it is only a warm-up).
+class WarmUp {
+public:
+    WarmUp() {
+        if (std::thread::hardware_concurrency() < 2) return;
+        try {
+            thread_ = std::thread([] {
+                try {
+                    auto k = kernel("ember_warm_up", {"v", "n", "s"}, [](Ptr<float> v, Int n, Float32 s) {
+                        auto i = global_idx.x;
+                        if_(i < n, [&] { v[i] = v[i] * s + 1.0f; });
+                    });
+                    (void)make_cache_key(*k.info(), TargetSpec::parse("nvptx:sm_90"), {});
+                    (void)compiled_from_binary(k.ir(), TargetSpec::parse("nvptx:sm_90"), {}, false);
+                } catch (...) {
+                }
+            });
+        } catch (...) { // no thread: no warm-up
+        }
+    }
+    ~WarmUp() {
+        if (thread_.joinable()) thread_.join();
+    }
+    WarmUp(const WarmUp &) = delete;
+    WarmUp &operator=(const WarmUp &) = delete;
+
+private:
+    std::thread thread_;
+};
+} // namespace
+} // namespace detail
+
 DeviceContext::DeviceContext(int device_id, std::string_view api_arg) {
     std::string api = detail::resolve_api(api_arg);
     auto impl = std::make_shared<detail::ContextImpl>();
     if (api == "cuda") {
+        detail::WarmUp warm_up; // [Note] Warm start
         impl->backend = detail::make_cuda_backend(device_id);
     } else if (api == "cpu") {
         impl->backend = detail::make_cpu_backend(device_id);
