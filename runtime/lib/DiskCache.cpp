@@ -24,8 +24,12 @@
 ///   users must be able neither to plant nor to read entries (the XDG base directory spec asks
 ///   for 0700 too). Existing directories are left as they are, so a shared EMBER_CACHE_DIR set up
 ///   by its owner keeps its permissions.
-/// - Recency: a hit sets the entry's mtime to now (futimens on the open file); a store makes a new
-///   file, whose mtime is now. Eviction removes the oldest mtimes first.
+/// - Recency: a hit sets the entry's mtime to now (futimens on the open file) when it is a minute
+///   old or more (as relatime does for atime; the metadata write costs a warm start about 2 us);
+///   a store makes a new file, whose mtime is now. Eviction removes the oldest mtimes first.
+/// - Reads: an entry up to 1 MiB (every PTX, object and cubin of a kernel) is read with one pread
+///   and checked in memory; a larger file header first, so a foreign file of gigabytes costs one
+///   read of 40 bytes.
 /// - Eviction scans the directory after each store (one readdir and one stat per file). Stores
 ///   happen once per compile, which costs milliseconds, and a cache holds hundreds of entries, not
 ///   millions, so a scan is cheaper than keeping a size estimate right across processes.
