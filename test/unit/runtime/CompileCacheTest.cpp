@@ -414,6 +414,21 @@ TEST_P(CompileCacheTest, AWarmCudaStartLoadsTheCubinWithoutThePtx) {
     EXPECT_EQ(cache.compiles(), compiles + 1);
 }
 
+TEST_P(CompileCacheTest, CreatingAContextLooksNothingUpAndWritesNothing) {
+    // A CUDA context warms the trace and hash code on a helper thread ([Note] Warm start): pure
+    // computation, so no lookup is counted or logged and the cache directory stays empty.
+    CompileCache &cache = CompileCache::instance();
+    const uint64_t before = cache.compiles() + cache.memory_hits() + cache.disk_hits();
+    set_log_topics("all");
+    ::testing::internal::CaptureStderr();
+    { DeviceContext another(0, GetParam()); }
+    std::string err = ::testing::internal::GetCapturedStderr();
+    set_log_topics("");
+    EXPECT_EQ(err, "");
+    EXPECT_EQ(cache.compiles() + cache.memory_hits() + cache.disk_hits(), before);
+    EXPECT_TRUE(fs::is_empty(dir_));
+}
+
 TEST_P(CompileCacheTest, WithoutADiskCacheTheMemoryLevelKeepsCubinsToo) {
     CompileCache &cache = CompileCache::instance();
     cache.set_disk_for_testing(nullptr);
