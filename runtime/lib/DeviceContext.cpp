@@ -410,11 +410,12 @@ namespace {
 /// allocations; on the H200's host about 200 us, as much as two or three warm kernels
 /// (bench/compile_cache prints the first kernel apart). Creating a CUDA context takes the driver
 /// 100 to 250 ms (cuInit, the primary context), so while it works a helper thread traces one
-/// small kernel and computes its cache key: pure computation, with no cache lookup, no file and no
-/// driver call, whose effects (code paged in, the hash's CPU check done) the user's first kernel
-/// finds ready. The constructor joins the thread before it returns: nothing runs after it. Only
-/// for CUDA contexts, which dwarf it, and where the machine has a second hardware thread; any
-/// failure in it is ignored (it is only a warm-up).
+/// small kernel, computes its cache key and sets up the disk cache (reads the environment, makes
+/// the directory if it is missing, as the first compile would): no cache lookup, no entry read or
+/// written and no driver call. The user's first kernel finds the effects (code paged in, the
+/// hash's CPU check done, the cache directory open) ready. The constructor joins the thread before
+/// it returns: nothing runs after it. Only for CUDA contexts, which dwarf it, and where the machine
+/// has a second hardware thread; any failure in it is ignored (it is only a warm-up).
 class WarmUp {
 public:
     WarmUp() {
@@ -428,6 +429,9 @@ public:
                     });
                     (void)make_cache_key(*k.info(), TargetSpec::parse("nvptx:sm_90"), {});
                     (void)compiled_from_binary(k.ir(), TargetSpec::parse("nvptx:sm_90"), {}, false);
+                    // The disk cache's set-up: the environment read, the directory made if missing
+                    // (what the first compile would do; its warnings, if any, come now).
+                    (void)CompileCache::instance().disk();
                 } catch (...) {
                 }
             });
