@@ -67,7 +67,8 @@ std::string dims_text(const Dim &d) {
 void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRequest &r) {
     const DeviceLimits &lim = ctx.backend->limits();
     const std::string &k = fn.kernel->ir.name;
-    const std::string dev = ctx.backend->name() + " (" + ctx.label + ")";
+    // Every launch passes here: the device's name is put into a message only when one is thrown.
+    auto dev = [&] { return ctx.backend->name() + " (" + ctx.label + ")"; };
     const int64_t g[3] = {r.grid.x, r.grid.y, r.grid.z};
     const int64_t b[3] = {r.block.x, r.block.y, r.block.z};
     static const char *axis[3] = {"x", "y", "z"};
@@ -80,18 +81,18 @@ void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRe
                              " = " + std::to_string(b[i]) + "; every dimension must be at least 1");
         if (g[i] > lim.max_grid_dim[i])
             throw LogicError("kernel '" + k + "': grid_dim " + dims_text(r.grid) + " has " + axis[i] +
-                             " = " + std::to_string(g[i]) + " but " + dev + " allows at most " +
+                             " = " + std::to_string(g[i]) + " but " + dev() + " allows at most " +
                              std::to_string(lim.max_grid_dim[i]));
         if (b[i] > lim.max_block_dim[i])
             throw LogicError("kernel '" + k + "': block_dim " + dims_text(r.block) + " has " + axis[i] +
-                             " = " + std::to_string(b[i]) + " but " + dev + " allows at most " +
+                             " = " + std::to_string(b[i]) + " but " + dev() + " allows at most " +
                              std::to_string(lim.max_block_dim[i]));
     }
     // Each factor is within the limits above, so the products cannot overflow.
     int64_t threads = b[0] * b[1] * b[2];
     if (threads > lim.max_threads_per_block)
         throw LogicError("kernel '" + k + "': block_dim " + dims_text(r.block) + " has " +
-                         std::to_string(threads) + " threads but " + dev + " allows at most " +
+                         std::to_string(threads) + " threads but " + dev() + " allows at most " +
                          std::to_string(lim.max_threads_per_block) + " threads per block");
     if (r.shared_mem_bytes < 0)
         throw LogicError("kernel '" + k + "': shared_mem_bytes(" + std::to_string(r.shared_mem_bytes) +
@@ -103,11 +104,11 @@ void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRe
     if (opt_in >= 0 && r.shared_mem_bytes > opt_in)
         throw LogicError("kernel '" + k + "': " + std::to_string(r.shared_mem_bytes) +
                          " bytes of dynamic shared memory but the kernel's max_dynamic_shared_size_bytes is " +
-                         std::to_string(opt_in) + " on " + dev);
+                         std::to_string(opt_in) + " on " + dev());
     if (opt_in < 0 && shared > lim.max_shared_memory_per_block)
         throw LogicError("kernel '" + k + "': " + std::to_string(fn.static_shared_bytes) +
                          " bytes of static and " + std::to_string(r.shared_mem_bytes) +
-                         " bytes of dynamic shared memory make " + std::to_string(shared) + " but " + dev +
+                         " bytes of dynamic shared memory make " + std::to_string(shared) + " but " + dev() +
                          " allows at most " + std::to_string(lim.max_shared_memory_per_block) +
                          " per block without an opt-in; opt in to more with "
                          "FuncAttribute::max_dynamic_shared_size_bytes(n) at compile_function or "
