@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -45,7 +47,11 @@ const auto sized = kernel("report_sized", {"in", "out", "n"}, [](Ptr<float> in, 
 // more live 32-bit values than the 255 registers a thread can have, so ptxas must spill (no load
 // can move across the barrier, and the products need the loads of both sides).
 constexpr int kLive = 600;
-const auto spiller = kernel("report_spiller", {"in", "w", "out"}, [](Ptr<float> in, Ptr<float> w, Ptr<float> out) {
+// The name is this process's own: ptxas must really run for the spills to be reported, and the
+// CUDA driver's own JIT cache (~/.nv/ComputeCache) would answer a PTX it has seen in an earlier run
+// with a cubin and no ptxas log.
+const auto spiller = kernel("report_spiller_" + std::to_string(::getpid()), {"in", "w", "out"},
+                            [](Ptr<float> in, Ptr<float> w, Ptr<float> out) {
     auto i = global_idx.x;
     std::vector<std::unique_ptr<Var<float>>> v;
     for (int k = 0; k < kLive; ++k) v.push_back(std::make_unique<Var<float>>(in[i * kLive + k]));
