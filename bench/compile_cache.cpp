@@ -14,8 +14,8 @@
 #include "CompileCache.h"
 #include "ContextImpl.h"
 #include "DiskCache.h"
+#include "RawCuda.h"
 
-#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,25 +82,6 @@ int child(bool verbose) {
     return 0;
 }
 
-/// The raw driver's floor of a warm start (CUDA): the cubin's bytes in hand, cuModuleLoadData and
-/// cuModuleGetFunction, called directly (no CUDA headers: the few entry points are declared here).
-struct RawDriver {
-    int (*cuModuleLoadData)(void **, const void *) = nullptr;
-    int (*cuModuleGetFunction)(void **, void *, const char *) = nullptr;
-    int (*cuDevicePrimaryCtxRetain)(void **, int) = nullptr;
-    int (*cuCtxSetCurrent)(void *) = nullptr;
-    bool load() {
-        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (!h) return false;
-        cuModuleLoadData = reinterpret_cast<decltype(cuModuleLoadData)>(dlsym(h, "cuModuleLoadData"));
-        cuModuleGetFunction = reinterpret_cast<decltype(cuModuleGetFunction)>(dlsym(h, "cuModuleGetFunction"));
-        cuDevicePrimaryCtxRetain =
-            reinterpret_cast<decltype(cuDevicePrimaryCtxRetain)>(dlsym(h, "cuDevicePrimaryCtxRetain"));
-        cuCtxSetCurrent = reinterpret_cast<decltype(cuCtxSetCurrent)>(dlsym(h, "cuCtxSetCurrent"));
-        return cuModuleLoadData && cuModuleGetFunction && cuDevicePrimaryCtxRetain && cuCtxSetCurrent;
-    }
-};
-
 /// A warm process taken apart (`--probe`), each step timed on its own for every kernel: trace,
 /// the cache key, the disk read of the cubin (CUDA) or object (CPU), and on CUDA the raw driver's
 /// cuModuleLoadData + cuModuleGetFunction of those bytes. Prints one line: the steps' sums in us.
@@ -108,7 +89,7 @@ int probe() {
     DeviceContext ctx;
     const TargetSpec target = TargetSpec::parse(ctx.target());
     const bool cuda = ctx.api() == "cuda";
-    RawDriver raw;
+    RawCuda raw; // the raw driver's floor of a warm start: the cubin in hand, load and get the function
     void *primary = nullptr;
     if (cuda) {
         if (!raw.load() || raw.cuDevicePrimaryCtxRetain(&primary, 0) != 0 || raw.cuCtxSetCurrent(primary) != 0)

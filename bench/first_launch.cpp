@@ -8,7 +8,8 @@
 /// (this program does) so that the driver's own PTX cache does not hide the JIT cost.
 #include "ember/ember.h"
 
-#include <dlfcn.h>
+#include "RawCuda.h"
+
 
 #include <algorithm>
 #include <chrono>
@@ -24,27 +25,6 @@ namespace {
 double us_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
-
-/// The few driver entry points the peer needs, declared here (no CUDA headers).
-struct RawCuda {
-    using CUresult = int;
-    CUresult (*cuModuleLoadData)(void **, const void *) = nullptr;
-    CUresult (*cuModuleGetFunction)(void **, void *, const char *) = nullptr;
-    CUresult (*cuModuleUnload)(void *) = nullptr;
-    CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                               unsigned, void *, void **, void **) = nullptr;
-    CUresult (*cuStreamSynchronize)(void *) = nullptr;
-    bool load() {
-        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (!h) return false;
-        cuModuleLoadData = reinterpret_cast<decltype(cuModuleLoadData)>(dlsym(h, "cuModuleLoadData"));
-        cuModuleGetFunction = reinterpret_cast<decltype(cuModuleGetFunction)>(dlsym(h, "cuModuleGetFunction"));
-        cuModuleUnload = reinterpret_cast<decltype(cuModuleUnload)>(dlsym(h, "cuModuleUnload"));
-        cuLaunchKernel = reinterpret_cast<decltype(cuLaunchKernel)>(dlsym(h, "cuLaunchKernel"));
-        cuStreamSynchronize = reinterpret_cast<decltype(cuStreamSynchronize)>(dlsym(h, "cuStreamSynchronize"));
-        return cuModuleLoadData && cuModuleGetFunction && cuLaunchKernel && cuStreamSynchronize;
-    }
-};
 
 void check(int rc, const char *what) {
     if (rc != 0) {
