@@ -349,12 +349,12 @@ public:
     /// cubins) makes the image, keeps it in the compile cache under that key plus the device's
     /// (CompileCache::store_image) and loads it ([Note] Compile cache).
     virtual std::unique_ptr<LoadedFunction> load(const CompiledKernel &k, const CacheKey *image_base = nullptr) = 0;
+    /// Whether load_image can ever answer (the back end keeps device images).
+    virtual bool has_images() const { return false; }
     /// The compile cache's image levels: loads the kernel whose artefact has key `base` from a
     /// device image cached for this device (CompileCache::find_image), without the artefact;
     /// null on a miss or where the back end has no images (the CPU device). `meta` is the
     /// kernel's CompiledKernel without its binary (names, constants). Sets `level` on a hit.
-    /// Whether load_image can ever answer (the back end keeps device images).
-    virtual bool has_images() const { return false; }
     virtual std::unique_ptr<LoadedFunction> load_image(const CacheKey &base, const CompiledKernel &meta,
                                                        const char **level) {
         (void)base, (void)meta, (void)level;
