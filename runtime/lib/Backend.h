@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -365,6 +366,12 @@ public:
 /// The CUDA back end for device `device_id`. Throws RuntimeError when libcuda.so.1 cannot be
 /// loaded or initialised, LogicError when there is no device with that id.
 std::shared_ptr<Backend> make_cuda_backend(int device_id);
+/// make_cuda_backend(device_id) run on a helper thread while the calling thread runs
+/// `meanwhile` ([Note] Warm start) and, for the process's first CUDA context, reads the program's
+/// preload list; the helper then loads the listed kernels into the new context in the background
+/// ([Note] Preload in Preload.h). Throws what make_cuda_backend throws. Without a second
+/// hardware thread: make_cuda_backend alone.
+std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<void()> &meanwhile);
 /// Number of CUDA devices; 0 when there is no driver, no device, or cuInit fails.
 int cuda_device_count() noexcept;
 

@@ -101,10 +101,11 @@ std::string mask_numeric_literals(std::string_view s) {
 namespace {
 
 void log_lookup(bool hit, std::string_view name, const std::string &target, const CacheKey &key,
-                const char *level, const std::string &changed = {}) {
+                const char *level, const std::string &changed = {}, const char *note = nullptr) {
     if (!log_enabled(LogTopic::cache)) return;
     std::string line = std::string(hit ? "cache hit" : "cache miss") + " kernel=" + std::string(name) +
                        " target=" + target + " key=" + key.short_digest() + " level=" + level;
+    if (note) line += std::string(" ") + note;
     if (!changed.empty()) line += " changed: " + changed;
     log_line(LogTopic::cache, line);
 }
@@ -303,6 +304,20 @@ std::shared_ptr<const std::string> CompileCache::find_image(const CacheKey &base
     }
     log_lookup(true, name, base.target, base, lvl);
     return bytes;
+}
+
+void CompileCache::note_preloaded_image(const CacheKey &base, const CacheKey &image, std::string_view kind,
+                                        std::string_view name, std::shared_ptr<const std::string> bytes,
+                                        const char **level) {
+    disk_hits_.fetch_add(1);
+    const char *lvl = image_level("disk", kind);
+    if (level) *level = lvl;
+    {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        state_->last_key[std::string(name)] = base;
+        if (bytes) state_->images.emplace(image.digest, std::move(bytes));
+    }
+    log_lookup(true, name, base.target, base, lvl, {}, "preloaded");
 }
 
 void CompileCache::store_image(const CacheKey &image, std::string_view kind, std::shared_ptr<const std::string> bytes) {

@@ -102,6 +102,12 @@ public:
     /// neither: the artefact's lookup (get) follows it.
     std::shared_ptr<const std::string> find_image(const CacheKey &base, const CacheKey &image, std::string_view kind,
                                                   std::string_view name, const char **level = nullptr);
+    /// Counts and logs, as find_image's disk hit does, the lookup of kernel `name` that a
+    /// preloaded image answered ([Note] Preload): "level=disk-<kind> preloaded"; keeps `bytes`
+    /// (when given) as the memory level's image of key `image`.
+    void note_preloaded_image(const CacheKey &base, const CacheKey &image, std::string_view kind,
+                              std::string_view name, std::shared_ptr<const std::string> bytes,
+                              const char **level = nullptr);
     /// Keeps `bytes` as the image of key `image` in memory and on disk.
     void store_image(const CacheKey &image, std::string_view kind, std::shared_ptr<const std::string> bytes);
 

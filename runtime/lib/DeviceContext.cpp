@@ -24,7 +24,6 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 namespace ember {
 
@@ -34,6 +33,9 @@ namespace detail {
 std::shared_ptr<Backend> make_cuda_backend(int) {
     throw RuntimeError("api 'cuda': this build of ember has no CUDA back end "
                        "(configured with EMBER_ENABLE_CUDA_RUNTIME=OFF)");
+}
+std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<void()> &) {
+    return make_cuda_backend(device_id);
 }
 int cuda_device_count() noexcept { return 0; }
 int hip_device_count() noexcept { return 0; }
@@ -410,44 +412,26 @@ namespace {
 /// of ember's tracer, verifier, printer and hash code: page faults, cold caches, first
 /// allocations; on the H200's host about 200 us, as much as two or three warm kernels
 /// (bench/compile_cache prints the first kernel apart). Creating a CUDA context takes the driver
-/// 100 to 250 ms (cuInit, the primary context), so while it works a helper thread traces one
-/// small kernel, computes its cache key and sets up the disk cache (reads the environment, makes
-/// the directory if it is missing, as the first compile would): no cache lookup, no entry read or
-/// written and no driver call. The user's first kernel finds the effects (code paged in, the
-/// hash's CPU check done, the cache directory open) ready. The constructor joins the thread before
-/// it returns: nothing runs after it. Only for CUDA contexts, which dwarf it, and where the machine
-/// has a second hardware thread; any failure in it is ignored (it is only a warm-up).
-class WarmUp {
-public:
-    WarmUp() {
-        if (std::thread::hardware_concurrency() < 2) return;
-        try {
-            thread_ = std::thread([] {
-                try {
-                    auto k = kernel("ember_warm_up", {"v", "n", "s"}, [](Ptr<float> v, Int n, Float32 s) {
-                        auto i = global_idx.x;
-                        if_(i < n, [&] { v[i] = v[i] * s + 1.0f; });
-                    });
-                    (void)make_cache_key(*k.info(), TargetSpec::parse("nvptx:sm_90"), {});
-                    (void)compiled_from_binary(k.ir(), TargetSpec::parse("nvptx:sm_90"), {}, false);
-                    // The disk cache's set-up: the environment read, the directory made if missing
-                    // (what the first compile would do; its warnings, if any, come now).
-                    (void)CompileCache::instance().disk();
-                } catch (...) {
-                }
-            });
-        } catch (...) { // no thread: no warm-up
-        }
-    }
-    ~WarmUp() {
-        if (thread_.joinable()) thread_.join();
-    }
-    WarmUp(const WarmUp &) = delete;
-    WarmUp &operator=(const WarmUp &) = delete;
-
-private:
-    std::thread thread_;
-};
+/// 100 to 250 ms (cuInit, the primary context), so a helper thread makes the context
+/// (start_cuda_backend) while the user's thread runs this: it traces one small kernel, computes
+/// its cache key and sets up the disk cache (reads the environment, makes the directory if it is
+/// missing, as the first compile would): no cache lookup, no entry read or written and no driver
+/// call. The user's first kernel finds the effects (code paged in, the hash's CPU check done,
+/// the cache directory open) ready, on its own thread. For the process's first CUDA context the
+/// user's thread then reads the program's preload list, and the helper, still warm from making
+/// the context, loads the listed kernels in the background ([Note] Preload). Any failure in the
+/// warm-up is ignored (it is only a warm-up). Only for CUDA contexts, which dwarf it.
+void warm_up() {
+    auto k = kernel("ember_warm_up", {"v", "n", "s"}, [](Ptr<float> v, Int n, Float32 s) {
+        auto i = global_idx.x;
+        if_(i < n, [&] { v[i] = v[i] * s + 1.0f; });
+    });
+    (void)make_cache_key(*k.info(), TargetSpec::parse("nvptx:sm_90"), {});
+    (void)compiled_from_binary(k.ir(), TargetSpec::parse("nvptx:sm_90"), {}, false);
+    // The disk cache's set-up: the environment read, the directory made if missing (what the
+    // first compile would do; its warnings, if any, come now).
+    (void)CompileCache::instance().disk();
+}
 } // namespace
 } // namespace detail
 
@@ -455,8 +439,7 @@ DeviceContext::DeviceContext(int device_id, std::string_view api_arg) {
     std::string api = detail::resolve_api(api_arg);
     auto impl = std::make_shared<detail::ContextImpl>();
     if (api == "cuda") {
-        detail::WarmUp warm_up; // [Note] Warm start
-        impl->backend = detail::make_cuda_backend(device_id);
+        impl->backend = detail::start_cuda_backend(device_id, detail::warm_up); // [Note] Warm start
     } else if (api == "cpu") {
         impl->backend = detail::make_cpu_backend(device_id);
     } else if (api == "hip") {

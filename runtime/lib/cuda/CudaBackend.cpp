@@ -15,6 +15,8 @@
 
 #include "BackendGraph.h"
 #include "CompileCache.h"
+#include "DiskCache.h"
+#include "Preload.h"
 #include "ember/compiler/CacheSupport.h"
 
 #include "ember/Error.h"
@@ -22,6 +24,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -32,6 +37,9 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -845,6 +853,19 @@ public:
     }
 
     ~CudaBackend() override {
+        // The preloading helper first ([Note] Preload): it uses this back end until joined.
+        {
+            std::lock_guard<std::mutex> lock(preload_mutex_);
+            preload_stop_ = true;
+        }
+        if (helper_.joinable()) helper_.join();
+        preload_.clear(); // unloads the modules no kernel took
+        if (program_context_) {
+            try {
+                store_used_list();
+            } catch (...) { // the list is an optimisation: never an error in a destructor
+            }
+        }
         free_deferred();
         // The default stream synchronises in its destructor, before the context is released.
         default_stream_.reset();
@@ -1459,17 +1480,136 @@ public:
         if (meta.target.arch != Arch::NVPTX || !linker_available()) return nullptr;
         ScopedCurrent current(*ctx_);
         auto start = std::chrono::steady_clock::now();
-        std::shared_ptr<const std::string> cubin =
-            detail::CompileCache::instance().find_image(base, cubin_key(base), "cubin", meta.kernel_name, level);
-        if (!cubin) return nullptr;
-        std::unique_ptr<CudaFunction> fn = load_cubin(*cubin, meta);
-        if (fn) fn->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const detail::CacheKey image = cubin_key(base);
+        std::shared_ptr<const std::string> bytes;
+        std::unique_ptr<CudaFunction> fn = take_preloaded(image.digest, meta, bytes);
+        if (fn) {
+            detail::CompileCache::instance().note_preloaded_image(base, image, "cubin", meta.kernel_name,
+                                                                  std::move(bytes), level);
+        } else {
+            std::shared_ptr<const std::string> cubin =
+                detail::CompileCache::instance().find_image(base, image, "cubin", meta.kernel_name, level);
+            if (!cubin) return nullptr;
+            fn = load_cubin(*cubin, meta);
+            if (!fn) return nullptr;
+        }
+        fn->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        record_use(image.digest, meta.entry_symbol);
         return fn;
+    }
+
+    /// Makes this back end's context current on the calling thread if it has none (as every
+    /// method does through ScopedCurrent), for a back end made on another thread.
+    void make_current_here() { ScopedCurrent current(*ctx_); }
+
+    /// Takes ownership of the thread that made this back end and may still preload into it
+    /// ([Note] Preload); the destructor stops and joins it.
+    void adopt_helper(std::thread helper) { helper_ = std::move(helper); }
+
+    /// Makes this back end the process's first CUDA context ([Note] Preload): it will take the
+    /// images of `plan` made for this device and driver (run_preload loads them), record the
+    /// images it uses and store them as the program's list when destroyed.
+    void set_preload(const PreloadPlan &plan) {
+        const std::string arch = target_.cpu, driver = std::to_string(drv_.version());
+        std::lock_guard<std::mutex> lock(preload_mutex_);
+        program_context_ = true;
+        list_as_read_ = plan.items;
+        preload_disk_ = plan.disk;
+        for (size_t i = 0; i < plan.items.size(); ++i) {
+            const PreloadItem &item = plan.items[i];
+            if (!plan.bytes[i] || item.arch != arch || item.driver != driver || preload_index_.count(item.digest))
+                continue;
+            preload_index_.emplace(item.digest, preload_.size());
+            preload_.push_back(Preloaded{item.digest, item.symbol, plan.bytes[i], Preloaded::Pending, nullptr});
+        }
+    }
+
+    /// Loads the images set_preload kept, in order, on the calling thread (the helper that made
+    /// the back end), publishing each for take_preloaded; returns when done or when the
+    /// destructor asks. A failure leaves that kernel to the usual path.
+    void run_preload() {
+        ScopedCurrent current(*ctx_);
+        for (size_t i = 0;; ++i) {
+            std::shared_ptr<const std::string> bytes;
+            std::string symbol;
+            {
+                std::lock_guard<std::mutex> lock(preload_mutex_);
+                if (preload_stop_ || i >= preload_.size()) return;
+                if (preload_[i].state != Preloaded::Pending) continue;
+                preload_[i].state = Preloaded::Loading;
+                bytes = preload_[i].bytes;
+                symbol = preload_[i].symbol;
+            }
+            std::unique_ptr<CudaFunction> fn;
+            cu::CUmodule module = nullptr;
+            if (drv_.cuModuleLoadDataEx(&module, bytes->data(), 0, nullptr, nullptr) == cu::CUDA_SUCCESS) {
+                fn = std::make_unique<CudaFunction>(ctx_, module);
+                if (drv_.cuModuleGetFunction(&fn->function, module, symbol.c_str()) != cu::CUDA_SUCCESS) fn.reset();
+            }
+            {
+                std::lock_guard<std::mutex> lock(preload_mutex_);
+                preload_[i].state = fn ? Preloaded::Loaded : Preloaded::Failed;
+                preload_[i].fn = std::move(fn);
+            }
+            preload_cv_.notify_all();
+        }
     }
 
 private:
     bool linker_available() const {
         return drv_.cuLinkCreate && drv_.cuLinkAddData && drv_.cuLinkComplete && drv_.cuLinkDestroy;
+    }
+
+    /// A preloaded image of digest `digest` for kernel `k` ([Note] Preload): the function the
+    /// helper loaded (waiting while it loads it), else, if the helper has not reached it, the
+    /// image loaded now from the preloaded bytes; null when there is none (or it failed, or was
+    /// taken already), or the compile cache no longer uses the disk cache it came from. `bytes`
+    /// receives the image's bytes on success. The current context is set.
+    std::unique_ptr<CudaFunction> take_preloaded(const std::string &digest, const CompiledKernel &k,
+                                                 std::shared_ptr<const std::string> &bytes) {
+        std::unique_lock<std::mutex> lock(preload_mutex_);
+        if (preload_.empty()) return nullptr;
+        auto it = preload_index_.find(digest);
+        if (it == preload_index_.end()) return nullptr;
+        Preloaded &p = preload_[it->second];
+        if (p.symbol != k.entry_symbol) return nullptr;
+        preload_cv_.wait(lock, [&] { return p.state != Preloaded::Loading; });
+        if (p.state == Preloaded::Failed || p.state == Preloaded::Taken) return nullptr;
+        DiskCache *from = preload_disk_;
+        lock.unlock();
+        if (detail::CompileCache::instance().disk() != from) return nullptr;
+        lock.lock();
+        if (p.state == Preloaded::Loaded) {
+            p.state = Preloaded::Taken;
+            bytes = p.bytes;
+            return std::move(p.fn);
+        }
+        if (p.state != Preloaded::Pending) return nullptr; // taken by another thread meanwhile
+        p.state = Preloaded::Taken;
+        bytes = p.bytes;
+        lock.unlock();
+        std::unique_ptr<CudaFunction> fn = load_cubin(*bytes, k);
+        if (!fn) bytes.reset();
+        return fn;
+    }
+
+    /// Records that this context loaded the image `digest` (first use only), for the program's
+    /// preload list.
+    void record_use(const std::string &digest, const std::string &symbol) {
+        if (!program_context_) return;
+        std::lock_guard<std::mutex> lock(preload_mutex_);
+        if (used_.size() >= kMaxPreload || !used_digests_.insert(digest).second) return;
+        used_.push_back(PreloadItem{digest, target_.cpu, std::to_string(drv_.version()), symbol});
+    }
+
+    /// Stores the images this context used as the program's preload list, when they differ
+    /// from the list read at its start and the compile cache still uses the disk it came from.
+    void store_used_list() {
+        std::lock_guard<std::mutex> lock(preload_mutex_);
+        if (used_.empty() || used_ == list_as_read_) return;
+        DiskCache *disk = detail::CompileCache::instance().disk();
+        if (!disk || (preload_disk_ && disk != preload_disk_)) return;
+        write_preload_list(*disk, used_);
     }
 
     /// The image key of the artefact key `base` on this device: the driver decides the cubin too.
@@ -1502,7 +1642,9 @@ private:
         auto bytes = std::make_shared<const std::string>(std::move(*cubin));
         std::unique_ptr<CudaFunction> fn = load_cubin(*bytes, k);
         if (!fn) return nullptr;
-        detail::CompileCache::instance().store_image(cubin_key(base), "cubin", std::move(bytes));
+        const detail::CacheKey image = cubin_key(base);
+        detail::CompileCache::instance().store_image(image, "cubin", std::move(bytes));
+        record_use(image.digest, k.entry_symbol);
         fn->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         fn->jit_info_log = std::move(info_log);
         return fn;
@@ -1607,6 +1749,26 @@ private:
     /// memory2d, under immediate_mutex_: allocations of allocate_shareable (also in immediate_),
     /// and addresses opened from another process's IPC handle.
     std::unordered_set<DeviceAddress> shareable_, ipc_opened_;
+
+    /// [Note] Preload. An image of the program's list, as the helper loads it.
+    struct Preloaded {
+        std::string digest, symbol;
+        std::shared_ptr<const std::string> bytes;
+        enum State { Pending, Loading, Loaded, Failed, Taken } state;
+        std::unique_ptr<CudaFunction> fn; ///< Loaded: the module and its kernel
+    };
+    std::mutex preload_mutex_; ///< guards everything below but helper_
+    std::condition_variable preload_cv_;
+    std::vector<Preloaded> preload_;
+    std::unordered_map<std::string, size_t> preload_index_; ///< digest -> preload_ index
+    DiskCache *preload_disk_ = nullptr;                      ///< where the list and images came from
+    bool preload_stop_ = false;
+    std::thread helper_; ///< the thread that made this back end and preloads; joined first
+    /// The process's first CUDA context: records the images it uses (first use, in order) and
+    /// stores them as the program's list when it is destroyed.
+    bool program_context_ = false;
+    std::vector<PreloadItem> list_as_read_, used_;
+    std::unordered_set<std::string> used_digests_;
 };
 
 cu::CUcontext cuda_context_of(Backend &b) noexcept {
@@ -1652,6 +1814,82 @@ std::shared_ptr<Backend> make_cuda_backend(int device_id) {
         throw LogicError(msg);
     }
     return std::make_shared<CudaBackend>(drv, device_id);
+}
+
+std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<void()> &meanwhile) {
+    static std::atomic<bool> first_context{true};
+    const bool first = first_context.exchange(false);
+    // What both threads share; the helper keeps it alive for as long as it runs.
+    struct Start {
+        std::mutex mutex;
+        std::condition_variable cv;
+        bool planned = false, made = false;
+        std::optional<PreloadPlan> plan; // planned: the first context's list (maybe empty)
+        std::shared_ptr<CudaBackend> backend;
+        std::exception_ptr error;
+    };
+    auto start = std::make_shared<Start>();
+    std::thread helper;
+    if (std::thread::hardware_concurrency() >= 2) {
+        try {
+            helper = std::thread([start, device_id] {
+                std::shared_ptr<CudaBackend> made;
+                std::exception_ptr error;
+                try {
+                    made = std::static_pointer_cast<CudaBackend>(make_cuda_backend(device_id));
+                } catch (...) {
+                    error = std::current_exception();
+                }
+                CudaBackend *backend = made.get(); // outlives this thread: its destructor joins it
+                bool preload = false;
+                {
+                    std::unique_lock<std::mutex> lock(start->mutex);
+                    start->cv.wait(lock, [&] { return start->planned; });
+                    if (backend && start->plan) {
+                        backend->set_preload(*start->plan);
+                        preload = !start->plan->items.empty();
+                        start->plan.reset(); // the back end keeps what it needs
+                    }
+                    start->backend = std::move(made);
+                    start->error = error;
+                    start->made = true;
+                }
+                start->cv.notify_all();
+                // Still warm from making the context: load the program's kernels now.
+                if (preload) backend->run_preload();
+            });
+        } catch (const std::system_error &) { // no thread: no warm-up, no preload
+        }
+    }
+    if (!helper.joinable()) return make_cuda_backend(device_id);
+    std::optional<PreloadPlan> plan;
+    try {
+        meanwhile();
+        if (first && preload_enabled()) {
+            plan.emplace();
+            if (DiskCache *disk = CompileCache::instance().disk()) *plan = read_preload_plan(*disk);
+        }
+    } catch (...) { // a warm-up or a list that cannot be read: no preload
+        plan.reset();
+    }
+    std::shared_ptr<CudaBackend> backend;
+    std::exception_ptr error;
+    {
+        std::unique_lock<std::mutex> lock(start->mutex);
+        start->plan = std::move(plan);
+        start->planned = true;
+        start->cv.notify_all();
+        start->cv.wait(lock, [&] { return start->made; });
+        backend = std::move(start->backend);
+        error = start->error;
+    }
+    if (error) {
+        helper.join();
+        std::rethrow_exception(error);
+    }
+    backend->adopt_helper(std::move(helper));
+    backend->make_current_here();
+    return backend;
 }
 
 int cuda_device_count() noexcept {
