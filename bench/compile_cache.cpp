@@ -5,7 +5,8 @@
 ///  3. new processes (this program runs itself with `--child`), each reporting the time from its
 ///     context to every kernel launch-ready: cold (an empty cache directory each) and warm (the disk
 ///     cache a cold one filled); goal: warm <= 100 us per kernel on a GPU and >= 250x faster than
-///     cold. `--probe` takes a warm one apart (trace, key, disk read, the raw driver's load);
+///     cold; warm ones run with and without the preload ([Note] Preload: EMBER_PRELOAD=0).
+///     `--probe` takes a warm one apart (trace, key, disk read, the raw driver's load);
 ///  4. the 50 ns budget: enqueue_function(kernel) minus enqueue_function(DeviceFunction) per launch,
 ///     interleaved in batches, with the noise floor, and the launch slot's lookup timed alone.
 #include "ember/ember.h"
@@ -236,10 +237,11 @@ int main(int argc, char **argv) try {
                 warm.ctx, warm.disk_hits);
     if (ctx.api() == "cuda")
         std::printf("warm, EMBER_PRELOAD=0:      %9.1f us per kernel to launch-ready (median of %zu, %.1f to %.1f; the "
-                    "first kernel %.1f us, the others %.1f us each); the preload makes a warm start %.2fx faster\n",
+                    "first kernel %.1f us, the others %.1f us each; context %.0f us once); the preload makes a warm "
+                    "start %.2fx faster\n",
                     warm_np.ready / kKernels, warms_no_preload.size(), range(warms_no_preload).first,
                     range(warms_no_preload).second, warm_np.first, (warm_np.ready - warm_np.first) / (kKernels - 1),
-                    warm_np.ready / warm.ready);
+                    warm_np.ctx, warm_np.ready / warm.ready);
     if (ctx.api() == "cpu")
         std::printf("warm over cold, new processes: %.0fx faster (the goals, >= 250x and <= 100 us per kernel, are "
                     "a GPU's)\n",
