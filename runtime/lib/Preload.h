@@ -13,9 +13,9 @@
 ///   the one read at the start, it stores it in the disk cache as the entry of kind "preload"
 ///   whose key is the hash of the executable's path (so a list is per program, versioned,
 ///   checksummed, written atomically and evicted like any entry).
-/// - The first CUDA context of a process creates its context on a helper thread. Meanwhile the
-///   user's thread warms the tracer ([Note] Warm start), reads the list and the listed cubins
-///   from disk (entries that are gone are skipped). Once the context exists, the helper, still
+/// - Every CUDA context is made on a helper thread while the user's thread warms the tracer
+///   ([Note] Warm start). For the first one of a process, the user's thread also reads the list
+///   and the listed cubins from disk (entries that are gone are skipped). Once the context exists, the helper, still
 ///   warm from making it, loads the listed cubins of this device's arch and driver, in order,
 ///   while the constructor returns and the user's thread traces its first kernels.
 /// - A kernel whose cubin key is in the list takes the preloaded function (waiting if the helper
@@ -24,7 +24,7 @@
 ///   a preload that failed, goes the usual way: nothing the user sees changes but the time.
 /// - The list is consulted only while the compile cache uses the disk cache it was read from
 ///   (a test that swaps the directory sees no preloaded kernel), never with EMBER_DISABLE_CACHE,
-///   and not with EMBER_PRELOAD=0. Later contexts of the process do not preload (they find the
+///   and not with EMBER_PRELOAD=0 (no list is read or written then). Later contexts of the process do not preload (they find the
 ///   cubins in the memory level). Modules preloaded for kernels the run never uses stay loaded
 ///   until the context goes (a few KiB each; at most kMaxPreload of them).
 /// - Destroying the context stops the helper between two loads and joins it first.
