@@ -24,14 +24,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <exception>
-#include <functional>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <iterator>
 #include <mutex>
 #include <new>
@@ -1603,12 +1603,13 @@ private:
     }
 
     /// Stores the images this context used as the program's preload list, when they differ
-    /// from the list read at its start and the compile cache still uses the disk it came from.
+    /// from the list read at its start and the compile cache still uses the disk it was read
+    /// from.
     void store_used_list() {
         std::lock_guard<std::mutex> lock(preload_mutex_);
         if (used_.empty() || used_ == list_as_read_) return;
         DiskCache *disk = detail::CompileCache::instance().disk();
-        if (!disk || (preload_disk_ && disk != preload_disk_)) return;
+        if (!disk || disk != preload_disk_) return;
         write_preload_list(*disk, used_);
     }
 
@@ -1885,6 +1886,7 @@ std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<v
     }
     if (error) {
         helper.join();
+        if (first) first_context.store(true); // the next context is the program's first
         std::rethrow_exception(error);
     }
     backend->adopt_helper(std::move(helper));
