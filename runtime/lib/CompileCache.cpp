@@ -296,13 +296,7 @@ std::shared_ptr<const std::string> CompileCache::find_image(const CacheKey &base
         }
     }
     if (!bytes) return nullptr;
-    const char *lvl = image_level(where, kind);
-    if (level) *level = lvl;
-    {
-        std::lock_guard<std::mutex> lock(state_->mutex);
-        state_->last_key[std::string(name)] = base;
-    }
-    log_lookup(true, name, base.target, base, lvl);
+    note_image_hit(base, kind, name, where, level, nullptr);
     return bytes;
 }
 
@@ -310,14 +304,22 @@ void CompileCache::note_preloaded_image(const CacheKey &base, const CacheKey &im
                                         std::string_view name, std::shared_ptr<const std::string> bytes,
                                         const char **level) {
     disk_hits_.fetch_add(1);
-    const char *lvl = image_level("disk", kind);
+    if (bytes) {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        state_->images.emplace(image.digest, std::move(bytes));
+    }
+    note_image_hit(base, kind, name, "disk", level, "preloaded");
+}
+
+void CompileCache::note_image_hit(const CacheKey &base, std::string_view kind, std::string_view name,
+                                  const char *where, const char **level, const char *note) {
+    const char *lvl = image_level(where, kind);
     if (level) *level = lvl;
     {
         std::lock_guard<std::mutex> lock(state_->mutex);
         state_->last_key[std::string(name)] = base;
-        if (bytes) state_->images.emplace(image.digest, std::move(bytes));
     }
-    log_lookup(true, name, base.target, base, lvl, {}, "preloaded");
+    log_lookup(true, name, base.target, base, lvl, {}, note);
 }
 
 void CompileCache::store_image(const CacheKey &image, std::string_view kind, std::shared_ptr<const std::string> bytes) {

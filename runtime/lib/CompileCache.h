@@ -130,6 +130,10 @@ public:
 private:
     struct State;
     void note_variant(const KernelInfo &k, const CacheKey &key);
+    /// The bookkeeping of an image hit of kernel `name` at `where` ("memory", "disk"): `level`
+    /// set, the name's last key kept, the EMBER_LOG=cache line (with `note` appended, if any).
+    void note_image_hit(const CacheKey &base, std::string_view kind, std::string_view name, const char *where,
+                        const char **level, const char *note);
     /// "memory-<kind>" / "disk-<kind>" with static storage.
     const char *image_level(const char *where, std::string_view kind);
     std::unique_ptr<State> state_;
