@@ -254,7 +254,7 @@ llvm::Error run_pipeline(const ir::Kernel &k, const detail::Target &target, int 
         auto text = detail::emit_with_target_machine(copy ? *copy : **module, **tm,
                                                      llvm::CodeGenFileType::AssemblyFile);
         if (!text) return text.takeError();
-        out.assembly = std::move(*text);
+        out.assembly = target.patch_assembly(std::move(*text));
         if (llvm::Error err = diags.check(where, "generate code for")) return err;
         if (want.binary) {
             // A fresh target machine, too: some back ends keep per-module state in it.

@@ -69,6 +69,77 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
     return out;
 }
 
+/// [Note] ptxas and 16-bit negation
+/// ================================
+/// ptxas (CUDA 13.0, sm_90; nvcc's own output is affected the same way) miscompiles a 16-bit
+/// negation or absolute value whose result is then sign-extended: `neg.s16 %b, %a;
+/// cvt.s32.s16 %r, %b` becomes a 32-bit negation of the sign-extended operand (SASS: `PRMT
+/// 0x9910` then `IMAD.MOV -R`), so -(-32768) gives 32768 instead of -32768, and the same for
+/// `abs.s16` and for `cvt.s64.s16`. Measured over every i16 value on an H200: `neg.s16` and
+/// `abs.s16` followed by a sign extension are wrong for -32768 and right elsewhere; `sub.s16`
+/// of two registers, of a non-zero constant and a register, `mul.lo.s16`, `shl`, `shr`, `not`
+/// and `min` are right, and so are `not.b16` + `add.s16 1`, and `setp`/`selp` around them.
+/// LLVM's instruction selection makes `neg.s16` not only from `sub i16 0, x` but also from
+/// multiplications by negative powers of two and from divisions by negative constants, so the
+/// fix works on the PTX text itself: every `neg.s16` and `abs.s16` that LLVM emits is replaced
+/// by that exact form (`patch_ptx`), in the assembly stage and in the binary alike. The cost is
+/// one instruction (neg) or three (abs), on operations that are rare in kernels.
+std::string patch_ptx(std::string ptx) {
+    if (ptx.find("neg.s16") == std::string::npos && ptx.find("abs.s16") == std::string::npos)
+        return ptx;
+    std::string out;
+    out.reserve(ptx.size() + 256);
+    size_t pos = 0;
+    while (pos < ptx.size()) {
+        size_t eol = ptx.find('\n', pos);
+        if (eol == std::string::npos) eol = ptx.size();
+        std::string_view line(ptx.data() + pos, eol - pos);
+        const size_t first = line.find_first_not_of(" \t");
+        std::string_view body = first == std::string_view::npos ? "" : line.substr(first);
+        const bool is_neg = body.rfind("neg.s16", 0) == 0 && body.size() > 7 &&
+                            (body[7] == ' ' || body[7] == '\t');
+        const bool is_abs = body.rfind("abs.s16", 0) == 0 && body.size() > 7 &&
+                            (body[7] == ' ' || body[7] == '\t');
+        const size_t comma = body.find(',');
+        const size_t semi = body.find(';');
+        if ((is_neg || is_abs) && comma != std::string_view::npos && semi != std::string_view::npos &&
+            comma < semi) {
+            auto trim = [](std::string_view v) {
+                while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+                while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+                return std::string(v);
+            };
+            const std::string dst = trim(body.substr(7, comma - 7));
+            const std::string src = trim(body.substr(comma + 1, semi - comma - 1));
+            const std::string indent(line.substr(0, first));
+            if (is_neg) {
+                // dst may be src: not reads src before add writes dst.
+                out += indent + "// neg.s16 as not + add: ember's [Note] ptxas and 16-bit negation\n";
+                out += indent + "not.b16 \t" + dst + ", " + src + ";\n";
+                out += indent + "add.s16 \t" + dst + ", " + dst + ", 1;";
+            } else {
+                out += indent + "// abs.s16 as setp + not + add + selp: ember's [Note] ptxas and 16-bit negation\n";
+                out += indent + "{\n";
+                out += indent + ".reg .pred %abs16_p;\n" + indent + ".reg .b16 %abs16_t;\n";
+                out += indent + "setp.lt.s16 \t%abs16_p, " + src + ", 0;\n";
+                out += indent + "not.b16 \t%abs16_t, " + src + ";\n";
+                out += indent + "add.s16 \t%abs16_t, %abs16_t, 1;\n";
+                out += indent + "selp.b16 \t" + dst + ", %abs16_t, " + src + ", %abs16_p;\n";
+                out += indent + "}";
+            }
+            std::string_view rest = line.substr(first + semi + 1);
+            if (!is_neg && !rest.empty() && rest.find_first_not_of(" \t") != std::string_view::npos)
+                out += "\n" + indent; // a comment after the instruction, on a line of its own
+            out += rest;
+        } else {
+            out += line;
+        }
+        if (eol < ptx.size()) out += '\n';
+        pos = eol + 1;
+    }
+    return out;
+}
+
 class NVPTXTarget final : public Target {
 public:
     using Target::Target;
@@ -323,6 +394,8 @@ public:
         m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, ops));
         return llvm::Error::success();
     }
+
+    std::string patch_assembly(std::string text) const override { return patch_ptx(std::move(text)); }
 
     llvm::CodeGenFileType binary_file_type() const override {
         return llvm::CodeGenFileType::AssemblyFile;

@@ -154,6 +154,11 @@ public:
         return llvm::Error::success();
     }
 
+    /// Rewrites the assembly text LLVM's code generator produced, for defects of the target's
+    /// own tool chain that LLVM cannot know about (NVPTX: [Note] ptxas and 16-bit negation).
+    /// Applied to the `asm` stage and, where the binary is assembly, to the binary.
+    virtual std::string patch_assembly(std::string text) const { return text; }
+
     /// What the portable binary is: assembly (PTX text on NVPTX) or an object file (a
     /// relocatable ELF object on the CPU).
     virtual llvm::CodeGenFileType binary_file_type() const = 0;

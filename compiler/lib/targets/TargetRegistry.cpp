@@ -53,7 +53,10 @@ Target::create_target_machine(llvm::CodeGenOptLevel level) const {
 }
 
 llvm::Expected<std::string> Target::emit_binary(llvm::Module &m, llvm::TargetMachine &tm) const {
-    return emit_with_target_machine(m, tm, binary_file_type());
+    auto binary = emit_with_target_machine(m, tm, binary_file_type());
+    if (binary && binary_file_type() == llvm::CodeGenFileType::AssemblyFile)
+        return patch_assembly(std::move(*binary));
+    return binary;
 }
 
 std::string Target::cache_key() const {
