@@ -44,6 +44,7 @@ private:
 #define EMBER_IR_EXPR(Name) llvm::Value *visit(const ir::Name *op);
 #include "ember/compiler/IRNodes.def"
     llvm::Value *emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a, llvm::Value *b);
+    llvm::Value *emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Value *c);
     llvm::Value *emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to);
     /// A math library call, or a fast_ variant ([Note] Math library).
     llvm::Value *emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value *> args);
@@ -224,6 +225,45 @@ llvm::Value *CodeGenLLVM::visit(const ir::Unary *op) {
     EMBER_UNREACHABLE("unknown UnaryOp");
 }
 
+/// [Note] Half-precision fma
+/// ==========================
+/// fma(a, b, c) rounds once ([Note] IR semantics). A target without an f16 or bf16 fma
+/// instruction (x86, NVIDIA before sm_80 for bf16) would have LLVM widen `llvm.fma.f16` to an f32
+/// fma rounded again to f16: twice rounded, one unit in the last place off whenever the f32
+/// result lands on a halfway point of the narrow type (bf16 fma(-7, 0x1.78p58, -7) gave 0xde24
+/// instead of 0xde25). Instead: the product of the operands widened to f64 is exact (11 + 11 or
+/// 8 + 8 significant bits, and f64's exponent range holds every product), the sum s = p + c is
+/// rounded to f64, and its rounding error e (TwoSum, exact) turns s into the sum rounded to odd:
+/// where e != 0 and s's last bit is even, s moves one unit towards the exact sum. Rounding to odd
+/// with 53 bits, then to nearest with 11 or 8 (fptrunc: the CPU device's __truncdfhf2 and
+/// __truncdfbf2 round once), gives the exact sum rounded once. Infinite and NaN sums have a NaN
+/// e, so they are left alone.
+llvm::Value *CodeGenLLVM::emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Value *c) {
+    llvm::Type *ty = a->getType();
+    llvm::Type *f64 = b_.getDoubleTy(), *i64 = b_.getInt64Ty();
+    if (auto *vty = llvm::dyn_cast<llvm::FixedVectorType>(ty)) {
+        f64 = llvm::FixedVectorType::get(f64, vty->getNumElements());
+        i64 = llvm::FixedVectorType::get(i64, vty->getNumElements());
+    }
+    llvm::Value *p = b_.CreateFMul(b_.CreateFPExt(a, f64), b_.CreateFPExt(b, f64), "fma.product");
+    llvm::Value *w = b_.CreateFPExt(c, f64);
+    llvm::Value *s = b_.CreateFAdd(p, w, "fma.sum");
+    llvm::Value *bv = b_.CreateFSub(s, p);
+    llvm::Value *e = b_.CreateFAdd(b_.CreateFSub(p, b_.CreateFSub(s, bv)), b_.CreateFSub(w, bv), "fma.error");
+    llvm::Value *bits = b_.CreateBitCast(s, i64);
+    llvm::Value *zero64 = llvm::ConstantInt::get(i64, 0);
+    llvm::Value *even = b_.CreateICmpEQ(b_.CreateAnd(bits, llvm::ConstantInt::get(i64, 1)), zero64);
+    llvm::Value *inexact = b_.CreateFCmpONE(e, llvm::ConstantFP::get(f64, 0.0));
+    // Towards the exact sum: the magnitude grows where e has s's sign.
+    llvm::Value *same_sign = b_.CreateICmpEQ(b_.CreateICmpSLT(b_.CreateBitCast(e, i64), zero64),
+                                             b_.CreateICmpSLT(bits, zero64));
+    llvm::Value *step = b_.CreateSelect(same_sign, llvm::ConstantInt::get(i64, 1),
+                                        llvm::ConstantInt::getSigned(i64, -1));
+    llvm::Value *odd = b_.CreateBitCast(b_.CreateAdd(bits, step), f64);
+    llvm::Value *rounded = b_.CreateSelect(b_.CreateAnd(inexact, even), odd, s, "fma.odd");
+    return b_.CreateFPTrunc(rounded, ty, "fma");
+}
+
 llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a,
                                        llvm::Value *b) {
     // [Note] IR semantics: x / 0 == x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0. The divisor is
@@ -376,7 +416,11 @@ llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
     case ir::Intrinsic::Ceil: return unary(llvm::Intrinsic::ceil);
     case ir::Intrinsic::Trunc: return unary(llvm::Intrinsic::trunc);
     case ir::Intrinsic::Round: return unary(llvm::Intrinsic::round);
-    case ir::Intrinsic::Fma: return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a[0], a[1], a[2]});
+    case ir::Intrinsic::Fma:
+        if ((t.scalar() == ir::ScalarType::F16 || t.scalar() == ir::ScalarType::BF16) &&
+            !target_.has_fma(t.scalar()))
+            return emit_half_fma(a[0], a[1], a[2]); // [Note] Half-precision fma
+        return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a[0], a[1], a[2]});
     case ir::Intrinsic::Copysign: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a[0], a[1]);
     case ir::Intrinsic::Fmin: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a[0], a[1]);
     case ir::Intrinsic::Fmax: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a[0], a[1]);

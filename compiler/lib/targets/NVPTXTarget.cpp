@@ -152,6 +152,10 @@ public:
     /// A vector ld/st must be aligned to its size (PTX ISA, "Vectors"); the hardware raises
     /// CUDA_ERROR_MISALIGNED_ADDRESS otherwise, so no check is generated.
     bool faults_on_misaligned_access() const override { return true; }
+    /// fma.rn.f16 from sm_53, fma.rn.bf16 from sm_80.
+    bool has_fma(ir::ScalarType t) const override {
+        return t == ir::ScalarType::F16 || (t == ir::ScalarType::BF16 && sm_version() >= 80);
+    }
 
     llvm::Value *emit_special_reg(llvm::IRBuilderBase &b, ir::SpecialRegKind reg,
                                   unsigned dim) const override {

@@ -131,6 +131,11 @@ public:
     /// code generator checks the address of every vector access, calls emit_misaligned_access on
     /// the misaligned path, and then carries the access out unaligned.
     virtual bool faults_on_misaligned_access() const { return false; }
+
+    /// Whether the target has an fma instruction of this narrow float type that rounds once
+    /// (f16, bf16). Without one the code generator computes it in f64 ([Note] Half-precision fma
+    /// in CodeGenLLVM.cpp), since LLVM would widen it to f32 and round twice.
+    virtual bool has_fma(ir::ScalarType) const { return false; }
     /// Reports a misaligned vector access of `bytes` bytes at `addr` (which needed `align`) so
     /// that the launch fails. The default traps (the launch fails without naming the address);
     /// the CPU device records it for a LaunchError.

@@ -167,6 +167,33 @@ TEST_P(BuiltinsTest, Int16NegationsSignExtendExactly) {
     }
 }
 
+// fma of f16 and bf16 rounds once. Both cases land on a halfway point of the narrow type when
+// computed in f32 first ([Note] Half-precision fma): rounding twice gave 0x3c00 and 0xde24.
+const auto half_fma = kernel("half_fma", {"h", "b"}, [](Ptr<half> h, Ptr<bfloat16> b) {
+    if_(global_idx.x == 0, [&] {
+        h[3] = fma(Float16(h[0]), Float16(h[1]), Float16(h[2]));
+        b[3] = fma(BFloat16(b[0]), BFloat16(b[1]), BFloat16(b[2]));
+    });
+});
+
+TEST_P(BuiltinsTest, HalfFmaRoundsOnce) {
+    // 1.5 * (683 / 1024) = 1 + 2^-11, a halfway point of f16; + 2^-24 puts it above: 1 + 2^-10.
+    std::vector<half> h = {half::from_bits(0x3e00), half::from_bits(0x3956), half::from_bits(0x0001), half()};
+    // -7 * 0x1.78p58 - 7 = -(0x1.49p61 + 7): just past the halfway point 0x1.49p61 of bf16, so 0xde25.
+    std::vector<bfloat16> bf = {bfloat16::from_bits(0xc0e0), bfloat16::from_bits(0x5cbc), bfloat16::from_bits(0xc0e0),
+                                bfloat16()};
+    auto dh = ctx_->enqueue_create_buffer<half>(h.size());
+    auto db = ctx_->enqueue_create_buffer<bfloat16>(bf.size());
+    ctx_->enqueue_copy(dh, h.data());
+    ctx_->enqueue_copy(db, bf.data());
+    ctx_->enqueue_function(half_fma, dh, db, grid_dim(1), block_dim(1));
+    ctx_->enqueue_copy(h.data(), dh);
+    ctx_->enqueue_copy(bf.data(), db);
+    ctx_->synchronize();
+    EXPECT_EQ(h[3].bits(), 0x3c01);
+    EXPECT_EQ(bf[3].bits(), 0xde25);
+}
+
 TEST_P(BuiltinsTest, Float32BuiltinsAreExact) {
     std::vector<float> in = float_inputs<float>();
     check_floats(in, run(floats32, in, 11));
