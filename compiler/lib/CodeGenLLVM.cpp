@@ -45,6 +45,7 @@ private:
 #include "ember/compiler/IRNodes.def"
     llvm::Value *emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a, llvm::Value *b);
     llvm::Value *emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Value *c);
+    llvm::Value *emit_int_to_bf16(llvm::Value *v, const ir::Type &from);
     llvm::Value *emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to);
     /// A math library call, or a fast_ variant ([Note] Math library).
     llvm::Value *emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value *> args);
@@ -262,6 +263,34 @@ llvm::Value *CodeGenLLVM::emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Va
     llvm::Value *odd = b_.CreateBitCast(b_.CreateAdd(bits, step), f64);
     llvm::Value *rounded = b_.CreateSelect(b_.CreateAnd(inexact, even), odd, s, "fma.odd");
     return b_.CreateFPTrunc(rounded, ty, "fma");
+}
+
+/// An integer to bf16, rounded once ([Note] IR semantics: casts). LLVM converts through f32
+/// (x86: vcvtsi2ss, then __truncsfbf2), which rounds twice when the integer has more than 24
+/// significant bits: 16842753 = 2^24 + 2^16 + 1 gave 2^24 instead of 2^24 + 2^17. So the
+/// magnitude is first rounded to odd at 24 bits in the integers (the bits below the 24 leading
+/// ones are dropped, and the last kept bit is set when any of them was 1); f32 holds that
+/// exactly, and rounding to odd, then to nearest with 8 bits, is rounding once. The conversion
+/// through f32 is then exact however LLVM folds it (InstCombine turns fptrunc (sitofp x to
+/// double) into sitofp x to bfloat, so going through f64 would not survive). Integers of up to 16
+/// bits are exact in f32 already.
+llvm::Value *CodeGenLLVM::emit_int_to_bf16(llvm::Value *v, const ir::Type &from) {
+    llvm::Type *dst = like_lanes(b_.getBFloatTy(), v->getType());
+    if (from.bits() <= 16) return from.is_signed_int() ? b_.CreateSIToFP(v, dst) : b_.CreateUIToFP(v, dst);
+    llvm::Type *f32 = like_lanes(b_.getFloatTy(), v->getType());
+    llvm::Type *it = v->getType();
+    auto c = [&](uint64_t x) { return llvm::ConstantInt::get(it, x); };
+    const uint64_t spare = from.bits() - 24; // leading zeros below which bits must be dropped
+    llvm::Value *negative = from.is_signed_int() ? b_.CreateICmpSLT(v, c(0)) : nullptr;
+    llvm::Value *mag = negative ? b_.CreateSelect(negative, b_.CreateNeg(v), v) : v; // |MIN| = 2^(W-1)
+    llvm::Value *lz = b_.CreateIntrinsic(llvm::Intrinsic::ctlz, {it}, {mag, b_.getFalse()});
+    llvm::Value *drop = b_.CreateSelect(b_.CreateICmpULT(lz, c(spare)), b_.CreateSub(c(spare), lz), c(0));
+    llvm::Value *mask = b_.CreateSub(b_.CreateShl(c(1), drop), c(1));
+    llvm::Value *sticky = b_.CreateZExt(b_.CreateICmpNE(b_.CreateAnd(mag, mask), c(0)), it);
+    llvm::Value *odd = b_.CreateOr(b_.CreateAnd(mag, b_.CreateNot(mask)), b_.CreateShl(sticky, drop), "to_odd");
+    llvm::Value *f = b_.CreateUIToFP(odd, f32);
+    if (negative) f = b_.CreateSelect(negative, b_.CreateFNeg(f), f);
+    return b_.CreateFPTrunc(f, dst);
 }
 
 llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a,
@@ -484,8 +513,10 @@ llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from_type, c
     if (from.is_bool()) return to.is_float() ? b_.CreateUIToFP(v, dst) : b_.CreateZExt(v, dst);
     if (from.is_int() && to.is_int())
         return from.is_signed_int() ? b_.CreateSExtOrTrunc(v, dst) : b_.CreateZExtOrTrunc(v, dst);
-    if (from.is_int() && to.is_float())
+    if (from.is_int() && to.is_float()) {
+        if (to.scalar() == ir::ScalarType::BF16) return emit_int_to_bf16(v, from);
         return from.is_signed_int() ? b_.CreateSIToFP(v, dst) : b_.CreateUIToFP(v, dst);
+    }
     if (from.is_float() && to.is_int()) {
         // Truncates toward zero, saturates to the destination's range, NaN gives 0.
         auto id = to.is_signed_int() ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;

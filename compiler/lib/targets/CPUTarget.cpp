@@ -148,6 +148,30 @@ public:
 
     /// The threads of one block run on one host thread (as loop iterations or fibers), so a block
     /// fence only has to keep the compiler from reordering; wider fences are real ones.
+    /// The C library's fmod/fmodf, called with `nobuiltin`: x86 has no remainder instruction,
+    /// so LLVM's frem becomes the same call, but LLVM 19's InstCombine narrows `fptrunc (frem
+    /// (fpext half), (fpext half)) to bfloat` into an f16 frem whose result it converts to bf16
+    /// with a bitcast (7 % 4 gave bf16 32 instead of 3). An opaque call is not narrowed. f16 and
+    /// bf16 go through f32, which holds their remainder exactly.
+    llvm::Value *emit_frem(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) const override {
+        llvm::Type *ty = x->getType();
+        const bool wide = ty->isDoubleTy();
+        llvm::Type *op_ty = wide ? ty : b.getFloatTy();
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::FunctionCallee fmod =
+            m.getOrInsertFunction(wide ? "fmod" : "fmodf", llvm::FunctionType::get(op_ty, {op_ty, op_ty}, false));
+        if (!wide && !ty->isFloatTy()) {
+            x = b.CreateFPExt(x, op_ty);
+            y = b.CreateFPExt(y, op_ty);
+        }
+        llvm::CallInst *r = b.CreateCall(fmod, {x, y}, "fmod");
+        r->addFnAttr(llvm::Attribute::NoBuiltin);
+        r->addFnAttr(llvm::Attribute::NoUnwind);
+        r->addFnAttr(llvm::Attribute::WillReturn);
+        if (op_ty == ty) return r;
+        return b.CreateFPTrunc(r, ty);
+    }
+
     void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const override {
         b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent,
                       scope == ir::FenceScope::Block ? llvm::SyncScope::SingleThread : llvm::SyncScope::System);

@@ -113,6 +113,10 @@ llvm::Error check_cpu_and_features(const TargetSpec &spec, const std::string &tr
             return make_target_unavailable("target '" + spec.to_string() + "': '" + item.str() +
                                            "' is not a feature LLVM knows for " + triple +
                                            " (features are written +name or -name)");
+        // LLVM's x86 back end aborts the process on 64-bit code for a subtarget without 64bit.
+        if (item == "-64bit" && llvm::StringRef(triple).starts_with("x86_64"))
+            return make_target_unavailable("target '" + spec.to_string() + "': '-64bit' cannot be turned off: " +
+                                           "the code is for " + triple + ", a 64-bit processor");
     }
     return llvm::Error::success();
 }

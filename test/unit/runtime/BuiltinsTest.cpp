@@ -194,6 +194,46 @@ TEST_P(BuiltinsTest, HalfFmaRoundsOnce) {
     EXPECT_EQ(bf[3].bits(), 0xde25);
 }
 
+// Integers to bf16 round once: converting through f32 (or a 64-bit integer through f64) rounds
+// twice and lands on bf16's halfway points; an f16 remainder converted to bf16 keeps its value
+// (LLVM 19's InstCombine once turned that cast into a bitcast on the CPU device).
+const auto to_bf16 = kernel("to_bf16", {"i32", "i64", "u64", "h", "out"},
+    [](Ptr<int32_t> i32, Ptr<int64_t> i64, Ptr<uint64_t> u64, Ptr<half> h, Ptr<bfloat16> out) {
+        if_(global_idx.x == 0, [&] {
+            out[0] = cast<bfloat16>(Int32(i32[0]));
+            out[1] = cast<bfloat16>(Int64(i64[0]));
+            out[2] = cast<bfloat16>(Int64(i64[1]));
+            out[3] = cast<bfloat16>(UInt64(u64[0]));
+            out[4] = cast<bfloat16>(cast<float>(Float16(h[0])) % cast<float>(Float16(h[1])));
+        });
+    });
+
+TEST_P(BuiltinsTest, IntegersAndRemaindersToBf16RoundOnce) {
+    const int64_t big = (int64_t{1} << 60) + (int64_t{1} << 52) + 1; // just past a halfway point
+    std::vector<int32_t> i32 = {16842753};                              // 2^24 + 2^16 + 1
+    std::vector<int64_t> i64 = {big, -big};
+    std::vector<uint64_t> u64 = {static_cast<uint64_t>(big)};
+    std::vector<half> h = {half::from_bits(0x4700), half::from_bits(0x4400)}; // 7, 4
+    auto d32 = ctx_->enqueue_create_buffer<int32_t>(1);
+    auto d64 = ctx_->enqueue_create_buffer<int64_t>(2);
+    auto du64 = ctx_->enqueue_create_buffer<uint64_t>(1);
+    auto dh = ctx_->enqueue_create_buffer<half>(2);
+    auto dout = ctx_->enqueue_create_buffer<bfloat16>(5);
+    ctx_->enqueue_copy(d32, i32.data());
+    ctx_->enqueue_copy(d64, i64.data());
+    ctx_->enqueue_copy(du64, u64.data());
+    ctx_->enqueue_copy(dh, h.data());
+    ctx_->enqueue_function(to_bf16, d32, d64, du64, dh, dout, grid_dim(1), block_dim(1));
+    std::vector<bfloat16> out(5);
+    ctx_->enqueue_copy(out.data(), dout);
+    ctx_->synchronize();
+    EXPECT_EQ(out[0].bits(), 0x4b81); // 2^24 + 2^17
+    EXPECT_EQ(out[1].bits(), 0x5d81); // 2^60 + 2^53
+    EXPECT_EQ(out[2].bits(), 0xdd81);
+    EXPECT_EQ(out[3].bits(), 0x5d81);
+    EXPECT_EQ(out[4].bits(), 0x4040); // 3
+}
+
 TEST_P(BuiltinsTest, Float32BuiltinsAreExact) {
     std::vector<float> in = float_inputs<float>();
     check_floats(in, run(floats32, in, 11));
