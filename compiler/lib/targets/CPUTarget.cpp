@@ -391,9 +391,10 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec) {
+llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec, bool validate) {
     // Only `cpu` (no processor named) and `cpu::<features>` ask for the host's processor.
     auto target = std::make_unique<CPUTarget>(spec, spec.cpu.empty() ? host_cpu() : HostCpu{});
+    if (!validate) return target;
     if (llvm::Error err = check_cpu_and_features(spec, target->triple(), target->llvm_cpu(),
                                                  target->llvm_features()))
         return err;

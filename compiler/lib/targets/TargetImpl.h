@@ -201,12 +201,14 @@ HostCpu host_cpu();
 /// Test hook (set_host_cpu_for_testing): host_cpu() returns `cpu` until it is reset with nullopt.
 void set_host_cpu_override(std::optional<HostCpu> cpu);
 
-/// Factories, one per back end. A back end that was not built returns TargetUnavailable.
-llvm::Expected<std::unique_ptr<Target>> new_nvptx_target(const TargetSpec &spec);
-llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec);
+/// Factories, one per back end. A back end that was not built returns TargetUnavailable. With
+/// `validate` false the processor and features are not checked against LLVM's lists
+/// (check_cpu_and_features, which costs milliseconds the first time): for cache_key() only.
+llvm::Expected<std::unique_ptr<Target>> new_nvptx_target(const TargetSpec &spec, bool validate = true);
+llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec, bool validate = true);
 
 /// The single switch over `spec.arch`.
-llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec);
+llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec, bool validate = true);
 
 } // namespace detail
 } // namespace ember

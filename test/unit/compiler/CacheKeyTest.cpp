@@ -40,8 +40,8 @@ TEST(TargetCacheKey, NamedProcessorsFeaturesAndGpuArchs) {
     EXPECT_EQ(target_cache_key(TargetSpec::parse("nvptx:sm_90")), "nvptx64-nvidia-cuda;sm_90;");
     EXPECT_EQ(target_cache_key(TargetSpec::parse("nvptx:sm_90:+ptx80")), "nvptx64-nvidia-cuda;sm_90;+ptx80");
     EXPECT_NE(target_cache_key(TargetSpec::parse("nvptx:sm_80")), target_cache_key(TargetSpec::parse("nvptx:sm_90")));
-    // A target this build cannot compile for has a key no compiled entry has.
-    EXPECT_EQ(target_cache_key(TargetSpec::parse("cpu:no-such-cpu")), "unavailable:cpu:no-such-cpu");
+    // A target whose back end this build lacks has a key no compiled entry has.
+    EXPECT_EQ(target_cache_key(TargetSpec::parse("amdgpu:gfx942")), "unavailable:amdgpu:gfx942");
 }
 
 TEST(TargetCacheKey, FollowsTheProcessorCpuResolvesTo) {

@@ -18,8 +18,9 @@ std::string ember_version();
 /// LLVM triple, processor and features, defaults resolved): for `cpu`, this host's processor
 /// name and feature string, e.g. `x86_64-pc-linux-gnu;znver4;+adx,+aes,...`; for
 /// `nvptx:sm_90`, `nvptx64-nvidia-cuda;sm_90;`. Computed once per spec per process (the host's
-/// features once). A spec this build cannot generate code for gives `unavailable:<spec>`, which
-/// no compiled entry has (compiling for it throws).
+/// features once), without checking the names against LLVM's lists (a name LLVM does not know
+/// fails the compile, so no entry has its key). A target whose back end this build lacks gives
+/// `unavailable:<spec>`.
 std::string target_cache_key(const TargetSpec &target);
 /// Test hook: `cpu` targets (no processor named, as TargetSpec::host()) compile for processor
 /// `name` with `features` instead of this host's, as on another machine, in compiles and in
