@@ -75,7 +75,8 @@ std::string file_safe(const std::string &name) {
 const char *assembly_file(const TargetSpec &t) { return t.arch == Arch::NVPTX ? "kernel.ptx" : "kernel.s"; }
 
 std::string versions_text() {
-    std::string v = "ember: " + ember_version() + "\nllvm: " + llvm_version() + "\n";
+    std::string v = "ember: " + ember_version() + "\ncompiler build: " + compiler_build_id() + "\nllvm: " +
+                    llvm_version() + "\n";
     if (!scope_driver.empty()) v += "driver: " + scope_driver + "\n";
     if (!scope_device.empty()) v += "device: " + scope_device + "\n";
     return v;

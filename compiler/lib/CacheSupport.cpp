@@ -3,6 +3,10 @@
 #include "ember/compiler/Verifier.h"
 
 #include "ember/compiler/Sha256.h"
+#include "targets/TargetImpl.h"
+
+#include <mutex>
+#include <unordered_map>
 
 namespace ember {
 
@@ -13,6 +17,40 @@ uint64_t kernel_local_bytes(const ir::Kernel &k); // Compiler.cpp
 std::string ember_version() { return EMBER_VERSION_STRING; }
 
 std::string sha256_hex(std::string_view bytes) { return Sha256::hex(bytes); }
+
+namespace {
+std::mutex target_keys_mutex;
+std::unordered_map<std::string, std::string> target_keys; // spec string -> its cache_key()
+} // namespace
+
+std::string target_cache_key(const TargetSpec &target) {
+    const std::string spec = target.to_string();
+    {
+        std::lock_guard<std::mutex> lock(target_keys_mutex);
+        auto it = target_keys.find(spec);
+        if (it != target_keys.end()) return it->second;
+    }
+    std::string key;
+    // Not validated: a processor or feature LLVM does not know gets a key like any other, but
+    // compiling for it throws, so no entry is ever stored under it.
+    if (auto t = detail::create_target(target, /*validate=*/false)) {
+        key = (*t)->cache_key();
+    } else {
+        llvm::consumeError(t.takeError());
+        key = "unavailable:" + spec;
+    }
+    std::lock_guard<std::mutex> lock(target_keys_mutex);
+    return target_keys.emplace(spec, std::move(key)).first->second;
+}
+
+void set_host_cpu_for_testing(std::string name, std::string features) {
+    std::lock_guard<std::mutex> lock(target_keys_mutex);
+    target_keys.clear(); // `cpu` resolves to another processor now
+    if (name.empty())
+        detail::set_host_cpu_override(std::nullopt);
+    else
+        detail::set_host_cpu_override(detail::HostCpu{std::move(name), std::move(features)});
+}
 
 CompiledKernel compiled_from_binary(const ir::Kernel &k, const TargetSpec &target, std::string binary,
                                     bool verify) {

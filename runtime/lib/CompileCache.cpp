@@ -20,24 +20,56 @@
 namespace ember::detail {
 
 std::string key_digest(const CacheKey &key) {
-    std::string text = "ember-cache\nir=" + key.ir + "\ntarget=" + key.target + "\noptions=" + key.options +
-                       "\nember=" + key.ember_version + "\nllvm=" + key.llvm_version + "\n";
+    std::string text = "ember-cache\nir=" + key.ir + "\ntarget=" + key.target + "\nmachine=" + key.target_machine +
+                       "\noptions=" + key.options + "\nember=" + key.ember_version + "\nbuild=" + key.build +
+                       "\nllvm=" + key.llvm_version + "\n";
     if (!key.driver.empty() || !key.arch.empty()) text += "driver=" + key.driver + "\narch=" + key.arch + "\n";
     return sha256_hex(text);
 }
 
 namespace {
+
+/// The key components that are constants of the process.
+struct Versions {
+    std::string ember = ember_version() + "+f" + std::to_string(kCacheFormatVersion);
+    std::string build = compiler_build_id();
+    std::string llvm = llvm_version();
+};
+const Versions &versions() {
+    static const Versions v;
+    return v;
+}
+
+std::mutex build_override_mutex;
+std::atomic<bool> build_overridden{false};
+std::string build_override; // set_build_id_for_testing
+
+std::string key_build_id() {
+    if (!build_overridden.load(std::memory_order_acquire)) return versions().build;
+    std::lock_guard<std::mutex> lock(build_override_mutex);
+    return build_overridden.load() ? build_override : versions().build;
+}
+
 CacheKey key_with_ir_hash(std::string ir_hash, const TargetSpec &target, const CompileOptions &options) {
     CacheKey key;
     key.ir = std::move(ir_hash);
     key.target = target.to_string();
+    key.target_machine = target_cache_key(target);
     key.options = "O" + std::to_string(options.opt_level);
-    key.ember_version = ember_version() + "+f" + std::to_string(kCacheFormatVersion);
-    key.llvm_version = llvm_version();
+    key.ember_version = versions().ember;
+    key.build = key_build_id();
+    key.llvm_version = versions().llvm;
     key.digest = key_digest(key);
     return key;
 }
+
 } // namespace
+
+void set_build_id_for_testing(std::string build) {
+    std::lock_guard<std::mutex> lock(build_override_mutex);
+    build_overridden.store(!build.empty(), std::memory_order_release);
+    build_override = std::move(build);
+}
 
 CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options) {
     return key_with_ir_hash(ir::content_hash(k), target, options);
@@ -65,8 +97,10 @@ std::string changed_components(const CacheKey &a, const CacheKey &b) {
     };
     add(a.ir != b.ir, "IR");
     add(a.target != b.target, "target");
+    add(a.target_machine != b.target_machine && a.target == b.target, "target machine");
     add(a.options != b.options, "options");
     add(a.ember_version != b.ember_version, "ember version");
+    add(a.build != b.build, "compiler build");
     add(a.llvm_version != b.llvm_version, "LLVM version");
     add(a.driver != b.driver, "driver");
     add(a.arch != b.arch, "arch");
@@ -103,6 +137,12 @@ namespace {
 void log_lookup(bool hit, std::string_view name, const std::string &target, const CacheKey &key,
                 const char *level, const std::string &changed = {}, const char *note = nullptr) {
     if (!log_enabled(LogTopic::cache)) return;
+    // Once per process, what every key of the process shares: which compiler made the entries.
+    static std::once_flag versions_logged;
+    std::call_once(versions_logged, [] {
+        log_line(LogTopic::cache, "ember " + versions().ember + ", compiler build " + versions().build.substr(0, 12) +
+                                      ", LLVM " + versions().llvm);
+    });
     std::string line = std::string(hit ? "cache hit" : "cache miss") + " kernel=" + std::string(name) +
                        " target=" + target + " key=" + key.short_digest() + " level=" + level;
     if (note) line += std::string(" ") + note;

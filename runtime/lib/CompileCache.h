@@ -8,19 +8,28 @@
 ///   the exact device) has two more, asked first: memory-cubin and disk-cubin. Their key is the
 ///   artefact's key plus the driver version and the device arch (make_cubin_key), so a warm
 ///   process goes from the traced IR straight to the cubin: no PTX is read, hashed or JIT'ed.
-/// - Key components (CacheKey): the SHA-256 of the canonical printed IR (two traces of one lambda
-///   print alike; computed once per traced kernel, KernelInfo::ir_hash), the target spec string,
-///   the options that change the code (the opt level; the keep_* stage texts and dump flags do
-///   not), the ember version (project version + cache format number), the LLVM version; an image
-///   key adds the driver version and the device's sm arch. The components are kept, not only the
-///   digest, so that a miss names what changed.
+/// - Key components (CacheKey): everything that changes the bytes compiled. The SHA-256 of the
+///   canonical printed IR (two traces of one lambda print alike; computed once per traced
+///   kernel, KernelInfo::ir_hash); the target spec string (for messages and logs) and the target
+///   machine (target_cache_key: triple, processor and features with defaults resolved, so that
+///   `cpu` names this host's processor and features, and a cache shared between machines never
+///   hands one machine's code to another); the options that change the code (the opt level;
+///   the keep_* stage texts and dump flags do not); the ember version (project version + cache
+///   format number); the compiler's build identity (compiler_build_id(), [Note] Compiler build
+///   identity: any change to compiler/'s sources, the C++ compiler, flags or LLVM gives new keys);
+///   the LLVM version. An image key adds the driver version and the device's sm arch (ember
+///   passes the CUDA linker no option that changes the code; one that did would belong in the
+///   image key). The components are kept, not only the digest, so that a miss names what changed.
+///   Per lookup the key costs the IR hash (once per traced kernel), one memoized map lookup for
+///   the target machine, and the digest; the versions and the build identity are constants.
 /// - Thread safety: one mutex around the maps; a compile runs outside it, and a second thread
 ///   asking for a key being compiled waits for that compile (std::shared_future) instead of
 ///   compiling again. A failed compile is not cached (its waiters get the same exception).
 /// - Counting and EMBER_LOG=cache: every compile of a kernel for a context is one lookup, answered
 ///   by one level and logged as one line, "cache hit|cache miss kernel=<name> target=<spec>
 ///   key=<12 hex of the artefact key> level=<memory-cubin|disk-cubin|memory|disk|compiled>", and
-///   on a miss for a kernel name seen with another key, "changed: <components>". An image miss is
+///   on a miss for a kernel name seen with another key, "changed: <components>". Before the
+///   first, once per process: "ember <version>, compiler build <12 hex>, LLVM <version>". An image miss is
 ///   not a line of its own: the artefact lookup that follows it is.
 /// - The constants warning: when one kernel name was compiled for kConstantsWarnAfter keys that
 ///   differ only in the IR, and only in numeric literals (IR text with literals masked is equal),
@@ -52,16 +61,18 @@ struct KernelInfo;
 class DiskCache;
 
 /// Bumped when the format of cached artefacts or of the key changes.
-inline constexpr int kCacheFormatVersion = 1;
+inline constexpr int kCacheFormatVersion = 2;
 /// Distinct constant-only variants of one kernel name before the constants warning.
 inline constexpr int kConstantsWarnAfter = 8;
 
 struct CacheKey {
-    std::string ir;            ///< SHA-256 of the canonical printed IR
-    std::string target;        ///< TargetSpec::to_string()
-    std::string options;       ///< code-affecting options, e.g. "O3"
-    std::string ember_version; ///< "0.1.0+f1": project version + kCacheFormatVersion
-    std::string llvm_version;  ///< ember::llvm_version()
+    std::string ir;             ///< SHA-256 of the canonical printed IR
+    std::string target;         ///< TargetSpec::to_string()
+    std::string target_machine; ///< target_cache_key(): triple;processor;features
+    std::string options;        ///< code-affecting options, e.g. "O3"
+    std::string ember_version;  ///< "0.1.0+f2": project version + kCacheFormatVersion
+    std::string build;          ///< compiler_build_id()
+    std::string llvm_version;   ///< ember::llvm_version()
     std::string driver;        ///< cubin keys only: the CUDA driver version
     std::string arch;          ///< cubin keys only: the device's sm arch
     std::string digest;        ///< SHA-256 over all of the above (the disk file name)
@@ -75,6 +86,9 @@ std::string key_digest(const CacheKey &key);
 CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options);
 /// The same for a traced kernel, whose IR hash is computed once and kept (KernelInfo::ir_hash).
 CacheKey make_cache_key(const KernelInfo &k, const TargetSpec &target, const CompileOptions &options);
+/// Test hook: keys made from now on name `build` as the compiler's build identity instead of
+/// compiler_build_id(), as a rebuilt compiler would; empty returns to this build's.
+void set_build_id_for_testing(std::string build);
 /// Whether a compile with `options` may use the cache: not when stage texts are kept or
 /// EMBER_DUMP asks for dumps (the compiler must run to produce them).
 bool cacheable(const CompileOptions &options);

@@ -3,6 +3,7 @@
 /// (or for every target, --all-targets), and what compiling cost (--report).
 #include "ember/Error.h"
 #include "ember/compiler/Bundle.h"
+#include "ember/compiler/CacheSupport.h"
 #include "ember/compiler/Compiler.h"
 #include "ember/compiler/IRPrinter.h"
 #include "ember/compiler/Target.h"
@@ -49,6 +50,8 @@ one stage of the compilation pipeline for every kernel (or only NAME).
                   through the same stages and say whether it fails the same way
   --diff          with --bundle: compare each produced stage with the stored one
   --help          this text
+  --version       ember's version, the compiler's build identity (what the compile cache keys
+                  entries with) and LLVM's version
 
 Text stages written to stdout start each kernel with a line
   // ----- kernel: NAME  target: SPEC  stage: STAGE -----
@@ -71,6 +74,7 @@ struct Options {
     std::optional<std::string> output;
     std::optional<std::string> kernel;
     bool help = false;
+    bool version = false;
     std::optional<std::string> bundle;
     bool diff = false;
 };
@@ -90,6 +94,8 @@ Options parse_args(int argc, char **argv) {
         };
         if (arg == "--help" || arg == "-h") {
             o.help = true;
+        } else if (arg == "--version") {
+            o.version = true;
         } else if (auto v = value_of("--emit")) {
             o.stage = ember::parse_stage(*v);
             if (!o.stage)
@@ -131,7 +137,7 @@ Options parse_args(int argc, char **argv) {
     if (o.bundle && (o.stage || have_input || o.kernel || o.output || o.all_targets || o.report))
         throw UsageError{"--bundle DIR takes no input file, --emit, --kernel, -o, --all-targets or --report: the "
                          "bundle holds them"};
-    if (!o.help && !o.stage && !o.bundle && !o.report) throw UsageError{"missing --emit=STAGE (or --report)"};
+    if (!o.help && !o.version && !o.stage && !o.bundle && !o.report) throw UsageError{"missing --emit=STAGE (or --report)"};
     if (o.all_targets && o.target_given)
         throw UsageError{"--all-targets and --target=SPEC exclude each other"};
     return o;
@@ -320,6 +326,11 @@ int main(int argc, char **argv) {
         Options o = parse_args(argc, argv);
         if (o.help) {
             std::cout << usage_text;
+            return 0;
+        }
+        if (o.version) {
+            std::cout << "ember-compile (ember " << ember::ember_version() << ")\ncompiler build: "
+                      << ember::compiler_build_id() << "\nLLVM: " << ember::llvm_version() << "\n";
             return 0;
         }
         return run(o);

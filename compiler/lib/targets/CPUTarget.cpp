@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <mutex>
+#include <optional>
 
 namespace ember::detail {
 
@@ -28,6 +30,22 @@ std::string host_cpu_features() {
     std::string out;
     for (const std::string &s : items) out += (out.empty() ? "" : ",") + s;
     return out;
+}
+
+namespace {
+std::mutex host_cpu_mutex;
+std::optional<HostCpu> host_cpu_override; // set_host_cpu_override
+} // namespace
+
+HostCpu host_cpu() {
+    static const HostCpu host{llvm::sys::getHostCPUName().str(), host_cpu_features()};
+    std::lock_guard<std::mutex> lock(host_cpu_mutex);
+    return host_cpu_override ? *host_cpu_override : host;
+}
+
+void set_host_cpu_override(std::optional<HostCpu> cpu) {
+    std::lock_guard<std::mutex> lock(host_cpu_mutex);
+    host_cpu_override = std::move(cpu);
 }
 
 namespace {
@@ -76,12 +94,10 @@ static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_slots == 16, "the fiber stack 
 
 class CPUTarget final : public Target {
 public:
-    explicit CPUTarget(const TargetSpec &spec)
-        : Target(spec), triple_(llvm::sys::getProcessTriple()),
-          cpu_(spec.cpu.empty() ? llvm::sys::getHostCPUName().str() : spec.cpu),
-          features_(strict_fp_features(triple_, spec.cpu.empty() && spec.features.empty()
-                                                    ? host_cpu_features()
-                                                    : spec.features)) {}
+    CPUTarget(const TargetSpec &spec, const HostCpu &host)
+        : Target(spec), triple_(llvm::sys::getProcessTriple()), cpu_(spec.cpu.empty() ? host.name : spec.cpu),
+          features_(strict_fp_features(triple_, spec.cpu.empty() && spec.features.empty() ? host.features
+                                                                                          : spec.features)) {}
 
     std::string triple() const override { return triple_; }
     std::string llvm_cpu() const override { return cpu_; }
@@ -399,8 +415,10 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec) {
-    auto target = std::make_unique<CPUTarget>(spec);
+llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec, bool validate) {
+    // Only `cpu` (no processor named) and `cpu::<features>` ask for the host's processor.
+    auto target = std::make_unique<CPUTarget>(spec, spec.cpu.empty() ? host_cpu() : HostCpu{});
+    if (!validate) return target;
     if (llvm::Error err = check_cpu_and_features(spec, target->triple(), target->llvm_cpu(),
                                                  target->llvm_features()))
         return err;

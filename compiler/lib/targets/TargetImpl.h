@@ -16,6 +16,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -172,8 +173,11 @@ public:
     /// `binary_file_type()`.
     virtual llvm::Expected<std::string> emit_binary(llvm::Module &m, llvm::TargetMachine &tm) const;
 
-    /// Everything about the target that can change emit_binary()'s bytes. STYLE 8.8: the compile
-    /// cache hashes it next to the IR, the options and the LLVM version.
+    /// Everything about the target that can change emit_binary()'s bytes: the triple, the
+    /// processor and the features after defaults are resolved (the host's for `cpu`), e.g.
+    /// `x86_64-pc-linux-gnu;znver4;+avx2,...` or `nvptx64-nvidia-cuda;sm_90;+ptx80`. STYLE 8.8:
+    /// the compile cache hashes it next to the IR, the options, the compiler's build identity and
+    /// the LLVM version (through target_cache_key in CacheSupport.h).
     virtual std::string cache_key() const;
 
 private:
@@ -197,12 +201,24 @@ llvm::Expected<std::string> emit_with_target_machine(llvm::Module &m, llvm::Targ
 /// The host processor's features as an LLVM feature string (`+avx2,+fma,-avx512f,...`), sorted.
 std::string host_cpu_features();
 
-/// Factories, one per back end. A back end that was not built returns TargetUnavailable.
-llvm::Expected<std::unique_ptr<Target>> new_nvptx_target(const TargetSpec &spec);
-llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec);
+/// The processor that `cpu` targets generate code for: LLVM's name for it and its feature string.
+struct HostCpu {
+    std::string name, features;
+};
+/// This host's processor (getHostCPUName, host_cpu_features), found once per process; or the
+/// override set for a test.
+HostCpu host_cpu();
+/// Test hook (set_host_cpu_for_testing): host_cpu() returns `cpu` until it is reset with nullopt.
+void set_host_cpu_override(std::optional<HostCpu> cpu);
+
+/// Factories, one per back end. A back end that was not built returns TargetUnavailable. With
+/// `validate` false the processor and features are not checked against LLVM's lists
+/// (check_cpu_and_features, which costs milliseconds the first time): for cache_key() only.
+llvm::Expected<std::unique_ptr<Target>> new_nvptx_target(const TargetSpec &spec, bool validate = true);
+llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec, bool validate = true);
 
 /// The single switch over `spec.arch`.
-llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec);
+llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec, bool validate = true);
 
 } // namespace detail
 } // namespace ember

@@ -133,12 +133,12 @@ llvm::Expected<std::string> emit_with_target_machine(llvm::Module &m, llvm::Targ
     return std::string(buffer.str());
 }
 
-llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec) {
+llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec, bool validate) {
     switch (spec.arch) {
     case Arch::NVPTX:
-        return new_nvptx_target(spec);
+        return new_nvptx_target(spec, validate);
     case Arch::CPU:
-        return new_cpu_target(spec);
+        return new_cpu_target(spec, validate);
     case Arch::AMDGPU:
         return make_target_unavailable("target '" + spec.to_string() +
                                        "': the AMDGPU back end is not implemented yet");

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -97,10 +98,14 @@ TEST(CompileCacheKey, EveryComponentChangesTheDigest) {
         std::string CacheKey::*field;
         const char *name;
     };
+    EXPECT_EQ(base.build, compiler_build_id());
+    EXPECT_EQ(base.target_machine, target_cache_key(TargetSpec::host()));
     const Change changes[] = {{&CacheKey::ir, "IR"},
                               {&CacheKey::target, "target"},
+                              {&CacheKey::target_machine, "target machine"},
                               {&CacheKey::options, "options"},
                               {&CacheKey::ember_version, "ember version"},
+                              {&CacheKey::build, "compiler build"},
                               {&CacheKey::llvm_version, "LLVM version"},
                               {&CacheKey::driver, "driver"},
                               {&CacheKey::arch, "arch"}};
@@ -139,6 +144,113 @@ TEST(CompileCacheKey, MakeKeyFollowsIrTargetOptionsAndCubinFields) {
     EXPECT_EQ(detail::changed_components(c1, c3), "arch");
     EXPECT_NE(c1.digest, c2.digest);
     EXPECT_NE(c1.digest, c3.digest);
+}
+
+namespace {
+
+/// This host's processor name and feature string, from the `cpu` target's key
+/// (`triple;name;features`).
+std::pair<std::string, std::string> host_name_and_features() {
+    const std::string key = target_cache_key(TargetSpec::host());
+    const size_t a = key.find(';'), b = key.find(';', a + 1);
+    EXPECT_NE(b, std::string::npos) << key;
+    return {key.substr(a + 1, b - a - 1), key.substr(b + 1)};
+}
+
+/// A processor LLVM knows that is not this host's.
+std::string another_cpu() { return host_name_and_features().first == "znver4" ? "skylake-avx512" : "znver4"; }
+
+/// `features` with one vector extension it has (`+avx512f`, else `+avx2`, ...) turned into
+/// `-name`: code for this processor, as on a machine without that extension.
+std::string without_one_feature(std::string features) {
+    const std::string list = "," + features + ",";
+    for (const char *f : {"+avx512f", "+avx2", "+sse4.2", "+neon", "+sve"}) {
+        const size_t at = list.find("," + std::string(f) + ",");
+        if (at == std::string::npos) continue;
+        features[at] = '-'; // `at` in `list` is the feature's sign in `features`
+        return features;
+    }
+    ADD_FAILURE() << "no vector extension to take away in " << features;
+    return features;
+}
+
+/// Makes `cpu` targets compile for another processor while it lives, as on another machine.
+struct OtherHostCpu {
+    OtherHostCpu(std::string name, std::string features) { set_host_cpu_for_testing(std::move(name), std::move(features)); }
+    ~OtherHostCpu() { set_host_cpu_for_testing("", ""); }
+};
+
+/// Makes cache keys name another compiler build while it lives, as after a rebuild.
+struct OtherCompilerBuild {
+    explicit OtherCompilerBuild(std::string id) { detail::set_build_id_for_testing(std::move(id)); }
+    ~OtherCompilerBuild() { detail::set_build_id_for_testing(""); }
+};
+
+/// The level that answers a lookup of `k` for `cpu` in a new process (nothing in memory) whose
+/// disk cache is `disk`.
+template <class K> std::string level_in_a_new_process(DiskCache &disk, const K &k) {
+    CompileCache cache;
+    cache.set_disk_for_testing(&disk);
+    const char *level = nullptr;
+    cache.get(*k.info(), TargetSpec::host(), {}, &level);
+    return level;
+}
+
+} // namespace
+
+// Every input of the code changes the key that make_cache_key builds from it, one at a time:
+// the compiler's build, the processor and the features `cpu` resolves to, each option, the
+// target, the IR. (The versions are process constants; EveryComponentChangesTheDigest shows that
+// each one changes the digest, and the key above holds this build's.)
+TEST(CompileCacheKey, EachInputOfTheCodeChangesTheKey) {
+    auto k = make_add("key_inputs", 1.0f);
+    auto k2 = make_add("key_inputs", 2.0f);
+    const TargetSpec host = TargetSpec::host();
+    const CacheKey base = detail::make_cache_key(k.info()->ir, host, {});
+    const auto [cpu_name, cpu_features] = host_name_and_features();
+    ASSERT_FALSE(cpu_name.empty());
+    EXPECT_NE(base.target_machine.find(";" + cpu_name + ";"), std::string::npos) << base.target_machine;
+
+    auto expect_change = [&](const CacheKey &other, const char *what, const std::string &why) {
+        EXPECT_NE(other.digest, base.digest) << why;
+        EXPECT_EQ(detail::changed_components(base, other), what) << why;
+    };
+    {
+        OtherCompilerBuild rebuilt(std::string(64, '0'));
+        expect_change(detail::make_cache_key(k.info()->ir, host, {}), "compiler build", "a rebuilt compiler");
+    }
+    {
+        const std::string other_cpu = another_cpu();
+        OtherHostCpu other(other_cpu, cpu_features);
+        const CacheKey key = detail::make_cache_key(k.info()->ir, host, {});
+        expect_change(key, "target machine", "another processor");
+        EXPECT_NE(key.target_machine.find(";" + other_cpu + ";"), std::string::npos) << key.target_machine;
+        EXPECT_EQ(key.target, base.target); // `cpu` in both: the spec alone would not tell them apart
+    }
+    {
+        OtherHostCpu other(cpu_name, without_one_feature(cpu_features));
+        expect_change(detail::make_cache_key(k.info()->ir, host, {}), "target machine", "one feature less");
+    }
+    EXPECT_EQ(detail::make_cache_key(k.info()->ir, host, {}).digest, base.digest) << "back on this host";
+    std::set<std::string> digests{base.digest};
+    for (int level = 0; level < 3; ++level) {
+        CompileOptions o;
+        o.opt_level = level;
+        const CacheKey key = detail::make_cache_key(k.info()->ir, host, o);
+        expect_change(key, "options", "O" + std::to_string(level));
+        digests.insert(key.digest);
+    }
+    EXPECT_EQ(digests.size(), 4u) << "each opt level has its own key";
+    expect_change(detail::make_cache_key(k2.info()->ir, host, {}), "IR", "other IR");
+    // Named processors and features, and GPU features, are in the target and its machine.
+    const CacheKey a = detail::make_cache_key(k.info()->ir, TargetSpec::parse("cpu:znver4"), {});
+    const CacheKey b = detail::make_cache_key(k.info()->ir, TargetSpec::parse("cpu:znver4:+avx2"), {});
+    const CacheKey c = detail::make_cache_key(k.info()->ir, TargetSpec::parse("nvptx:sm_90"), {});
+    const CacheKey d = detail::make_cache_key(k.info()->ir, TargetSpec::parse("nvptx:sm_90:+ptx80"), {});
+    EXPECT_NE(a.target_machine, b.target_machine);
+    EXPECT_NE(a.digest, b.digest);
+    EXPECT_NE(c.target_machine, d.target_machine);
+    EXPECT_NE(c.digest, d.digest);
 }
 
 TEST(CompileCacheKey, TwoTracesOfOneLambdaHaveOneKey) {
@@ -208,6 +320,49 @@ TEST(CompileCacheStandalone, DiskLevelSkipsLlvmAndCorruptEntriesRecover) {
     cache.get(*k.info(), TargetSpec::host());
     EXPECT_EQ(cache.compiles(), 2u);
     EXPECT_EQ(cache.disk_hits(), 2u);
+    fs::remove_all(dir);
+}
+
+// A cache shared between machines (an NFS home, a pre-warmed container image): an object built
+// for another processor, or for this one with other features, is not served to this one; each
+// machine finds its own.
+TEST(CompileCacheStandalone, ACpuEntryOfAnotherProcessorIsNotServed) {
+    fs::path dir = fresh_dir("other-cpu");
+    DiskCache disk(dir, uint64_t(1) << 30);
+    auto k = make_add("standalone_other_cpu", 1.0f);
+    const auto [cpu_name, cpu_features] = host_name_and_features();
+    const std::string other_cpu = another_cpu();
+    auto level_of_fresh_process = [&] { return level_in_a_new_process(disk, k); };
+    {
+        OtherHostCpu other(other_cpu, "");
+        EXPECT_EQ(level_of_fresh_process(), "compiled");
+        EXPECT_EQ(level_of_fresh_process(), "disk") << "the other machine finds its own entry";
+    }
+    EXPECT_EQ(level_of_fresh_process(), "compiled") << "code for " << other_cpu << " served to " << cpu_name;
+    {
+        OtherHostCpu other(cpu_name, without_one_feature(cpu_features));
+        EXPECT_EQ(level_of_fresh_process(), "compiled") << "code for this processor's features served without one";
+        EXPECT_EQ(level_of_fresh_process(), "disk");
+    }
+    EXPECT_EQ(level_of_fresh_process(), "disk") << "this machine finds its own entry";
+    EXPECT_EQ(entries_of_kind(dir, "cpu-obj").size(), 3u);
+    fs::remove_all(dir);
+}
+
+// The stale-code case: an entry written by a compiler whose code generator differed (another
+// build identity) is not served by this build, which compiles with its own code generator.
+TEST(CompileCacheStandalone, AnotherCompilerBuildsEntryIsNotServed) {
+    fs::path dir = fresh_dir("other-build");
+    DiskCache disk(dir, uint64_t(1) << 30);
+    auto k = make_add("standalone_other_build", 1.0f);
+    auto level_of_fresh_process = [&] { return level_in_a_new_process(disk, k); };
+    {
+        OtherCompilerBuild old_build(std::string(64, 'a'));
+        EXPECT_EQ(level_of_fresh_process(), "compiled");
+        EXPECT_EQ(level_of_fresh_process(), "disk");
+    }
+    EXPECT_EQ(level_of_fresh_process(), "compiled") << "an object of another compiler build was served";
+    EXPECT_EQ(level_of_fresh_process(), "disk");
     fs::remove_all(dir);
 }
 

@@ -11,9 +11,21 @@
 
 namespace ember {
 
-/// (llvm_version() is declared in Compiler.h.)
+/// (llvm_version() and compiler_build_id() are declared in Compiler.h.)
 /// The ember project version (CMake PROJECT_VERSION, "0.1.0").
 std::string ember_version();
+/// Everything about `target` that changes the code compiled for it (the target's cache_key():
+/// LLVM triple, processor and features, defaults resolved): for `cpu`, this host's processor
+/// name and feature string, e.g. `x86_64-pc-linux-gnu;znver4;+adx,+aes,...`; for
+/// `nvptx:sm_90`, `nvptx64-nvidia-cuda;sm_90;`. Computed once per spec per process (the host's
+/// features once), without checking the names against LLVM's lists (a name LLVM does not know
+/// fails the compile, so no entry has its key). A target whose back end this build lacks gives
+/// `unavailable:<spec>`.
+std::string target_cache_key(const TargetSpec &target);
+/// Test hook: `cpu` targets (no processor named, as TargetSpec::host()) compile for processor
+/// `name` with `features` instead of this host's, as on another machine, in compiles and in
+/// target_cache_key; an empty `name` returns to this host.
+void set_host_cpu_for_testing(std::string name, std::string features);
 /// SHA-256 of `bytes`, as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view bytes);
 /// The CompiledKernel `compile(k, target)` would return, with `binary` (PTX or a CPU object

@@ -85,6 +85,12 @@ public:
 /// The LLVM version ember was built with (e.g. "19.1.7").
 std::string llvm_version();
 
+/// The identity of this build of the compiler: 64 hex digits of a SHA-256 over every source of
+/// compiler/, the C++ compiler and flags it was built with, and LLVM ([Note] Compiler build
+/// identity in compiler/lib/BuildId.cpp). A change to any of them gives another identity; the
+/// compile cache keys every entry with it. A constant computed at build time.
+std::string compiler_build_id();
+
 } // namespace ember
 
 #endif // EMBER_COMPILER_COMPILER_H
