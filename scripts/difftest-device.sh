@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over a tree carrying .devpkg/ember.tar.xz (scripts/pack-device.sh):
+# ember-difftest over N random kernels (default 100000) from seed S (default 1) on every core,
+# each kernel on the GPU, on the CPU device and in the reference interpreter, compared bit for bit.
+# The log and the repro files of any disagreement go to $OUT (docs/testing.md).
+#   scripts/difftest-device.sh [N] [S]
+set -uo pipefail
+OUT=${OUT:-/tmp/ember-out}
+count=${1:-100000}
+seed=${2:-1}
+mkdir -p "$OUT/difftest-repro" /tmp/ember
+tar -xJf .devpkg/ember.tar.xz -C /tmp/ember
+cd /tmp/ember/build
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  echo "ember-difftest --seed $seed --count $count --devices cuda,cpu --jobs $(nproc)"
+} > "$OUT/difftest.txt" 2>&1
+./tools/ember-difftest --seed "$seed" --count "$count" --devices cuda,cpu --jobs "$(nproc)" \
+  --repro-dir "$OUT/difftest-repro" >> "$OUT/difftest.txt" 2>&1
+rc=$?
+echo "ember-difftest: exit $rc" >> "$OUT/difftest.txt"
+# The summary (last lines) and the first disagreements.
+grep -E '^=== difftest' "$OUT/difftest.txt" | head -40
+tail -12 "$OUT/difftest.txt"
+exit $rc
