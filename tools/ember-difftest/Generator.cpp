@@ -87,7 +87,7 @@ double float_edge(Rng &r, ScalarType t) {
 
 class Gen {
 public:
-    explicit Gen(uint64_t seed) : r_(seed), seed_(seed) {}
+    Gen(uint64_t seed, const GenerateOptions &options) : r_(seed), seed_(seed), options_(options) {}
 
     Generated run() {
         Generated g;
@@ -311,7 +311,11 @@ private:
                                                            ir::Intrinsic::Ceil,  ir::Intrinsic::Trunc, ir::Intrinsic::Round};
             return ir::Call::make(r_.pick(ops), {expr(t, depth - 1)});
         }
-        if (c < 19) return ir::Call::make(ir::Intrinsic::Fma, {expr(t, depth - 1), expr(t, depth - 1), expr(t, depth - 1)});
+        if (c < 19) {
+            if (options_.no_half_fma && (t == ScalarType::F16 || t == ScalarType::BF16))
+                return ir::Binary::make(ir::BinaryOp::Mul, expr(t, depth - 1), expr(t, depth - 1));
+            return ir::Call::make(ir::Intrinsic::Fma, {expr(t, depth - 1), expr(t, depth - 1), expr(t, depth - 1)});
+        }
         // copysign(a, b) with b never NaN (a NaN's sign is not defined).
         Expr b = expr(t, depth - 1);
         Expr safe = ir::Select::make(ir::Call::make(ir::Intrinsic::IsNan, {b}), ir::FloatImm::make(t, -1.0), b);
@@ -539,6 +543,7 @@ private:
 
     Rng r_;
     uint64_t seed_;
+    GenerateOptions options_;
     std::vector<ir::VariableRef> params_;
     bool collective_ = false, warps_ = false;
     uint64_t block_ = 1, grid_ = 1, threads_ = 1;
@@ -553,7 +558,7 @@ private:
 
 } // namespace
 
-Generated generate(uint64_t seed) { return Gen(seed).run(); }
+Generated generate(uint64_t seed, const GenerateOptions &options) { return Gen(seed, options).run(); }
 
 std::vector<std::vector<uint8_t>> make_inputs(uint64_t seed, uint64_t threads) {
     Rng r(seed ^ 0xD1FFD1FFD1FFull);

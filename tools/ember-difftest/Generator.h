@@ -43,8 +43,13 @@ struct Generated {
     uint64_t grid = 1, block = 1;
 };
 
-/// The kernel of `seed` (named `dt_<seed>`), the same on every host.
-Generated generate(uint64_t seed);
+struct GenerateOptions {
+    /// Make no fma of f16 or bf16 (the CPU device rounds them twice: docs/testing.md).
+    bool no_half_fma = false;
+};
+
+/// The kernel of `seed` (named `dt_<seed>`), the same for a given build of the tool.
+Generated generate(uint64_t seed, const GenerateOptions &options = {});
 
 /// The initial contents of every buffer for `seed` (random bits, biased to edge values; NaNs are
 /// quiet), one byte vector per buffer type.

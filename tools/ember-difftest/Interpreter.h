@@ -52,11 +52,11 @@ struct Region {
 struct Launch {
     uint64_t grid = 1, block = 1; ///< x dimensions (y and z are 1)
     /// Upper bound on the statements one thread may run (a guard against endless loops).
-    uint64_t max_steps_per_thread = 1u << 20;
+    uint64_t max_steps_per_thread = 1u << 16;
 };
 
-/// Runs `k` over `regions` (one per parameter, in order; a non-pointer parameter takes its value
-/// from the first 8 bytes of its region). Throws Unsupported or Undefined.
+/// Runs `k` over `regions` (one per parameter, in order; every parameter is a pointer). Throws
+/// Unsupported or Undefined.
 void run_kernel(const ir::Kernel &k, std::vector<Region> &regions, const Launch &launch);
 
 /// Float helpers shared with the runner: the bits of the type's float nearest `d`, and the value

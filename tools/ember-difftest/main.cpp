@@ -14,6 +14,7 @@
 /// everything agreed, 1 otherwise.
 #include "Generator.h"
 #include "Interpreter.h"
+#include "SelfTest.h"
 
 #include "ember/compiler/IRPrinter.h"
 #include "ember/ember.h"
@@ -49,13 +50,17 @@ struct Options {
     std::string repro_dir = ".";
     bool minimise = true;
     unsigned timeout_s = 120; ///< per kernel, for a worker's silence
+    GenerateOptions generate;
+    /// Disagreements a worker minimises (the later ones are reported whole, which is faster).
+    unsigned max_minimised = 5;
 };
 
 [[noreturn]] void usage(const std::string &why) {
     std::fprintf(stderr,
                  "ember-difftest: %s\n"
                  "usage: ember-difftest [--seed S] [--count N] [--devices cpu,cuda] [--jobs J] [--repro-dir DIR]\n"
-                 "                      [--no-minimise] [--timeout SECONDS] [--print SEED]\n",
+                 "                      [--no-minimise] [--minimise-at-most K] [--no-half-fma]\n"
+                 "                      [--timeout SECONDS] [--print SEED] [--self-test]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -87,8 +92,8 @@ struct Case {
     Buffers inputs;
 };
 
-Case make_case(uint64_t seed) {
-    Generated g = generate(seed);
+Case make_case(uint64_t seed, const GenerateOptions &options) {
+    Generated g = generate(seed, options);
     Case c;
     c.seed = seed;
     c.name = g.kernel.name;
@@ -235,13 +240,12 @@ struct Runner {
 };
 
 /// Whether the pair (a, b) still disagrees on `text` (both ran, outputs differ); for minimising.
+/// A candidate the interpreter cannot run (a deleted counter update that makes a loop endless, a
+/// read of a deleted variable) is rejected before any device runs it.
 bool still_disagrees(const Runner &a, const Runner &b, const Case &c, const std::string &text) {
-    try {
-        ir::parse_module(text, c.name + ".ir");
-    } catch (const std::exception &) {
-        return false;
-    }
-    Outcome x = a.run(c, text), y = b.run(c, text);
+    Outcome reference = run_interpreter(c, text);
+    if (!reference.ok) return false;
+    Outcome x = a.ctx ? a.run(c, text) : reference, y = b.ctx ? b.run(c, text) : reference;
     if (!x.ok || !y.ok) return false;
     return !compare(x.buffers, y.buffers, nullptr).empty();
 }
@@ -363,11 +367,12 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
     std::string names;
     for (const Runner &r : runners) names += (names.empty() ? "" : ",") + r.name;
     send(fd, "I " + names);
+    unsigned minimised = 0;
     for (uint64_t seed = first; seed < end; seed += stride) {
         send(fd, "S " + std::to_string(seed));
         Case c;
         try {
-            c = make_case(seed);
+            c = make_case(seed, opt.generate);
         } catch (const std::exception &e) {
             send(fd, "X " + std::to_string(seed) + " generator: " + e.what());
             continue;
@@ -394,7 +399,7 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
             std::vector<Difference> d = compare(outs[i].buffers, outs[j].buffers, &compared);
             if (d.empty()) continue;
             const std::string pair = runners[i].name + " vs " + runners[j].name;
-            std::string text = opt.minimise ? minimise(runners[i], runners[j], c, c.text) : c.text;
+            std::string text = opt.minimise && minimised++ < opt.max_minimised ? minimise(runners[i], runners[j], c, c.text) : c.text;
             Outcome a = runners[i].run(c, text), b = runners[j].run(c, text);
             if (a.ok && b.ok && text != c.text) d = compare(a.buffers, b.buffers, nullptr);
             else text = c.text, a = outs[i], b = outs[j];
@@ -475,6 +480,9 @@ void handle_line(const std::string &line, Worker &w, Summary &s) {
         ++s.kernels;
         s.compared += std::strtoull(after.c_str(), nullptr, 10);
         w.current = UINT64_MAX;
+        if (s.kernels % 5000 == 0)
+            std::fprintf(stderr, "ember-difftest: %llu kernels, %llu disagreements\n",
+                         static_cast<unsigned long long>(s.kernels), static_cast<unsigned long long>(s.failures));
         break;
     case 'D': {
         std::string pair = after.substr(0, after.find(' '));
@@ -607,12 +615,15 @@ int main(int argc, char **argv) {
         } else if (a == "--repro-dir") opt.repro_dir = value();
         else if (a == "--no-minimise") opt.minimise = false;
         else if (a == "--timeout") opt.timeout_s = static_cast<unsigned>(number());
+        else if (a == "--no-half-fma") opt.generate.no_half_fma = true;
+        else if (a == "--minimise-at-most") opt.max_minimised = static_cast<unsigned>(number());
         else if (a == "--print") print_seed = number();
+        else if (a == "--self-test") return self_test();
         else if (a == "-h" || a == "--help") usage("differential tester of ember's compiler");
         else usage("unknown argument '" + a + "'");
     }
     if (print_seed) {
-        Generated g = generate(*print_seed);
+        Generated g = generate(*print_seed, opt.generate);
         std::cout << "// grid_dim(" << g.grid << "), block_dim(" << g.block << ")\n" << ember::ir::print(g.kernel);
         return 0;
     }
