@@ -312,7 +312,7 @@ uint64_t intrinsic(ir::Intrinsic op, ScalarType t, const std::vector<uint64_t> &
     double x = decode_float(t, a[0]);
     switch (op) {
     case Intrinsic::Abs: return a[0] & ~sb;
-    case Intrinsic::Sqrt: return t == ScalarType::F64 ? encode_float(t, std::sqrt(x)) : encode_float(t, std::sqrt(x));
+    case Intrinsic::Sqrt: return encode_float(t, std::sqrt(x)); // one rounding in double, then exact or innocuous
     case Intrinsic::Floor: return encode_float(t, std::floor(x));
     case Intrinsic::Ceil: return encode_float(t, std::ceil(x));
     case Intrinsic::Trunc: return encode_float(t, std::trunc(x));
@@ -491,7 +491,6 @@ private:
                 val[t.tid] = eval(t, w->value);
                 if (w->lane) lane[t.tid] = eval(t, w->lane);
             }
-            ScalarType vt = w->value.type().scalar();
             for (uint64_t base = 0; base < threads_.size(); base += 32)
                 for (uint64_t l = 0; l < 32; ++l) {
                     Thread &t = threads_[base + l];
@@ -526,7 +525,6 @@ private:
                         for (uint64_t k = 0; k < 32; ++k) r &= val[base + k] & 1;
                         break;
                     }
-                    (void)vt;
                     t.warp_results[w] = r;
                 }
         }

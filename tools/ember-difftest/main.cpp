@@ -142,10 +142,6 @@ Outcome launch(const DeviceContext &ctx, const Case &c, const std::string &text,
     return o;
 }
 
-/// A launch failure of a GPU may leave its context unusable: the worker then ends after
-/// reporting it and the parent starts a new one.
-struct FatalDeviceError {};
-
 Outcome run_device(const DeviceContext &ctx, const Case &c, const std::string &text) {
     try {
         return launch(ctx, c, text, std::make_index_sequence<std::tuple_size_v<Signature>>{});
@@ -383,6 +379,8 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
             outs.push_back(r.run(c, c.text));
             if (!outs.back().ok) {
                 send(fd, "F " + std::to_string(seed) + " " + r.name + " " + outs.back().error);
+                // A launch failure may leave a GPU's context unusable: the worker ends after
+                // reporting it, and the parent starts another for the seeds after this one.
                 if (r.name != "cpu" && r.name != "interp" && outs.back().error.rfind("LaunchError", 0) == 0) fatal = true;
             }
         }
