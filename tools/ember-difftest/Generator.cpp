@@ -104,6 +104,15 @@ public:
             block_ = r_.pick(sizes);
         }
         grid_ = 1 + r_.below(3);
+        if (r_.chance(35)) {
+            unsigned n = 1 + static_cast<unsigned>(r_.below(2));
+            for (unsigned i = 0; i < n; ++i) {
+                functions_.push_back(function(i));
+                values_.clear();
+                mutables_.clear();
+                out_next_.clear();
+            }
+        }
         g.grid = grid_;
         g.block = block_;
         threads_ = grid_ * block_;
@@ -220,6 +229,11 @@ private:
             if (e.type() == Type(t)) same.push_back(e);
         unsigned c = static_cast<unsigned>(r_.below(10));
         if (!same.empty() && c < 6) return r_.pick(same);
+        if (in_function_) {
+            // A parameter of another type, cast, or a constant.
+            if (!values_.empty() && c < 8 && t != ScalarType::Bool) return ir::Cast::make(t, r_.pick(values_));
+            return constant(t);
+        }
         if (t != ScalarType::Bool && c < 8) return load_input(t);
         if (is_int(t) && c == 8) return ir::Cast::make(t, r_.chance(50) ? tid_ : gid_);
         return constant(t);
@@ -330,8 +344,49 @@ private:
         Expr v = let(t == ScalarType::Bool ? bool_expr(depth_of_tree)
                      : is_int(t)           ? int_expr(t, depth_of_tree)
                                            : float_expr(t, depth_of_tree));
-        if (r_.chance(60)) store_out(v);
+        if (in_function_) accumulate(v);
+        else if (r_.chance(60)) store_out(v);
         (void)depth;
+    }
+
+    /// In a device function, values flow into its result through an accumulator.
+    void accumulate(const Expr &v) {
+        Expr acc = ir::VarRef::make(acc_);
+        auto op = is_int(ret_) ? ir::BinaryOp::Xor : ir::BinaryOp::Add;
+        emit(ir::Assign::make(acc_, ir::Binary::make(op, acc, ir::Cast::make(ret_, v))));
+    }
+
+    /// `let v = @f(args)` of one of the kernel's device functions.
+    void call_statement() {
+        const ir::FunctionRef &f = r_.pick(functions_);
+        std::vector<Expr> args;
+        for (const ir::VariableRef &p : f->params) args.push_back(expr(p->type.scalar(), 2));
+        Expr v = let(ir::Invoke::make(f, std::move(args)));
+        if (!in_function_) store_out(v);
+    }
+
+    /// A device function of scalar parameters and a scalar result: lets, mutable variables,
+    /// branches that return early, loops, calls of the functions made before it.
+    ir::FunctionRef function(size_t index) {
+        in_function_ = true;
+        ret_ = pick_type();
+        push_scope();
+        std::vector<ir::VariableRef> params;
+        unsigned n = 1 + static_cast<unsigned>(r_.below(3));
+        for (unsigned i = 0; i < n; ++i) {
+            auto p = ir::Variable::make("x" + std::to_string(i), pick_type(), ir::VarKind::Param);
+            params.push_back(p);
+            values_.push_back(ir::VarRef::make(p));
+        }
+        acc_ = ir::Variable::make("acc", ret_, ir::VarKind::Mutable);
+        emit(ir::Declare::make(acc_, expr(ret_, 1)));
+        unsigned count = 2 + static_cast<unsigned>(r_.below(5));
+        for (unsigned i = 0; i < count; ++i) statement(1, false, false);
+        emit(ir::Return::make(ir::Binary::make(is_int(ret_) ? ir::BinaryOp::Xor : ir::BinaryOp::Add,
+                                               ir::VarRef::make(acc_), expr(ret_, 2))));
+        Stmt body = pop_scope();
+        in_function_ = false;
+        return ir::Function::make("f" + std::to_string(index), std::move(params), ret_, body);
     }
 
     void statement(int depth, bool in_loop, bool collective) {
@@ -352,6 +407,8 @@ private:
         if (c < 60) return if_statement(depth, in_loop);
         if (c < 68) return for_statement(depth, collective);
         if (c < 72) return while_statement(depth);
+        if (c < 80 && !functions_.empty()) return call_statement();
+        if (in_function_) return value_statement(depth);
         if (c < 75 && in_loop) {
             std::vector<Stmt> then;
             then.push_back(r_.chance(50) ? ir::Break::make() : ir::Continue::make());
@@ -381,6 +438,7 @@ private:
         Expr c = bool_expr(2);
         push_scope();
         body(depth + 1, in_loop, false);
+        if (in_function_ && r_.chance(30)) emit(ir::Return::make(ir::VarRef::make(acc_))); // an early return
         Stmt then = pop_scope();
         Stmt els;
         if (r_.chance(50)) {
@@ -435,7 +493,7 @@ private:
         body(depth + 1, true, false);
         Stmt bd = pop_scope();
         emit(ir::While::make(c, bd));
-        store_out(ir::VarRef::make(cnt));
+        if (!in_function_) store_out(ir::VarRef::make(cnt));
     }
 
     /// An atomic on a slot every thread updates with the same operator (old value unused), or on
@@ -553,6 +611,10 @@ private:
     std::vector<Expr> values_;
     std::vector<std::pair<ScalarType, std::vector<ir::VariableRef>>> mutables_;
     std::map<ScalarType, uint64_t> out_next_;
+    std::vector<ir::FunctionRef> functions_;
+    bool in_function_ = false;
+    ir::VariableRef acc_;
+    ScalarType ret_ = ScalarType::I32;
     uint64_t counter_ = 0;
 };
 

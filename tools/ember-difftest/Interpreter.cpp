@@ -362,7 +362,7 @@ public:
     void visit(const ir::Barrier *) override { found = true; }
     void visit(const ir::Warp *) override { found = true; }
     void visit(const ir::Invoke *op) override {
-        found = true; // conservatively collective: a callee may hold a barrier
+        visit(op->callee->body); // a callee's barriers and warp operations are the caller's
         ir::IRVisitor::visit(op);
     }
 };
