@@ -127,7 +127,10 @@ public:
         // A few inputs up front.
         for (int i = 0; i < 4; ++i) load_input(pick_type());
         unsigned n = 6 + static_cast<unsigned>(r_.below(14));
-        for (unsigned i = 0; i < n; ++i) statement(0, false, collective_);
+        for (unsigned i = 0; i < n; ++i) {
+            statement(0, false, collective_);
+            if (warps_ && r_.chance(25)) warp_statement(); // warp operations are rare otherwise
+        }
         // Every mutable variable's final value goes out.
         for (auto &[t, vars] : mutables_)
             for (const ir::VariableRef &v : vars) store_out(ir::VarRef::make(v));
