@@ -352,6 +352,94 @@ private:
         (void)depth;
     }
 
+    // --- vectors (SIMD values of 2 ... 16 lanes), lane by lane.
+
+    Expr vector_leaf(ScalarType t, unsigned n) {
+        switch (r_.below(3)) {
+        case 0: {
+            // load<n>(p[gid * kSlots + j * n]): aligned, as vector accesses must be
+            Expr idx = ir::Binary::make(ir::BinaryOp::Add, ir::Binary::make(ir::BinaryOp::Mul, gid_, i64(kSlots)),
+                                        i64(static_cast<int64_t>(n * r_.below(kSlots / n))));
+            return let_vector(ir::Load::make(param(t), idx, n));
+        }
+        case 1: return ir::MakeVector::broadcast(expr(t, 1), n);
+        default: {
+            std::vector<Expr> lanes;
+            for (unsigned k = 0; k < n; ++k) lanes.push_back(k < 4 || r_.chance(30) ? expr(t, 1) : leaf(t));
+            return ir::MakeVector::make(Type::vector(t, n), std::move(lanes));
+        }
+        }
+    }
+
+    Expr let_vector(Expr value) {
+        auto v = ir::Variable::make("q" + std::to_string(counter_++), value.type(), ir::VarKind::Let);
+        emit(ir::Let::make(v, value));
+        return ir::VarRef::make(v);
+    }
+
+    Expr vector_expr(ScalarType t, unsigned n, int depth) {
+        if (depth <= 0 || r_.chance(20)) return vector_leaf(t, n);
+        Expr zero = ir::MakeVector::broadcast(is_float(t) ? ir::FloatImm::make(t, 0.0) : ir::IntImm::make(t, 0), n);
+        switch (r_.below(8)) {
+        case 0:
+        case 1:
+        case 2: {
+            if (is_int(t))
+                return ir::Binary::make(static_cast<ir::BinaryOp>(r_.below(12)), vector_expr(t, n, depth - 1),
+                                        vector_expr(t, n, depth - 1));
+            static const std::vector<ir::BinaryOp> ops = {ir::BinaryOp::Add, ir::BinaryOp::Sub, ir::BinaryOp::Mul,
+                                                          ir::BinaryOp::Div, ir::BinaryOp::Min, ir::BinaryOp::Max};
+            ir::BinaryOp op = r_.pick(ops);
+            Expr e = ir::Binary::make(op, vector_expr(t, n, depth - 1), vector_expr(t, n, depth - 1));
+            if (op == ir::BinaryOp::Min || op == ir::BinaryOp::Max) e = ir::Binary::make(ir::BinaryOp::Add, e, zero);
+            return e;
+        }
+        case 3: return ir::Unary::make(is_int(t) && r_.chance(30) ? ir::UnaryOp::BitNot : ir::UnaryOp::Neg, vector_expr(t, n, depth - 1));
+        case 4: return ir::Cast::make(Type::vector(t, n), vector_expr(pick_type(), n, depth - 1));
+        case 5: {
+            ScalarType u = pick_type();
+            Expr c = ir::Compare::make(static_cast<ir::CompareOp>(r_.below(6)), vector_expr(u, n, depth - 1),
+                                       vector_expr(u, n, depth - 1));
+            return ir::Select::make(c, vector_expr(t, n, depth - 1), vector_expr(t, n, depth - 1));
+        }
+        default: {
+            static const std::vector<ir::Intrinsic> ints = {ir::Intrinsic::Abs, ir::Intrinsic::Popcount, ir::Intrinsic::Clz, ir::Intrinsic::Ctz};
+            static const std::vector<ir::Intrinsic> floats = {ir::Intrinsic::Abs, ir::Intrinsic::Sqrt, ir::Intrinsic::Floor,
+                                                              ir::Intrinsic::Ceil, ir::Intrinsic::Trunc, ir::Intrinsic::Round};
+            return ir::Call::make(r_.pick(is_int(t) ? ints : floats), {vector_expr(t, n, depth - 1)});
+        }
+        }
+    }
+
+    /// A vector value: stored whole to aligned output slots, or one lane, or folded by a reduce.
+    void vector_statement() {
+        static const std::vector<unsigned> widths = {2, 4, 4, 8, 16};
+        ScalarType t = pick_type();
+        unsigned n = r_.pick(widths);
+        Expr v = let_vector(vector_expr(t, n, 1 + static_cast<int>(r_.below(3))));
+        switch (r_.below(3)) {
+        case 0: {
+            uint64_t &next = out_next_[t];
+            uint64_t k = (next + n - 1) / n * n % kSlots;
+            next = k + n;
+            Expr idx = ir::Binary::make(ir::BinaryOp::Add, ir::Binary::make(ir::BinaryOp::Mul, gid_, i64(kSlots)),
+                                        i64(static_cast<int64_t>(threads_ * kSlots + k)));
+            emit(ir::Store::make(param(t), idx, v));
+            return;
+        }
+        case 1: store_out(let(ir::Extract::make(v, static_cast<unsigned>(r_.below(n))))); return;
+        default: {
+            std::vector<ir::ReduceOp> ops = {ir::ReduceOp::Add, ir::ReduceOp::Mul, ir::ReduceOp::Min, ir::ReduceOp::Max};
+            if (is_int(t)) ops.insert(ops.end(), {ir::ReduceOp::And, ir::ReduceOp::Or, ir::ReduceOp::Xor});
+            ir::ReduceOp op = r_.pick(ops);
+            Expr r = ir::Reduce::make(op, v);
+            if (is_float(t) && (op == ir::ReduceOp::Min || op == ir::ReduceOp::Max))
+                r = ir::Binary::make(ir::BinaryOp::Add, r, ir::FloatImm::make(t, 0.0)); // min(+0, -0) may be either
+            store_out(let(r));
+        }
+        }
+    }
+
     /// In a device function, values flow into its result through an accumulator.
     void accumulate(const Expr &v) {
         Expr acc = ir::VarRef::make(acc_);
@@ -394,6 +482,7 @@ private:
 
     void statement(int depth, bool in_loop, bool collective) {
         unsigned c = static_cast<unsigned>(r_.below(100));
+        if (!in_function_ && r_.chance(12)) return vector_statement();
         if (c < 35 || depth >= 3) return value_statement(depth);
         if (c < 42) {
             ScalarType t = pick_type();

@@ -16,7 +16,8 @@
 /// not used (an atomic on a thread's own output slot may use its old value); barriers and warp
 /// operations sit where every thread of the block reaches them (the kernel's top level and
 /// `for` loops with constant bounds), warp operations only in blocks of whole warps; loops have
-/// small constant trip counts or a counter bound; device functions take and return scalars; float min/max results get `+ 0.0` (IEEE
+/// small constant trip counts or a counter bound; device functions take and return scalars;
+/// vector loads and stores are aligned (element offsets that are multiples of the lane count); float min/max results get `+ 0.0` (IEEE
 /// leaves the sign of min(+0, -0) open) and copysign never takes its sign from a NaN. NaN
 /// payloads are not defined by the IR: the runner compares floats that are NaN as equal.
 #ifndef EMBER_TOOLS_DIFFTEST_GENERATOR_H

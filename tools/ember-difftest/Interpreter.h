@@ -19,7 +19,9 @@
 /// operations warp by warp, then the rest of the statement per thread. Barriers and warp
 /// operations may appear at the top of the kernel body, in blocks, uniform `if`s and in `for`
 /// loops whose bounds every thread agrees on; elsewhere (divergent control flow) the interpreter
-/// throws `Unsupported` rather than guess. Not supported either (`Unsupported`): vectors, the math
+/// throws `Unsupported` rather than guess. Vectors are first rewritten into one scalar per lane
+/// (a vector load or store is its lanes' element accesses; reduce folds as the note says). Not
+/// supported (`Unsupported`): the math
 /// library (rsqrt ... erf, whose bits only ember's own implementation defines), print, constant
 /// memory and dynamic shared memory.
 #ifndef EMBER_TOOLS_DIFFTEST_INTERPRETER_H
