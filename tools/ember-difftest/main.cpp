@@ -293,14 +293,14 @@ std::string minimise(const Runner &a, const Runner &b, const Case &c, std::strin
     return text;
 }
 
-std::string report(const Case &c, const std::string &pair, const std::string &text, const Runner &ra,
+std::string report(const Options &opt, const Case &c, const std::string &pair, const std::string &text, const Runner &ra,
                    const Outcome &a, const Runner &rb, const Outcome &b, const std::vector<Difference> &diffs) {
     std::ostringstream os;
     const auto &types = buffer_types();
     os << "=== difftest: seed " << c.seed << ": " << pair << " disagree (" << diffs.size()
        << " values) ===\n";
     os << "replay: ember-difftest --seed " << c.seed << " --count 1 --devices "
-       << (ra.ctx ? ra.name : rb.name) << "\n";
+       << (ra.ctx ? ra.name : rb.name) << (opt.generate.no_half_fma ? " --no-half-fma" : "") << "\n";
     os << "launch: grid_dim(" << c.grid << "), block_dim(" << c.block << "); buffers of "
        << buffer_elements(c.grid * c.block) << " elements (" << kSlots << " input and " << kSlots
        << " output slots per thread, then " << kAtomicSlots << " atomic slots)\n";
@@ -401,7 +401,7 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
             Outcome a = runners[i].run(c, text), b = runners[j].run(c, text);
             if (a.ok && b.ok && text != c.text) d = compare(a.buffers, b.buffers, nullptr);
             else text = c.text, a = outs[i], b = outs[j];
-            std::string rep = report(c, pair, text, runners[i], a, runners[j], b, d);
+            std::string rep = report(opt, c, pair, text, runners[i], a, runners[j], b, d);
             const std::string base = opt.repro_dir + "/difftest-" + std::to_string(seed);
             std::ofstream(base + ".ir") << text;
             std::ofstream(base + ".txt") << rep;
