@@ -116,8 +116,12 @@ void check_semantics() {
                  "  %o[2:i64] = cast<i64>(round(-2.5:f64))\n"             // half away from zero
                  "  %o[3:i64] = cast<i64>((cast<f16>(2048:i32) + cast<f16>(1:i32)))\n" // f16 rounding
                  "  %o[4:i64] = cast<i64>(((nan:f32 != nan:f32) && !(nan:f32 == nan:f32)))\n"
-                 "  %o[5:i64] = cast<i64>((fma(16777216.0:f32, 1.0:f32, 1.0:f32) - 16777216.0:f32))\n",
-                 {3, 1, -3, 2048, 1, 0});
+                 "  %o[5:i64] = cast<i64>((fma(16777216.0:f32, 1.0:f32, 1.0:f32) - 16777216.0:f32))\n"
+                 // one rounding where an f32 step would round twice (halfway points of bf16/f16)
+                 "  %o[6:i64] = cast<i64>(cast<bf16>(16842753:i32))\n"
+                 "  %o[7:i64] = cast<i64>(fma(-7.0:bf16, 423338364972826624.0:bf16, -7.0:bf16))\n"
+                 "  %o[8:i64] = cast<i64>((fma(1.0009765625:f16, 1.5:f16, -5.960464477539063e-08:f16) * 1024.0:f16))\n",
+                 {3, 1, -3, 2048, 1, 0, 16908288, -2972375754064527360LL, 1537});
     check_kernel("threads",
                  "  shared %s: i64[32]\n"
                  "  %s[thread_idx.x] = (thread_idx.x * 10:i64)\n"
