@@ -120,8 +120,10 @@ void check_semantics() {
                  // one rounding where an f32 step would round twice (halfway points of bf16/f16)
                  "  %o[6:i64] = cast<i64>(cast<bf16>(16842753:i32))\n"
                  "  %o[7:i64] = cast<i64>(fma(-7.0:bf16, 423338364972826624.0:bf16, -7.0:bf16))\n"
-                 "  %o[8:i64] = cast<i64>((fma(1.0009765625:f16, 1.5:f16, -5.960464477539063e-08:f16) * 1024.0:f16))\n",
-                 {3, 1, -3, 2048, 1, 0, 16908288, -2972375754064527360LL, 1537});
+                 "  %o[8:i64] = cast<i64>((fma(1.0009765625:f16, 1.5:f16, -5.960464477539063e-08:f16) * 1024.0:f16))\n"
+                 // a remainder of f16 values cast to bf16 (LLVM's InstCombine turns the cast into a bitcast)
+                 "  %o[9:i64] = cast<i64>((cast<bf16>((cast<f32>(7.0:f16) % cast<f32>(4.0:f16))) * 8.0:bf16))\n",
+                 {3, 1, -3, 2048, 1, 0, 16908288, -2972375754064527360LL, 1537, 24});
     check_kernel("threads",
                  "  shared %s: i64[32]\n"
                  "  %s[thread_idx.x] = (thread_idx.x * 10:i64)\n"
