@@ -3,7 +3,9 @@
 # ember-difftest over N random kernels (default 100000) from seed S (default 1) on every core,
 # each kernel on the GPU, on the CPU device and in the reference interpreter, compared bit for bit.
 # The log and the repro files of any disagreement go to $OUT (docs/testing.md). Further arguments
-# go to ember-difftest (e.g. --no-half-fma).
+# go to ember-difftest (e.g. --no-half-fma). The run stops after $DIFFTEST_SECONDS (default 540,
+# under the device tool's 10 minutes) and then sums up the kernels that finished; split a larger
+# N over several calls by seed.
 #   scripts/difftest-device.sh [N] [S] [ember-difftest options...]
 set -uo pipefail
 OUT=${OUT:-/tmp/ember-out}
@@ -17,7 +19,8 @@ cd /tmp/ember/build
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   echo "ember-difftest --seed $seed --count $count --devices cuda,cpu --jobs $(nproc) $*"
 } > "$OUT/difftest.txt" 2>&1
-./tools/ember-difftest --seed "$seed" --count "$count" --devices cuda,cpu --jobs "$(nproc)" \
+timeout -s INT -k 30 "${DIFFTEST_SECONDS:-540}" \
+  ./tools/ember-difftest --seed "$seed" --count "$count" --devices cuda,cpu --jobs "$(nproc)" \
   --repro-dir "$OUT/difftest-repro" "$@" >> "$OUT/difftest.txt" 2>&1
 rc=$?
 echo "ember-difftest: exit $rc" >> "$OUT/difftest.txt"

@@ -433,6 +433,10 @@ struct Summary {
     std::string devices;
 };
 
+/// Set by SIGINT/SIGTERM: the parent stops its workers and prints the summary of what ran.
+volatile sig_atomic_t stop_requested = 0;
+extern "C" void request_stop(int) { stop_requested = 1; }
+
 Worker spawn(const Options &opt, uint64_t first, uint64_t end, uint64_t stride) {
     int p[2];
     if (::pipe(p) != 0) {
@@ -447,6 +451,8 @@ Worker spawn(const Options &opt, uint64_t first, uint64_t end, uint64_t stride) 
     }
     if (pid == 0) {
         ::close(p[0]);
+        ::signal(SIGINT, SIG_DFL);
+        ::signal(SIGTERM, SIG_DFL);
         int rc = 3;
         try {
             rc = worker(opt, first, end, stride, p[1]);
@@ -513,9 +519,24 @@ int parent(const Options &opt) {
     const unsigned jobs = static_cast<unsigned>(std::min<uint64_t>(opt.jobs, std::max<uint64_t>(opt.count, 1)));
     Summary s;
     std::vector<Worker> workers;
+    ::signal(SIGINT, request_stop);
+    ::signal(SIGTERM, request_stop);
     for (unsigned j = 0; j < jobs; ++j) workers.push_back(spawn(opt, opt.seed + j, end, jobs));
     const auto t0 = std::chrono::steady_clock::now();
+    bool stopped = false;
     for (;;) {
+        if (stop_requested && !stopped) {
+            stopped = true;
+            for (Worker &w : workers)
+                if (w.fd >= 0) ::kill(w.pid, SIGKILL);
+            for (Worker &w : workers)
+                if (w.fd >= 0) {
+                    ::close(w.fd);
+                    w.fd = -1;
+                    ::waitpid(w.pid, nullptr, 0);
+                }
+            std::cout << "=== difftest: interrupted; the summary covers the kernels that finished\n";
+        }
         std::vector<pollfd> fds;
         std::vector<size_t> index;
         for (size_t i = 0; i < workers.size(); ++i)
