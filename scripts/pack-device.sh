@@ -8,7 +8,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build"
 for f in build/lib/*.so build/examples/* build/bench/* \
-         build/tools/ember-compile build/test/unit/ember-*-tests; do
+         build/tools/ember-* build/test/unit/ember-*-tests; do
   [[ -f $f && -x $f ]] || continue
   mkdir -p "$stage/$(dirname "$f")"
   cp "$f" "$stage/$f"

@@ -87,7 +87,7 @@ double float_edge(Rng &r, ScalarType t) {
 
 class Gen {
 public:
-    explicit Gen(uint64_t seed) : r_(seed), seed_(seed) {}
+    Gen(uint64_t seed, const GenerateOptions &options) : r_(seed), seed_(seed), options_(options) {}
 
     Generated run() {
         Generated g;
@@ -104,6 +104,15 @@ public:
             block_ = r_.pick(sizes);
         }
         grid_ = 1 + r_.below(3);
+        if (r_.chance(35)) {
+            unsigned n = 1 + static_cast<unsigned>(r_.below(2));
+            for (unsigned i = 0; i < n; ++i) {
+                functions_.push_back(function(i));
+                values_.clear();
+                mutables_.clear();
+                out_next_.clear();
+            }
+        }
         g.grid = grid_;
         g.block = block_;
         threads_ = grid_ * block_;
@@ -118,7 +127,10 @@ public:
         // A few inputs up front.
         for (int i = 0; i < 4; ++i) load_input(pick_type());
         unsigned n = 6 + static_cast<unsigned>(r_.below(14));
-        for (unsigned i = 0; i < n; ++i) statement(0, false, collective_);
+        for (unsigned i = 0; i < n; ++i) {
+            statement(0, false, collective_);
+            if (warps_ && r_.chance(25)) warp_statement(); // warp operations are rare otherwise
+        }
         // Every mutable variable's final value goes out.
         for (auto &[t, vars] : mutables_)
             for (const ir::VariableRef &v : vars) store_out(ir::VarRef::make(v));
@@ -220,6 +232,11 @@ private:
             if (e.type() == Type(t)) same.push_back(e);
         unsigned c = static_cast<unsigned>(r_.below(10));
         if (!same.empty() && c < 6) return r_.pick(same);
+        if (in_function_) {
+            // A parameter of another type, cast, or a constant.
+            if (!values_.empty() && c < 8 && t != ScalarType::Bool) return ir::Cast::make(t, r_.pick(values_));
+            return constant(t);
+        }
         if (t != ScalarType::Bool && c < 8) return load_input(t);
         if (is_int(t) && c == 8) return ir::Cast::make(t, r_.chance(50) ? tid_ : gid_);
         return constant(t);
@@ -311,7 +328,11 @@ private:
                                                            ir::Intrinsic::Ceil,  ir::Intrinsic::Trunc, ir::Intrinsic::Round};
             return ir::Call::make(r_.pick(ops), {expr(t, depth - 1)});
         }
-        if (c < 19) return ir::Call::make(ir::Intrinsic::Fma, {expr(t, depth - 1), expr(t, depth - 1), expr(t, depth - 1)});
+        if (c < 19) {
+            if (options_.no_half_fma && (t == ScalarType::F16 || t == ScalarType::BF16))
+                return ir::Binary::make(ir::BinaryOp::Mul, expr(t, depth - 1), expr(t, depth - 1));
+            return ir::Call::make(ir::Intrinsic::Fma, {expr(t, depth - 1), expr(t, depth - 1), expr(t, depth - 1)});
+        }
         // copysign(a, b) with b never NaN (a NaN's sign is not defined).
         Expr b = expr(t, depth - 1);
         Expr safe = ir::Select::make(ir::Call::make(ir::Intrinsic::IsNan, {b}), ir::FloatImm::make(t, -1.0), b);
@@ -326,12 +347,142 @@ private:
         Expr v = let(t == ScalarType::Bool ? bool_expr(depth_of_tree)
                      : is_int(t)           ? int_expr(t, depth_of_tree)
                                            : float_expr(t, depth_of_tree));
-        if (r_.chance(60)) store_out(v);
+        if (in_function_) accumulate(v);
+        else if (r_.chance(60)) store_out(v);
         (void)depth;
+    }
+
+    // --- vectors (SIMD values of 2 ... 16 lanes), lane by lane.
+
+    Expr vector_leaf(ScalarType t, unsigned n) {
+        switch (r_.below(3)) {
+        case 0: {
+            // load<n>(p[gid * kSlots + j * n]): aligned, as vector accesses must be
+            Expr idx = ir::Binary::make(ir::BinaryOp::Add, ir::Binary::make(ir::BinaryOp::Mul, gid_, i64(kSlots)),
+                                        i64(static_cast<int64_t>(n * r_.below(kSlots / n))));
+            return let_vector(ir::Load::make(param(t), idx, n));
+        }
+        case 1: return ir::MakeVector::broadcast(expr(t, 1), n);
+        default: {
+            std::vector<Expr> lanes;
+            for (unsigned k = 0; k < n; ++k) lanes.push_back(k < 4 || r_.chance(30) ? expr(t, 1) : leaf(t));
+            return ir::MakeVector::make(Type::vector(t, n), std::move(lanes));
+        }
+        }
+    }
+
+    Expr let_vector(Expr value) {
+        auto v = ir::Variable::make("q" + std::to_string(counter_++), value.type(), ir::VarKind::Let);
+        emit(ir::Let::make(v, value));
+        return ir::VarRef::make(v);
+    }
+
+    Expr vector_expr(ScalarType t, unsigned n, int depth) {
+        if (depth <= 0 || r_.chance(20)) return vector_leaf(t, n);
+        Expr zero = ir::MakeVector::broadcast(is_float(t) ? ir::FloatImm::make(t, 0.0) : ir::IntImm::make(t, 0), n);
+        switch (r_.below(8)) {
+        case 0:
+        case 1:
+        case 2: {
+            if (is_int(t))
+                return ir::Binary::make(static_cast<ir::BinaryOp>(r_.below(12)), vector_expr(t, n, depth - 1),
+                                        vector_expr(t, n, depth - 1));
+            static const std::vector<ir::BinaryOp> ops = {ir::BinaryOp::Add, ir::BinaryOp::Sub, ir::BinaryOp::Mul,
+                                                          ir::BinaryOp::Div, ir::BinaryOp::Min, ir::BinaryOp::Max};
+            ir::BinaryOp op = r_.pick(ops);
+            Expr e = ir::Binary::make(op, vector_expr(t, n, depth - 1), vector_expr(t, n, depth - 1));
+            if (op == ir::BinaryOp::Min || op == ir::BinaryOp::Max) e = ir::Binary::make(ir::BinaryOp::Add, e, zero);
+            return e;
+        }
+        case 3: return ir::Unary::make(is_int(t) && r_.chance(30) ? ir::UnaryOp::BitNot : ir::UnaryOp::Neg, vector_expr(t, n, depth - 1));
+        case 4: return ir::Cast::make(Type::vector(t, n), vector_expr(pick_type(), n, depth - 1));
+        case 5: {
+            ScalarType u = pick_type();
+            Expr c = ir::Compare::make(static_cast<ir::CompareOp>(r_.below(6)), vector_expr(u, n, depth - 1),
+                                       vector_expr(u, n, depth - 1));
+            return ir::Select::make(c, vector_expr(t, n, depth - 1), vector_expr(t, n, depth - 1));
+        }
+        default: {
+            static const std::vector<ir::Intrinsic> ints = {ir::Intrinsic::Abs, ir::Intrinsic::Popcount, ir::Intrinsic::Clz, ir::Intrinsic::Ctz};
+            static const std::vector<ir::Intrinsic> floats = {ir::Intrinsic::Abs, ir::Intrinsic::Sqrt, ir::Intrinsic::Floor,
+                                                              ir::Intrinsic::Ceil, ir::Intrinsic::Trunc, ir::Intrinsic::Round};
+            return ir::Call::make(r_.pick(is_int(t) ? ints : floats), {vector_expr(t, n, depth - 1)});
+        }
+        }
+    }
+
+    /// A vector value: stored whole to aligned output slots, or one lane, or folded by a reduce.
+    void vector_statement() {
+        static const std::vector<unsigned> widths = {2, 4, 4, 8, 16};
+        ScalarType t = pick_type();
+        unsigned n = r_.pick(widths);
+        Expr v = let_vector(vector_expr(t, n, 1 + static_cast<int>(r_.below(3))));
+        switch (r_.below(3)) {
+        case 0: {
+            uint64_t &next = out_next_[t];
+            uint64_t k = (next + n - 1) / n * n % kSlots;
+            next = k + n;
+            Expr idx = ir::Binary::make(ir::BinaryOp::Add, ir::Binary::make(ir::BinaryOp::Mul, gid_, i64(kSlots)),
+                                        i64(static_cast<int64_t>(threads_ * kSlots + k)));
+            emit(ir::Store::make(param(t), idx, v));
+            return;
+        }
+        case 1: store_out(let(ir::Extract::make(v, static_cast<unsigned>(r_.below(n))))); return;
+        default: {
+            std::vector<ir::ReduceOp> ops = {ir::ReduceOp::Add, ir::ReduceOp::Mul, ir::ReduceOp::Min, ir::ReduceOp::Max};
+            if (is_int(t)) ops.insert(ops.end(), {ir::ReduceOp::And, ir::ReduceOp::Or, ir::ReduceOp::Xor});
+            ir::ReduceOp op = r_.pick(ops);
+            Expr r = ir::Reduce::make(op, v);
+            if (is_float(t) && (op == ir::ReduceOp::Min || op == ir::ReduceOp::Max))
+                r = ir::Binary::make(ir::BinaryOp::Add, r, ir::FloatImm::make(t, 0.0)); // min(+0, -0) may be either
+            store_out(let(r));
+        }
+        }
+    }
+
+    /// In a device function, values flow into its result through an accumulator.
+    void accumulate(const Expr &v) {
+        Expr acc = ir::VarRef::make(acc_);
+        auto op = is_int(ret_) ? ir::BinaryOp::Xor : ir::BinaryOp::Add;
+        emit(ir::Assign::make(acc_, ir::Binary::make(op, acc, ir::Cast::make(ret_, v))));
+    }
+
+    /// `let v = @f(args)` of one of the kernel's device functions.
+    void call_statement() {
+        const ir::FunctionRef &f = r_.pick(functions_);
+        std::vector<Expr> args;
+        for (const ir::VariableRef &p : f->params) args.push_back(expr(p->type.scalar(), 2));
+        Expr v = let(ir::Invoke::make(f, std::move(args)));
+        if (!in_function_) store_out(v);
+    }
+
+    /// A device function of scalar parameters and a scalar result: lets, mutable variables,
+    /// branches that return early, loops, calls of the functions made before it.
+    ir::FunctionRef function(size_t index) {
+        in_function_ = true;
+        ret_ = pick_type();
+        push_scope();
+        std::vector<ir::VariableRef> params;
+        unsigned n = 1 + static_cast<unsigned>(r_.below(3));
+        for (unsigned i = 0; i < n; ++i) {
+            auto p = ir::Variable::make("x" + std::to_string(i), pick_type(), ir::VarKind::Param);
+            params.push_back(p);
+            values_.push_back(ir::VarRef::make(p));
+        }
+        acc_ = ir::Variable::make("acc", ret_, ir::VarKind::Mutable);
+        emit(ir::Declare::make(acc_, expr(ret_, 1)));
+        unsigned count = 2 + static_cast<unsigned>(r_.below(5));
+        for (unsigned i = 0; i < count; ++i) statement(1, false, false);
+        emit(ir::Return::make(ir::Binary::make(is_int(ret_) ? ir::BinaryOp::Xor : ir::BinaryOp::Add,
+                                               ir::VarRef::make(acc_), expr(ret_, 2))));
+        Stmt body = pop_scope();
+        in_function_ = false;
+        return ir::Function::make("f" + std::to_string(index), std::move(params), ret_, body);
     }
 
     void statement(int depth, bool in_loop, bool collective) {
         unsigned c = static_cast<unsigned>(r_.below(100));
+        if (!in_function_ && r_.chance(12)) return vector_statement();
         if (c < 35 || depth >= 3) return value_statement(depth);
         if (c < 42) {
             ScalarType t = pick_type();
@@ -348,6 +499,8 @@ private:
         if (c < 60) return if_statement(depth, in_loop);
         if (c < 68) return for_statement(depth, collective);
         if (c < 72) return while_statement(depth);
+        if (c < 80 && !functions_.empty()) return call_statement();
+        if (in_function_) return value_statement(depth);
         if (c < 75 && in_loop) {
             std::vector<Stmt> then;
             then.push_back(r_.chance(50) ? ir::Break::make() : ir::Continue::make());
@@ -377,6 +530,7 @@ private:
         Expr c = bool_expr(2);
         push_scope();
         body(depth + 1, in_loop, false);
+        if (in_function_ && r_.chance(30)) emit(ir::Return::make(ir::VarRef::make(acc_))); // an early return
         Stmt then = pop_scope();
         Stmt els;
         if (r_.chance(50)) {
@@ -431,7 +585,7 @@ private:
         body(depth + 1, true, false);
         Stmt bd = pop_scope();
         emit(ir::While::make(c, bd));
-        store_out(ir::VarRef::make(cnt));
+        if (!in_function_) store_out(ir::VarRef::make(cnt));
     }
 
     /// An atomic on a slot every thread updates with the same operator (old value unused), or on
@@ -539,6 +693,7 @@ private:
 
     Rng r_;
     uint64_t seed_;
+    GenerateOptions options_;
     std::vector<ir::VariableRef> params_;
     bool collective_ = false, warps_ = false;
     uint64_t block_ = 1, grid_ = 1, threads_ = 1;
@@ -548,12 +703,16 @@ private:
     std::vector<Expr> values_;
     std::vector<std::pair<ScalarType, std::vector<ir::VariableRef>>> mutables_;
     std::map<ScalarType, uint64_t> out_next_;
+    std::vector<ir::FunctionRef> functions_;
+    bool in_function_ = false;
+    ir::VariableRef acc_;
+    ScalarType ret_ = ScalarType::I32;
     uint64_t counter_ = 0;
 };
 
 } // namespace
 
-Generated generate(uint64_t seed) { return Gen(seed).run(); }
+Generated generate(uint64_t seed, const GenerateOptions &options) { return Gen(seed, options).run(); }
 
 std::vector<std::vector<uint8_t>> make_inputs(uint64_t seed, uint64_t threads) {
     Rng r(seed ^ 0xD1FFD1FFD1FFull);

@@ -16,7 +16,8 @@
 /// not used (an atomic on a thread's own output slot may use its old value); barriers and warp
 /// operations sit where every thread of the block reaches them (the kernel's top level and
 /// `for` loops with constant bounds), warp operations only in blocks of whole warps; loops have
-/// small constant trip counts or a counter bound; float min/max results get `+ 0.0` (IEEE
+/// small constant trip counts or a counter bound; device functions take and return scalars;
+/// vector loads and stores are aligned (element offsets that are multiples of the lane count); float min/max results get `+ 0.0` (IEEE
 /// leaves the sign of min(+0, -0) open) and copysign never takes its sign from a NaN. NaN
 /// payloads are not defined by the IR: the runner compares floats that are NaN as equal.
 #ifndef EMBER_TOOLS_DIFFTEST_GENERATOR_H
@@ -43,8 +44,13 @@ struct Generated {
     uint64_t grid = 1, block = 1;
 };
 
-/// The kernel of `seed` (named `dt_<seed>`), the same on every host.
-Generated generate(uint64_t seed);
+struct GenerateOptions {
+    /// Make no fma of f16 or bf16 (the CPU device rounds them twice: docs/testing.md).
+    bool no_half_fma = false;
+};
+
+/// The kernel of `seed` (named `dt_<seed>`), the same for a given build of the tool.
+Generated generate(uint64_t seed, const GenerateOptions &options = {});
 
 /// The initial contents of every buffer for `seed` (random bits, biased to edge values; NaNs are
 /// quiet), one byte vector per buffer type.

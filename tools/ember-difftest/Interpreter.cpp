@@ -14,6 +14,8 @@
 namespace ember::difftest {
 
 using ir::ScalarType;
+using ir::Expr;
+using ir::Stmt;
 using ir::Type;
 
 namespace {
@@ -312,7 +314,7 @@ uint64_t intrinsic(ir::Intrinsic op, ScalarType t, const std::vector<uint64_t> &
     double x = decode_float(t, a[0]);
     switch (op) {
     case Intrinsic::Abs: return a[0] & ~sb;
-    case Intrinsic::Sqrt: return t == ScalarType::F64 ? encode_float(t, std::sqrt(x)) : encode_float(t, std::sqrt(x));
+    case Intrinsic::Sqrt: return encode_float(t, std::sqrt(x)); // one rounding in double, then exact or innocuous
     case Intrinsic::Floor: return encode_float(t, std::floor(x));
     case Intrinsic::Ceil: return encode_float(t, std::ceil(x));
     case Intrinsic::Trunc: return encode_float(t, std::trunc(x));
@@ -333,6 +335,145 @@ uint64_t intrinsic(ir::Intrinsic op, ScalarType t, const std::vector<uint64_t> &
     default: throw Unsupported("intrinsic " + std::string(ir::to_string(op)));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Vectors: rewritten lane by lane into scalars before execution ([Note] IR semantics: Vectors).
+
+/// Replaces every vector variable by one scalar variable per lane and every vector expression by
+/// its lanes: a vector load reads elements i ... i+N-1, a vector store writes them (after every
+/// lane is evaluated), reduce folds the upper half of the lanes into the lower half until one is
+/// left. The result is only for this interpreter (its blocks do not scope the lanes' lets).
+class Scalarizer : public ir::IRMutator {
+public:
+    using ir::IRMutator::mutate;
+
+    /// Lane `k` of the vector expression `e`, as a scalar expression.
+    Expr lane(const Expr &e, unsigned k) {
+        switch (e.kind()) {
+        case ir::NodeKind::VarRef: {
+            auto it = lanes_.find(e.as<ir::VarRef>()->var.get());
+            if (it == lanes_.end()) throw Unsupported("a vector parameter");
+            return ir::VarRef::make(it->second.at(k));
+        }
+        case ir::NodeKind::Load: {
+            auto *l = e.as<ir::Load>();
+            Expr idx = mutate(l->index);
+            return ir::Load::make(mutate(l->ptr), ir::Binary::make(ir::BinaryOp::Add, idx, ir::IntImm::make(idx.type(), k)));
+        }
+        case ir::NodeKind::MakeVector: {
+            auto *m = e.as<ir::MakeVector>();
+            return mutate(m->is_broadcast() ? m->args[0] : m->args.at(k));
+        }
+        case ir::NodeKind::Unary: {
+            auto *u = e.as<ir::Unary>();
+            return ir::Unary::make(u->op, lane(u->a, k));
+        }
+        case ir::NodeKind::Binary: {
+            auto *b = e.as<ir::Binary>();
+            return ir::Binary::make(b->op, lane(b->a, k), lane(b->b, k));
+        }
+        case ir::NodeKind::Compare: {
+            auto *c = e.as<ir::Compare>();
+            return ir::Compare::make(c->op, lane(c->a, k), lane(c->b, k));
+        }
+        case ir::NodeKind::Cast: {
+            auto *c = e.as<ir::Cast>();
+            return ir::Cast::make(e.type().lane_type(), lane(c->a, k));
+        }
+        case ir::NodeKind::Select: {
+            auto *x = e.as<ir::Select>();
+            Expr c = x->cond.type().is_vector() ? lane(x->cond, k) : mutate(x->cond);
+            return ir::Select::make(c, lane(x->a, k), lane(x->b, k));
+        }
+        case ir::NodeKind::Call: {
+            auto *c = e.as<ir::Call>();
+            std::vector<Expr> args;
+            for (const Expr &a : c->args) args.push_back(lane(a, k));
+            return ir::Call::make(c->op, std::move(args));
+        }
+        default: throw Unsupported("a vector " + std::string(ir::to_string(e.kind())));
+        }
+    }
+
+protected:
+    Expr visit(const ir::Extract *op) override { return lane(op->vector, op->lane); }
+
+    Expr visit(const ir::Reduce *op) override {
+        std::vector<Expr> l;
+        for (unsigned k = 0; k < op->value.type().lanes(); ++k) l.push_back(lane(op->value, k));
+        ir::BinaryOp b = ir::BinaryOp::Add;
+        switch (op->op) {
+        case ir::ReduceOp::Add: b = ir::BinaryOp::Add; break;
+        case ir::ReduceOp::Mul: b = ir::BinaryOp::Mul; break;
+        case ir::ReduceOp::Min: b = ir::BinaryOp::Min; break;
+        case ir::ReduceOp::Max: b = ir::BinaryOp::Max; break;
+        case ir::ReduceOp::And: b = ir::BinaryOp::And; break;
+        case ir::ReduceOp::Or: b = ir::BinaryOp::Or; break;
+        case ir::ReduceOp::Xor: b = ir::BinaryOp::Xor; break;
+        }
+        while (l.size() > 1) {
+            size_t half = l.size() / 2;
+            for (size_t i = 0; i < half; ++i) l[i] = ir::Binary::make(b, l[i], l[i + half]);
+            l.resize(half);
+        }
+        return l[0];
+    }
+
+    /// Binds every lane of `value` to a fresh let first (so that no lane sees another's update).
+    std::vector<Expr> bind(std::vector<Stmt> &out, const Expr &value) {
+        std::vector<Expr> refs;
+        for (unsigned k = 0; k < value.type().lanes(); ++k) {
+            auto v = ir::Variable::make("", value.type().lane_type(), ir::VarKind::Let);
+            out.push_back(ir::Let::make(v, lane(value, k)));
+            refs.push_back(ir::VarRef::make(v));
+        }
+        return refs;
+    }
+
+    Stmt define(const ir::VariableRef &var, const Expr &value, bool is_let) {
+        if (!var->type.is_vector()) return nullptr;
+        std::vector<Stmt> out;
+        std::vector<Expr> refs = bind(out, value);
+        auto &lanes = lanes_[var.get()];
+        lanes.clear();
+        for (unsigned k = 0; k < refs.size(); ++k) {
+            auto v = ir::Variable::make(var->name + "." + std::to_string(k), var->type.lane_type(),
+                                        is_let ? ir::VarKind::Let : ir::VarKind::Mutable);
+            out.push_back(is_let ? ir::Let::make(v, refs[k]) : ir::Declare::make(v, refs[k]));
+            lanes.push_back(v);
+        }
+        return ir::Block::make(std::move(out));
+    }
+
+    Stmt visit(const ir::Let *op) override {
+        if (Stmt s = define(op->var, op->value, true)) return s;
+        return ir::IRMutator::visit(op);
+    }
+    Stmt visit(const ir::Declare *op) override {
+        if (Stmt s = define(op->var, op->init, false)) return s;
+        return ir::IRMutator::visit(op);
+    }
+    Stmt visit(const ir::Assign *op) override {
+        if (!op->var->type.is_vector()) return ir::IRMutator::visit(op);
+        std::vector<Stmt> out;
+        std::vector<Expr> refs = bind(out, op->value);
+        const auto &lanes = lanes_.at(op->var.get());
+        for (unsigned k = 0; k < refs.size(); ++k) out.push_back(ir::Assign::make(lanes[k], refs[k]));
+        return ir::Block::make(std::move(out));
+    }
+    Stmt visit(const ir::Store *op) override {
+        if (!op->value.type().is_vector()) return ir::IRMutator::visit(op);
+        std::vector<Stmt> out;
+        Expr ptr = mutate(op->ptr), idx = mutate(op->index);
+        std::vector<Expr> refs = bind(out, op->value);
+        for (unsigned k = 0; k < refs.size(); ++k)
+            out.push_back(ir::Store::make(ptr, ir::Binary::make(ir::BinaryOp::Add, idx, ir::IntImm::make(idx.type(), k)), refs[k]));
+        return ir::Block::make(std::move(out));
+    }
+
+private:
+    std::unordered_map<const ir::Variable *, std::vector<ir::VariableRef>> lanes_;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Execution.
@@ -362,7 +503,7 @@ public:
     void visit(const ir::Barrier *) override { found = true; }
     void visit(const ir::Warp *) override { found = true; }
     void visit(const ir::Invoke *op) override {
-        found = true; // conservatively collective: a callee may hold a barrier
+        visit(op->callee->body); // a callee's barriers and warp operations are the caller's
         ir::IRVisitor::visit(op);
     }
 };
@@ -397,6 +538,7 @@ public:
             if (!p->type.is_pointer()) throw Unsupported("a scalar kernel parameter");
             elem_.push_back(p->type.element());
         }
+        body_ = scalarizer_.mutate(kernel_.body);
         for (uint64_t b = 0; b < launch_.grid; ++b) run_block(b);
     }
 
@@ -412,7 +554,7 @@ private:
         // Regions past the parameters are this block's shared arrays and the threads' local ones.
         regions_.resize(kernel_.params.size());
         elem_.resize(kernel_.params.size());
-        collective(kernel_.body);
+        collective(body_);
         regions_.resize(kernel_.params.size());
         elem_.resize(kernel_.params.size());
     }
@@ -491,7 +633,6 @@ private:
                 val[t.tid] = eval(t, w->value);
                 if (w->lane) lane[t.tid] = eval(t, w->lane);
             }
-            ScalarType vt = w->value.type().scalar();
             for (uint64_t base = 0; base < threads_.size(); base += 32)
                 for (uint64_t l = 0; l < 32; ++l) {
                     Thread &t = threads_[base + l];
@@ -526,7 +667,6 @@ private:
                         for (uint64_t k = 0; k < 32; ++k) r &= val[base + k] & 1;
                         break;
                     }
-                    (void)vt;
                     t.warp_results[w] = r;
                 }
         }
@@ -790,7 +930,9 @@ private:
             for (size_t i = 0; i < args.size(); ++i) t.vars[c->callee->params[i].get()] = args[i];
             ++depth_;
             if (depth_ > 64) throw Undefined("calls nested more than 64 deep");
-            Flow f = exec(t, c->callee->body);
+            auto it = callees_.find(c->callee.get());
+            if (it == callees_.end()) it = callees_.emplace(c->callee.get(), scalarizer_.mutate(c->callee->body)).first;
+            Flow f = exec(t, it->second);
             --depth_;
             (void)f;
             return t.return_value;
@@ -806,6 +948,9 @@ private:
     std::vector<Thread> threads_;
     std::unordered_map<const ir::SharedArray *, std::pair<uint64_t, uint64_t>> shared_;
     int depth_ = 0;
+    Scalarizer scalarizer_;
+    ir::Stmt body_;
+    std::unordered_map<const ir::Function *, ir::Stmt> callees_;
 };
 
 } // namespace

@@ -19,7 +19,9 @@
 /// operations warp by warp, then the rest of the statement per thread. Barriers and warp
 /// operations may appear at the top of the kernel body, in blocks, uniform `if`s and in `for`
 /// loops whose bounds every thread agrees on; elsewhere (divergent control flow) the interpreter
-/// throws `Unsupported` rather than guess. Not supported either (`Unsupported`): vectors, the math
+/// throws `Unsupported` rather than guess. Vectors are first rewritten into one scalar per lane
+/// (a vector load or store is its lanes' element accesses; reduce folds as the note says). Not
+/// supported (`Unsupported`): the math
 /// library (rsqrt ... erf, whose bits only ember's own implementation defines), print, constant
 /// memory and dynamic shared memory.
 #ifndef EMBER_TOOLS_DIFFTEST_INTERPRETER_H
@@ -52,11 +54,11 @@ struct Region {
 struct Launch {
     uint64_t grid = 1, block = 1; ///< x dimensions (y and z are 1)
     /// Upper bound on the statements one thread may run (a guard against endless loops).
-    uint64_t max_steps_per_thread = 1u << 20;
+    uint64_t max_steps_per_thread = 1u << 16;
 };
 
-/// Runs `k` over `regions` (one per parameter, in order; a non-pointer parameter takes its value
-/// from the first 8 bytes of its region). Throws Unsupported or Undefined.
+/// Runs `k` over `regions` (one per parameter, in order; every parameter is a pointer). Throws
+/// Unsupported or Undefined.
 void run_kernel(const ir::Kernel &k, std::vector<Region> &regions, const Launch &launch);
 
 /// Float helpers shared with the runner: the bits of the type's float nearest `d`, and the value

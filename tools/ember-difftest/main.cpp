@@ -14,6 +14,7 @@
 /// everything agreed, 1 otherwise.
 #include "Generator.h"
 #include "Interpreter.h"
+#include "SelfTest.h"
 
 #include "ember/compiler/IRPrinter.h"
 #include "ember/ember.h"
@@ -49,13 +50,17 @@ struct Options {
     std::string repro_dir = ".";
     bool minimise = true;
     unsigned timeout_s = 120; ///< per kernel, for a worker's silence
+    GenerateOptions generate;
+    /// Disagreements a worker minimises (the later ones are reported whole, which is faster).
+    unsigned max_minimised = 5;
 };
 
 [[noreturn]] void usage(const std::string &why) {
     std::fprintf(stderr,
                  "ember-difftest: %s\n"
                  "usage: ember-difftest [--seed S] [--count N] [--devices cpu,cuda] [--jobs J] [--repro-dir DIR]\n"
-                 "                      [--no-minimise] [--timeout SECONDS] [--print SEED]\n",
+                 "                      [--no-minimise] [--minimise-at-most K] [--no-half-fma]\n"
+                 "                      [--timeout SECONDS] [--print SEED] [--self-test]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -87,8 +92,8 @@ struct Case {
     Buffers inputs;
 };
 
-Case make_case(uint64_t seed) {
-    Generated g = generate(seed);
+Case make_case(uint64_t seed, const GenerateOptions &options) {
+    Generated g = generate(seed, options);
     Case c;
     c.seed = seed;
     c.name = g.kernel.name;
@@ -136,10 +141,6 @@ Outcome launch(const DeviceContext &ctx, const Case &c, const std::string &text,
     o.ok = true;
     return o;
 }
-
-/// A launch failure of a GPU may leave its context unusable: the worker then ends after
-/// reporting it and the parent starts a new one.
-struct FatalDeviceError {};
 
 Outcome run_device(const DeviceContext &ctx, const Case &c, const std::string &text) {
     try {
@@ -235,13 +236,12 @@ struct Runner {
 };
 
 /// Whether the pair (a, b) still disagrees on `text` (both ran, outputs differ); for minimising.
+/// A candidate the interpreter cannot run (a deleted counter update that makes a loop endless, a
+/// read of a deleted variable) is rejected before any device runs it.
 bool still_disagrees(const Runner &a, const Runner &b, const Case &c, const std::string &text) {
-    try {
-        ir::parse_module(text, c.name + ".ir");
-    } catch (const std::exception &) {
-        return false;
-    }
-    Outcome x = a.run(c, text), y = b.run(c, text);
+    Outcome reference = run_interpreter(c, text);
+    if (!reference.ok) return false;
+    Outcome x = a.ctx ? a.run(c, text) : reference, y = b.ctx ? b.run(c, text) : reference;
     if (!x.ok || !y.ok) return false;
     return !compare(x.buffers, y.buffers, nullptr).empty();
 }
@@ -293,14 +293,14 @@ std::string minimise(const Runner &a, const Runner &b, const Case &c, std::strin
     return text;
 }
 
-std::string report(const Case &c, const std::string &pair, const std::string &text, const Runner &ra,
+std::string report(const Options &opt, const Case &c, const std::string &pair, const std::string &text, const Runner &ra,
                    const Outcome &a, const Runner &rb, const Outcome &b, const std::vector<Difference> &diffs) {
     std::ostringstream os;
     const auto &types = buffer_types();
     os << "=== difftest: seed " << c.seed << ": " << pair << " disagree (" << diffs.size()
        << " values) ===\n";
     os << "replay: ember-difftest --seed " << c.seed << " --count 1 --devices "
-       << (ra.ctx ? ra.name : rb.name) << "\n";
+       << (ra.ctx ? ra.name : rb.name) << (opt.generate.no_half_fma ? " --no-half-fma" : "") << "\n";
     os << "launch: grid_dim(" << c.grid << "), block_dim(" << c.block << "); buffers of "
        << buffer_elements(c.grid * c.block) << " elements (" << kSlots << " input and " << kSlots
        << " output slots per thread, then " << kAtomicSlots << " atomic slots)\n";
@@ -363,11 +363,12 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
     std::string names;
     for (const Runner &r : runners) names += (names.empty() ? "" : ",") + r.name;
     send(fd, "I " + names);
+    unsigned minimised = 0;
     for (uint64_t seed = first; seed < end; seed += stride) {
         send(fd, "S " + std::to_string(seed));
         Case c;
         try {
-            c = make_case(seed);
+            c = make_case(seed, opt.generate);
         } catch (const std::exception &e) {
             send(fd, "X " + std::to_string(seed) + " generator: " + e.what());
             continue;
@@ -378,6 +379,8 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
             outs.push_back(r.run(c, c.text));
             if (!outs.back().ok) {
                 send(fd, "F " + std::to_string(seed) + " " + r.name + " " + outs.back().error);
+                // A launch failure may leave a GPU's context unusable: the worker ends after
+                // reporting it, and the parent starts another for the seeds after this one.
                 if (r.name != "cpu" && r.name != "interp" && outs.back().error.rfind("LaunchError", 0) == 0) fatal = true;
             }
         }
@@ -394,11 +397,11 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
             std::vector<Difference> d = compare(outs[i].buffers, outs[j].buffers, &compared);
             if (d.empty()) continue;
             const std::string pair = runners[i].name + " vs " + runners[j].name;
-            std::string text = opt.minimise ? minimise(runners[i], runners[j], c, c.text) : c.text;
+            std::string text = opt.minimise && minimised++ < opt.max_minimised ? minimise(runners[i], runners[j], c, c.text) : c.text;
             Outcome a = runners[i].run(c, text), b = runners[j].run(c, text);
             if (a.ok && b.ok && text != c.text) d = compare(a.buffers, b.buffers, nullptr);
             else text = c.text, a = outs[i], b = outs[j];
-            std::string rep = report(c, pair, text, runners[i], a, runners[j], b, d);
+            std::string rep = report(opt, c, pair, text, runners[i], a, runners[j], b, d);
             const std::string base = opt.repro_dir + "/difftest-" + std::to_string(seed);
             std::ofstream(base + ".ir") << text;
             std::ofstream(base + ".txt") << rep;
@@ -430,6 +433,10 @@ struct Summary {
     std::string devices;
 };
 
+/// Set by SIGINT/SIGTERM: the parent stops its workers and prints the summary of what ran.
+volatile sig_atomic_t stop_requested = 0;
+extern "C" void request_stop(int) { stop_requested = 1; }
+
 Worker spawn(const Options &opt, uint64_t first, uint64_t end, uint64_t stride) {
     int p[2];
     if (::pipe(p) != 0) {
@@ -444,6 +451,8 @@ Worker spawn(const Options &opt, uint64_t first, uint64_t end, uint64_t stride) 
     }
     if (pid == 0) {
         ::close(p[0]);
+        ::signal(SIGINT, SIG_DFL);
+        ::signal(SIGTERM, SIG_DFL);
         int rc = 3;
         try {
             rc = worker(opt, first, end, stride, p[1]);
@@ -475,6 +484,9 @@ void handle_line(const std::string &line, Worker &w, Summary &s) {
         ++s.kernels;
         s.compared += std::strtoull(after.c_str(), nullptr, 10);
         w.current = UINT64_MAX;
+        if (s.kernels % 5000 == 0)
+            std::fprintf(stderr, "ember-difftest: %llu kernels, %llu disagreements\n",
+                         static_cast<unsigned long long>(s.kernels), static_cast<unsigned long long>(s.failures));
         break;
     case 'D': {
         std::string pair = after.substr(0, after.find(' '));
@@ -507,9 +519,24 @@ int parent(const Options &opt) {
     const unsigned jobs = static_cast<unsigned>(std::min<uint64_t>(opt.jobs, std::max<uint64_t>(opt.count, 1)));
     Summary s;
     std::vector<Worker> workers;
+    ::signal(SIGINT, request_stop);
+    ::signal(SIGTERM, request_stop);
     for (unsigned j = 0; j < jobs; ++j) workers.push_back(spawn(opt, opt.seed + j, end, jobs));
     const auto t0 = std::chrono::steady_clock::now();
+    bool stopped = false;
     for (;;) {
+        if (stop_requested && !stopped) {
+            stopped = true;
+            for (Worker &w : workers)
+                if (w.fd >= 0) ::kill(w.pid, SIGKILL);
+            for (Worker &w : workers)
+                if (w.fd >= 0) {
+                    ::close(w.fd);
+                    w.fd = -1;
+                    ::waitpid(w.pid, nullptr, 0);
+                }
+            std::cout << "=== difftest: interrupted; the summary covers the kernels that finished\n";
+        }
         std::vector<pollfd> fds;
         std::vector<size_t> index;
         for (size_t i = 0; i < workers.size(); ++i)
@@ -607,12 +634,15 @@ int main(int argc, char **argv) {
         } else if (a == "--repro-dir") opt.repro_dir = value();
         else if (a == "--no-minimise") opt.minimise = false;
         else if (a == "--timeout") opt.timeout_s = static_cast<unsigned>(number());
+        else if (a == "--no-half-fma") opt.generate.no_half_fma = true;
+        else if (a == "--minimise-at-most") opt.max_minimised = static_cast<unsigned>(number());
         else if (a == "--print") print_seed = number();
+        else if (a == "--self-test") return self_test();
         else if (a == "-h" || a == "--help") usage("differential tester of ember's compiler");
         else usage("unknown argument '" + a + "'");
     }
     if (print_seed) {
-        Generated g = generate(*print_seed);
+        Generated g = generate(*print_seed, opt.generate);
         std::cout << "// grid_dim(" << g.grid << "), block_dim(" << g.block << ")\n" << ember::ir::print(g.kernel);
         return 0;
     }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over a tree carrying .devpkg/ember.tar.xz (scripts/pack-device.sh):
+# ember-difftest over N random kernels (default 100000) from seed S (default 1) on every core,
+# each kernel on the GPU, on the CPU device and in the reference interpreter, compared bit for bit.
+# The log and the repro files of any disagreement go to $OUT (docs/testing.md). Further arguments
+# go to ember-difftest (e.g. --no-half-fma). The run stops after $DIFFTEST_SECONDS (default 540,
+# under the device tool's 10 minutes) and then sums up the kernels that finished; split a larger
+# N over several calls by seed.
+#   scripts/difftest-device.sh [N] [S] [ember-difftest options...]
+set -uo pipefail
+OUT=${OUT:-/tmp/ember-out}
+count=${1:-100000}
+seed=${2:-1}
+shift $(( $# < 2 ? $# : 2 ))
+mkdir -p "$OUT/difftest-repro" /tmp/ember
+tar -xJf .devpkg/ember.tar.xz -C /tmp/ember
+cd /tmp/ember/build
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  echo "ember-difftest --seed $seed --count $count --devices cuda,cpu --jobs $(nproc) $*"
+} > "$OUT/difftest.txt" 2>&1
+timeout -s INT -k 30 "${DIFFTEST_SECONDS:-540}" \
+  ./tools/ember-difftest --seed "$seed" --count "$count" --devices cuda,cpu --jobs "$(nproc)" \
+  --repro-dir "$OUT/difftest-repro" "$@" >> "$OUT/difftest.txt" 2>&1
+rc=$?
+echo "ember-difftest: exit $rc" >> "$OUT/difftest.txt"
+# The summary (last lines) and the first disagreements.
+grep -E '^=== difftest' "$OUT/difftest.txt" | head -40
+tail -12 "$OUT/difftest.txt"
+exit $rc
