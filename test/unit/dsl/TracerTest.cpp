@@ -288,13 +288,58 @@ TEST(TracerErrorTest, ErrorsNameTheUsersLineEvenThroughOperators) {
     EXPECT_NE(msg.find("combines values traced in different kernels"), std::string::npos) << msg;
 }
 
-TEST(TracerErrorTest, ConstantsThatDoNotFitInsideOperatorsNameTheKernel) {
-    // An operator cannot know the user's line: the message names the kernel and no ember header.
-    std::string msg = dsl_error_of([] {
-        kernel("narrow", [](Ptr<int8_t> p, Int8 x) { p[0] = x + 1000; });
-    });
-    EXPECT_EQ(msg.find("/ember/dsl/"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("the constant 1000 does not fit in i8 (kernel 'narrow')"), std::string::npos) << msg;
+TEST(TracerErrorTest, ConstantsThatDoNotFitInsideOperatorsNameTheUsersLine) {
+    // A C++ number meeting a traced operand in an operator is converted at the user's line: the
+    // error starts with it (and names the kernel), on either side and for every kind of operator.
+    int line = 0;
+    auto expect_at_line = [&](const std::string &msg, const std::string &what) {
+        EXPECT_EQ(msg.rfind(std::string(__FILE__) + ":" + std::to_string(line) + ":", 0), 0u) << msg;
+        EXPECT_EQ(msg.find("/ember/dsl/"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(what), std::string::npos) << msg;
+    };
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int8_t> p, Int8 x) {
+                           line = __LINE__ + 1;
+                           p[0] = x + 300;
+                       });
+                   }),
+                   "the constant 300 does not fit in i8 (kernel 'narrow')");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int8_t> p, Int8 x) {
+                           line = __LINE__ + 1;
+                           p[0] = 1000 * x;
+                       });
+                   }),
+                   "the constant 1000 does not fit in i8");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<bool> p, UInt8 x) {
+                           Var<uint8_t> v(x);
+                           line = __LINE__ + 1;
+                           p[0] = v < -1;
+                       });
+                   }),
+                   "the constant -1 does not fit in u8");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int16_t> p) {
+                           line = __LINE__ + 1;
+                           p[0] = min(p[1], 40000);
+                       });
+                   }),
+                   "the constant 40000 does not fit in i16");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int8_t> p) {
+                           line = __LINE__ + 1;
+                           p.store(0, p.load<4>(0) + 300);
+                       });
+                   }),
+                   "the constant 300 does not fit in i8");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int8_t> p) {
+                           line = __LINE__ + 1;
+                           p.store(0, max(p.load<4>(0), -300));
+                       });
+                   }),
+                   "the constant -300 does not fit in i8");
 }
 } // namespace
 

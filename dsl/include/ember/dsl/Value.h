@@ -275,6 +275,16 @@ template <Scalar T, Operand X> Value<T> operand_value(const X &x) {
     }
 }
 
+/// A C++ number meeting a traced operand of type T in an operator (`x + 300`), converted where
+/// the user wrote it: operators cannot take a source_location, but the converting constructor's
+/// default argument records the user's file and line for the range check's DslError.
+template <Scalar T> struct HostOperand {
+    Value<T> value;
+    template <HostScalar U>
+    HostOperand(U v, std::source_location loc = std::source_location::current()) // NOLINT: implicit
+        : value(host_constant<T>(v, loc), 0) {}
+};
+
 /// A value operand converted where the user wrote it: the converting constructor's default
 /// argument records the user's file and line, for the checks and for any error.
 template <Scalar T> struct At {
@@ -692,14 +702,29 @@ template <class L, class R> Bool compare(ir::CompareOp op, const L &l, const R &
 template <class L, class R>
 concept OperandPair = Operand<L> && Operand<R> && (Traced<L> || Traced<R>);
 
-#define EMBER_ARITH_OP(SYM, OP, REQ, WHAT)                                                         \
-    template <class L, class R>                                                                    \
-        requires OperandPair<L, R>                                                                 \
-    auto operator SYM(const L &l, const R &r) {                                                    \
+// Each operator has three overloads: two traced operands, and a traced operand with a C++ number
+// on either side. The number is a detail::HostOperand, so that a number that does not fit the
+// traced type (`Int8 x; x + 300`) is reported at the user's line.
+#define EMBER_BINARY_OVERLOADS(SYM, RET, CHECK, BODY)                                              \
+    template <Traced L, Traced R> RET operator SYM(const L &l, const R &r) {                       \
         using T = detail::common_t<L, R>;                                                          \
-        static_assert(REQ, "operator " #SYM " needs " WHAT);                                       \
-        return detail::binary(ir::BinaryOp::OP, l, r);                                             \
+        CHECK;                                                                                     \
+        return BODY(l, r);                                                                         \
+    }                                                                                              \
+    template <Traced L> RET operator SYM(const L &l, detail::HostOperand<traced_t<L>> r) {         \
+        using T = traced_t<L>;                                                                     \
+        CHECK;                                                                                     \
+        return BODY(l, r.value);                                                                   \
+    }                                                                                              \
+    template <Traced R> RET operator SYM(detail::HostOperand<traced_t<R>> l, const R &r) {         \
+        using T = traced_t<R>;                                                                     \
+        CHECK;                                                                                     \
+        return BODY(l.value, r);                                                                   \
     }
+
+#define EMBER_ARITH_OP(SYM, OP, REQ, WHAT)                                                         \
+    EMBER_BINARY_OVERLOADS(SYM, auto, static_assert(REQ, "operator " #SYM " needs " WHAT),         \
+                           [](const auto &a, const auto &b) { return detail::binary(ir::BinaryOp::OP, a, b); })
 EMBER_ARITH_OP(+, Add, detail::is_number<T>, "numbers")
 EMBER_ARITH_OP(-, Sub, detail::is_number<T>, "numbers")
 EMBER_ARITH_OP(*, Mul, detail::is_number<T>, "numbers")
@@ -713,23 +738,17 @@ EMBER_ARITH_OP(>>, Shr, detail::is_integer<T>, "integers")
 #undef EMBER_ARITH_OP
 
 #define EMBER_LOGIC_OP(SYM, OP)                                                                    \
-    template <class L, class R>                                                                    \
-        requires OperandPair<L, R>                                                                 \
-    Bool operator SYM(const L &l, const R &r) {                                                    \
-        static_assert(std::is_same_v<detail::common_t<L, R>, bool>,                                \
-                      "operator " #SYM " needs Bool operands (compare numbers first)");            \
-        return detail::binary(ir::BinaryOp::OP, l, r);                                            \
-    }
+    EMBER_BINARY_OVERLOADS(SYM, Bool,                                                              \
+                           static_assert(std::is_same_v<T, bool>,                                  \
+                                         "operator " #SYM " needs Bool operands (compare numbers first)"), \
+                           [](const auto &a, const auto &b) { return detail::binary(ir::BinaryOp::OP, a, b); })
 EMBER_LOGIC_OP(&&, And)
 EMBER_LOGIC_OP(||, Or)
 #undef EMBER_LOGIC_OP
 
 #define EMBER_COMPARE_OP(SYM, OP)                                                                  \
-    template <class L, class R>                                                                    \
-        requires OperandPair<L, R>                                                                 \
-    Bool operator SYM(const L &l, const R &r) {                                                    \
-        return detail::compare(ir::CompareOp::OP, l, r);                                           \
-    }
+    EMBER_BINARY_OVERLOADS(SYM, Bool, static_assert(!std::is_void_v<T>),                          \
+                           [](const auto &a, const auto &b) { return detail::compare(ir::CompareOp::OP, a, b); })
 EMBER_COMPARE_OP(==, EQ)
 EMBER_COMPARE_OP(!=, NE)
 EMBER_COMPARE_OP(<, LT)
@@ -737,6 +756,7 @@ EMBER_COMPARE_OP(<=, LE)
 EMBER_COMPARE_OP(>, GT)
 EMBER_COMPARE_OP(>=, GE)
 #undef EMBER_COMPARE_OP
+#undef EMBER_BINARY_OVERLOADS
 
 template <Traced X> auto operator-(const X &x) {
     using T = traced_t<X>;
@@ -813,17 +833,21 @@ auto select(const C &cond, const A &a, const B &b,
                     detail::merge_trace(c.trace(), detail::merge_trace(x.trace(), y.trace())));
 }
 
+/// The smaller of `l` and `r` (a C++ number is a constant of the other operand's type).
 template <class L, class R>
     requires OperandPair<L, R>
-auto min(const L &l, const R &r) {
-    static_assert(detail::is_number<detail::common_t<L, R>>, "min needs numbers");
-    return detail::binary(ir::BinaryOp::Min, l, r);
+auto min(const L &l, const R &r, std::source_location loc = std::source_location::current()) {
+    using T = detail::common_t<L, R>;
+    static_assert(detail::is_number<T>, "min needs numbers");
+    return detail::binary(ir::BinaryOp::Min, detail::to_value<T>(l, loc), detail::to_value<T>(r, loc));
 }
+/// The larger of `l` and `r`.
 template <class L, class R>
     requires OperandPair<L, R>
-auto max(const L &l, const R &r) {
-    static_assert(detail::is_number<detail::common_t<L, R>>, "max needs numbers");
-    return detail::binary(ir::BinaryOp::Max, l, r);
+auto max(const L &l, const R &r, std::source_location loc = std::source_location::current()) {
+    using T = detail::common_t<L, R>;
+    static_assert(detail::is_number<T>, "max needs numbers");
+    return detail::binary(ir::BinaryOp::Max, detail::to_value<T>(l, loc), detail::to_value<T>(r, loc));
 }
 
 } // namespace ember
