@@ -10,6 +10,7 @@
 #include "ember/compiler/Verifier.h"
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -243,7 +244,7 @@ ir::Expr host_constant_int(ir::Type t, int64_t v, bool is_unsigned_source, uint6
                            const std::source_location &loc) {
     if (t.is_float()) {
         double d = is_unsigned_source ? static_cast<double>(uv) : static_cast<double>(v);
-        return ir::FloatImm::make(t, d);
+        return host_constant_float(t, d, loc);
     }
     // Does the C++ value fit the traced type?
     bool fits;
@@ -267,7 +268,50 @@ ir::Expr host_constant_int(ir::Type t, int64_t v, bool is_unsigned_source, uint6
     return ir::IntImm::make(t, is_unsigned_source ? static_cast<int64_t>(uv) : v);
 }
 
-ir::Expr host_constant_float(ir::Type t, double v) { return ir::FloatImm::make(t, v); }
+namespace {
+/// The largest finite value of the float type `t`.
+double max_finite(ir::Type t) {
+    switch (t.scalar()) {
+    case ir::ScalarType::F16: return 65504.0;
+    case ir::ScalarType::BF16: return std::ldexp(2.0 - std::ldexp(1.0, -7), 127);
+    case ir::ScalarType::F32: return static_cast<double>(std::numeric_limits<float>::max());
+    default: return std::numeric_limits<double>::max();
+    }
+}
+
+/// Half a unit in the last place of max_finite(t): a finite value whose magnitude reaches
+/// max_finite(t) + this rounds to infinity (a tie rounds to even, which is infinity there).
+double half_ulp_at_max(ir::Type t) {
+    switch (t.scalar()) {
+    case ir::ScalarType::F16: return std::ldexp(1.0, 15 - 10 - 1);
+    case ir::ScalarType::BF16: return std::ldexp(1.0, 127 - 7 - 1);
+    case ir::ScalarType::F32: return std::ldexp(1.0, 127 - 23 - 1);
+    default: return std::numeric_limits<double>::infinity(); // f64: every finite double fits
+    }
+}
+
+/// `v` as written in C++: integers in full (up to 1e18), other values in their shortest form.
+std::string shortest(double v) {
+    if (v == std::trunc(v) && std::fabs(v) < 1e18) return std::to_string(static_cast<long long>(v));
+    char buf[64];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+} // namespace
+
+ir::Expr host_constant_float(ir::Type t, double v, const std::source_location &loc) {
+    // A finite C++ number that would round to infinity in `t` is an error, as an integer that
+    // does not fit: infinity is written as such (std::numeric_limits<float>::infinity()).
+    if (std::isfinite(v) && std::fabs(v) >= max_finite(t) + half_ulp_at_max(t)) {
+        Builder *b = current_builder();
+        throw DslError("the constant " + shortest(v) + " is out of range for " + t.to_string() +
+                           " (its finite values lie within +-" + shortest(max_finite(t)) + ")" +
+                           (b ? " (kernel '" + b->kernel_name() + "')" : std::string()) +
+                           "; it would round to infinity: write infinity explicitly, or use a wider type",
+                       loc);
+    }
+    return ir::FloatImm::make(t, v);
+}
 
 void check_kernel_signature(const std::string &name, size_t num_params, size_t num_names,
                             const std::source_location &loc) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 using namespace ember;
@@ -340,6 +341,60 @@ TEST(TracerErrorTest, ConstantsThatDoNotFitInsideOperatorsNameTheUsersLine) {
                        });
                    }),
                    "the constant -300 does not fit in i8");
+}
+
+TEST(TracerErrorTest, FloatConstantsBeyondTheTypesRangeAreRejected) {
+    // A finite C++ number that would round to infinity in the traced float type is an error at
+    // the user's line naming the value and the range, for f16, bf16 and f32 alike.
+    int line = 0;
+    auto expect_at_line = [&](const std::string &msg, const std::string &what) {
+        EXPECT_EQ(msg.rfind(std::string(__FILE__) + ":" + std::to_string(line) + ":", 0), 0u) << msg;
+        EXPECT_NE(msg.find(what), std::string::npos) << msg;
+    };
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<half> p, Float16 x) {
+                           line = __LINE__ + 1;
+                           p[0] = x * 70000.0;
+                       });
+                   }),
+                   "the constant 70000 is out of range for f16 (its finite values lie within +-65504) "
+                   "(kernel 'wide'); it would round to infinity");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<half> p) {
+                           line = __LINE__ + 1;
+                           p[0] = -65520.0f;
+                       });
+                   }),
+                   "the constant -65520 is out of range for f16");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<half> p, Float16 x) {
+                           line = __LINE__ + 1;
+                           p[0] = x + 100000; // an integer constant of a float type
+                       });
+                   }),
+                   "the constant 100000 is out of range for f16");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<bfloat16> p) {
+                           line = __LINE__ + 1;
+                           p[0] = 3.4e38;
+                       });
+                   }),
+                   "the constant 3.4e+38 is out of range for bf16");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<float> p, Float32 x) {
+                           line = __LINE__ + 1;
+                           p[0] = max(x, 1e39);
+                       });
+                   }),
+                   "the constant 1e+39 is out of range for f32");
+    // What rounds to the largest finite value, and infinity written as such, are accepted.
+    auto k = kernel("edge", {"h", "f"}, [](Ptr<half> h, Ptr<float> f) {
+        h[0] = 65519.0;
+        h[1] = -std::numeric_limits<double>::infinity();
+        f[0] = 3.4028235e38;
+    });
+    EXPECT_NE(ir_of(k).find("%h[0:i64] = 65504.0:f16"), std::string::npos) << ir_of(k);
+    EXPECT_NE(ir_of(k).find("%h[1:i64] = -inf:f16"), std::string::npos) << ir_of(k);
 }
 } // namespace
 

@@ -363,9 +363,9 @@ template <HostScalar U> ir::Expr host_constant_for(ir::Type t, U v, const std::s
                 throw DslError("a C++ floating-point value does not convert to " + t.to_string() +
                                    " implicitly; use cast<T>()",
                                loc);
-            return host_constant_float(t, static_cast<double>(v));
+            return host_constant_float(t, static_cast<double>(v), loc);
         } else {
-            if (t.is_float()) return host_constant_float(t, static_cast<double>(v));
+            if (t.is_float()) return host_constant_float(t, static_cast<double>(v), loc);
             return host_constant_int(t, static_cast<int64_t>(v), std::is_unsigned_v<S>, static_cast<uint64_t>(v), loc);
         }
     }

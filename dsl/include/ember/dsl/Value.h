@@ -10,7 +10,9 @@
 ///   use `if_(i < n, [&] { ... })`.
 /// * A C++ number meets a traced operand as a constant of the traced operand's type: integers
 ///   become any integer or float type (their value is checked to fit at trace time), floating
-///   values become float types only, `bool` becomes `Bool` only.
+///   values become float types only, `bool` becomes `Bool` only. A finite number that would round
+///   to infinity in a float type (70000.0 as Float16) is a DslError, as an integer that does not
+///   fit; infinity itself is written as such.
 /// * `Value<T>` cannot be assigned (it is one traced value); `Var<T>` can.
 #ifndef EMBER_DSL_VALUE_H
 #define EMBER_DSL_VALUE_H
@@ -130,7 +132,9 @@ namespace detail {
 /// A C++ number as a constant of type T (see [Note] DSL typing rules).
 ir::Expr host_constant_int(ir::Type t, int64_t v, bool is_unsigned_source, uint64_t uv,
                            const std::source_location &loc);
-ir::Expr host_constant_float(ir::Type t, double v);
+/// `v` as a constant of the float type `t`; a finite `v` that would round to infinity in `t` is a
+/// DslError at `loc` naming the value and the type's range.
+ir::Expr host_constant_float(ir::Type t, double v, const std::source_location &loc);
 
 template <Scalar T, HostScalar U> ir::Expr host_constant(U v, const std::source_location &loc) {
     using S = std::remove_cvref_t<U>;
@@ -146,11 +150,11 @@ template <Scalar T, HostScalar U> ir::Expr host_constant(U v, const std::source_
                       "a C++ floating-point value does not convert to an integer type implicitly; "
                       "use cast<T>() or an integer literal");
         if constexpr (std::is_floating_point_v<S>)
-            return host_constant_float(ir_type_of<T>(), static_cast<double>(v));
+            return host_constant_float(ir_type_of<T>(), static_cast<double>(v), loc);
         else // half, bfloat16: exact in float
-            return host_constant_float(ir_type_of<T>(), static_cast<double>(static_cast<float>(v)));
+            return host_constant_float(ir_type_of<T>(), static_cast<double>(static_cast<float>(v)), loc);
     } else if constexpr (is_float_type<T>) {
-        return host_constant_float(ir_type_of<T>(), static_cast<double>(v));
+        return host_constant_float(ir_type_of<T>(), static_cast<double>(v), loc);
     } else {
         return host_constant_int(ir_type_of<T>(), static_cast<int64_t>(v), std::is_unsigned_v<S>,
                                  static_cast<uint64_t>(v), loc);
