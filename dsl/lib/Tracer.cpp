@@ -13,7 +13,9 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <limits>
+#include <mutex>
 #include <string>
 
 namespace ember::detail {
@@ -23,11 +25,34 @@ thread_local std::vector<Builder *> builder_stack;
 std::atomic<uint32_t> next_trace_id{1};
 std::atomic<uint64_t> next_kernel_id{1};
 
-/// Name of the kernel a trace id belongs to, as long as it is on this thread's stack.
-std::string trace_name(uint32_t id) {
-    for (Builder *b : builder_stack)
-        if (b->id() == id) return "'" + b->kernel_name() + "'";
-    return "another kernel";
+/// What each trace id traced ("kernel 'k'", "device function 'f'"), for messages about values
+/// used outside their trace, which may name a kernel whose trace has ended. The oldest names are
+/// dropped beyond max_trace_names.
+struct TraceNames {
+    static constexpr size_t max_trace_names = 1 << 16;
+    std::mutex mutex;
+    std::unordered_map<uint32_t, std::string> names;
+    std::deque<uint32_t> order;
+
+    void add(uint32_t id, std::string what) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (order.size() == max_trace_names) {
+            names.erase(order.front());
+            order.pop_front();
+        }
+        names.emplace(id, std::move(what));
+        order.push_back(id);
+    }
+    std::string get(uint32_t id) {
+        std::lock_guard<std::mutex> lock(mutex);
+        auto it = names.find(id);
+        return it == names.end() ? std::string("a kernel traced earlier") : it->second;
+    }
+};
+
+TraceNames &trace_names() {
+    static TraceNames *names = new TraceNames; // never destroyed: kernels may be traced at exit
+    return *names;
 }
 
 bool is_identifier(const std::string &s) {
@@ -214,12 +239,15 @@ void check_trace(uint32_t value_trace, const std::source_location &loc) {
                        loc);
     uint32_t cur = current_trace_id();
     if (cur == value_trace) return;
+    const std::string origin = trace_names().get(value_trace);
     if (cur == 0)
-        throw DslError("a traced value of kernel " + trace_name(value_trace) +
-                           " used outside a kernel",
+        throw DslError("a value traced in " + origin + " is used outside any kernel: a traced value "
+                           "exists only while its kernel is traced",
                        loc);
-    throw DslError("a value traced in kernel " + trace_name(value_trace) + " used in " +
-                       builder_stack.back()->what() + ": pass it as a parameter instead",
+    const std::string user = builder_stack.back()->what();
+    throw DslError("a value traced in " + origin + " is used in " + user +
+                       ": a traced value belongs to the kernel or device function that traced it; "
+                       "pass it to " + user + " as a parameter instead",
                    loc);
 }
 
@@ -231,6 +259,7 @@ uint32_t merge_trace(uint32_t a, uint32_t b) {
 
 TraceScope::TraceScope(std::string kernel_name, bool is_function)
     : builder_(std::move(kernel_name), next_trace_id.fetch_add(1), is_function) {
+    trace_names().add(builder_.id(), builder_.what());
     builder_stack.push_back(&builder_);
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <optional>
 #include <string>
 
 using namespace ember;
@@ -189,8 +190,35 @@ TEST(TracerErrorTest, ValueOfOneKernelUsedInAnother) {
             p[0] = n;
         });
     });
-    EXPECT_NE(msg.find("a value traced in kernel 'outer' used in kernel 'inner'"), std::string::npos)
+    EXPECT_NE(msg.find("a value traced in kernel 'outer' is used in kernel 'inner'"), std::string::npos)
         << msg;
+}
+
+TEST(TracerErrorTest, ValueOfAFinishedKernelUsedInAnotherNamesBothAndTheLine) {
+    // The value outlives its kernel's trace: the message still names that kernel, the one that
+    // uses it, and the user's line, in one sentence.
+    std::optional<Int> leaked;
+    kernel("k1", [&](Int n) { leaked.emplace(n); });
+    int line = 0;
+    std::string msg = dsl_error_of([&] {
+        kernel("k2", [&](Ptr<int64_t> p) {
+            line = __LINE__ + 1;
+            p[0] = *leaked;
+        });
+    });
+    EXPECT_EQ(msg.rfind(std::string(__FILE__) + ":" + std::to_string(line) + ":", 0), 0u) << msg;
+    EXPECT_NE(msg.find(": error: a value traced in kernel 'k1' is used in kernel 'k2': a traced value "
+                       "belongs to the kernel or device function that traced it; pass it to kernel 'k2' "
+                       "as a parameter instead"),
+              std::string::npos)
+        << msg;
+    // Outside any kernel.
+    msg = dsl_error_of([&] {
+        line = __LINE__ + 1;
+        Int copy = cast<int64_t>(*leaked);
+    });
+    EXPECT_EQ(msg.rfind(std::string(__FILE__) + ":" + std::to_string(line) + ":", 0), 0u) << msg;
+    EXPECT_NE(msg.find("a value traced in kernel 'k1' is used outside any kernel"), std::string::npos) << msg;
 }
 
 TEST(TracerErrorTest, ConstantThatDoesNotFit) {
