@@ -270,7 +270,7 @@ Value<traced_t<X>> shuffle(ir::WarpOp op, const X &x, const L &lane, const std::
 }
 
 template <class R, Operand C> R vote(ir::WarpOp op, const C &cond, const std::source_location &loc) {
-    Bool c = to_value<bool>(cond, loc);
+    Bool c = to_condition(cond, loc);
     Builder &b = require_builder("a warp vote", loc);
     check_trace(c.trace(), loc);
     return R(b.bind(ir::Warp::make(op, c.expr())), b.id());

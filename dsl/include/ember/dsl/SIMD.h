@@ -449,7 +449,7 @@ auto select(const C &cond, const A &a, const B &b, std::source_location loc = st
         c = m.expr();
         trace = m.trace();
     } else {
-        Bool m = detail::to_value<bool>(cond, loc);
+        Bool m = detail::to_condition(cond, loc);
         c = m.expr();
         trace = m.trace();
     }

@@ -240,6 +240,56 @@ Value<T> to_value(const X &x, const std::source_location &loc = std::source_loca
     }
 }
 
+/// A condition (of if_, elif_, while_, select, a warp vote) that is not a Bool fails the build
+/// here, naming the DSL type given (the unspecialised template: a type without a DSL name).
+template <class T, class Dependent = void> struct condition_must_be_a_Bool {
+    static_assert(always_false<Dependent>,
+                  "a condition (of if_, elif_, while_, select or a warp vote) must be a Bool: a "
+                  "comparison such as x < n; see T in this instantiation for the type given");
+};
+#define EMBER_CONDITION_TYPE(CT, NAME)                                                             \
+    template <class Dependent> struct condition_must_be_a_Bool<CT, Dependent> {                    \
+        static_assert(always_false<Dependent>,                                                     \
+                      "a condition (of if_, elif_, while_, select or a warp vote) must be a Bool: " \
+                      "a comparison such as x < n, or x != 0; this one is a " NAME);              \
+    };
+EMBER_CONDITION_TYPE(int8_t, "Int8")
+EMBER_CONDITION_TYPE(int16_t, "Int16")
+EMBER_CONDITION_TYPE(int32_t, "Int32")
+EMBER_CONDITION_TYPE(int64_t, "Int (Int64)")
+EMBER_CONDITION_TYPE(uint8_t, "UInt8")
+EMBER_CONDITION_TYPE(uint16_t, "UInt16")
+EMBER_CONDITION_TYPE(uint32_t, "UInt32")
+EMBER_CONDITION_TYPE(uint64_t, "UInt64")
+EMBER_CONDITION_TYPE(half, "Float16")
+EMBER_CONDITION_TYPE(bfloat16, "BFloat16")
+EMBER_CONDITION_TYPE(float, "Float32")
+EMBER_CONDITION_TYPE(double, "Float64")
+#undef EMBER_CONDITION_TYPE
+
+/// `cond` as the Bool of a condition, converted where the user wrote it. A traced number or a C++
+/// number is not a condition: the build fails naming its type (not as mismatched operands).
+template <class C> Bool to_condition(const C &cond, const std::source_location &loc) {
+    using X = std::remove_cvref_t<C>;
+    if constexpr (Traced<X>) {
+        if constexpr (!std::is_same_v<traced_t<X>, bool>) {
+            (void)condition_must_be_a_Bool<traced_t<X>>{};
+            return Bool(ir::Expr(), 0); // unreachable: the build has failed
+        } else {
+            return to_value<bool>(cond, loc);
+        }
+    } else if constexpr (std::is_same_v<X, bool>) {
+        return to_value<bool>(cond, loc);
+    } else if constexpr (HostScalar<X>) {
+        (void)condition_must_be_a_Bool<X>{};
+        return Bool(ir::Expr(), 0);
+    } else {
+        static_assert(always_false<X>, "a condition must be a Bool (a comparison such as x < n); "
+                                       "see C in this instantiation for what was given");
+        return Bool(ir::Expr(), 0);
+    }
+}
+
 template <Operand L, Operand R> struct common_operand {
     using type = void;
 };
@@ -831,7 +881,7 @@ template <Operand C, class A, class B>
 auto select(const C &cond, const A &a, const B &b,
             std::source_location loc = std::source_location::current()) {
     using T = detail::common_t<A, B>;
-    Bool c = detail::to_value<bool>(cond, loc);
+    Bool c = detail::to_condition(cond, loc);
     Value<T> x = detail::to_value<T>(a, loc), y = detail::to_value<T>(b, loc);
     return Value<T>(ir::Select::make(c.expr(), x.expr(), y.expr()),
                     detail::merge_trace(c.trace(), detail::merge_trace(x.trace(), y.trace())));
