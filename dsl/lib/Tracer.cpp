@@ -163,6 +163,23 @@ const Builder::Divergence *Builder::divergence() const {
     return nullptr;
 }
 
+void check_shared_array(Builder &b, const std::string &what, uint64_t bytes, const std::source_location &loc) {
+    if (b.is_function())
+        throw DslError(what + " in " + b.what() + ": shared arrays are declared in kernels; declare it "
+                                                  "in the kernel and pass the SharedPtr<T> to the function",
+                       loc);
+    if (bytes == 0) return; // the dynamic shared memory: sized at the launch
+    b.shared_arrays.push_back({what, bytes, loc});
+    b.shared_bytes += bytes;
+    if (b.shared_bytes <= ir::max_static_shared_bytes) return;
+    std::string msg = b.what() + ": static shared memory over the limit: " + std::to_string(b.shared_bytes) +
+                      " bytes of " + std::to_string(ir::max_static_shared_bytes) + ", in " +
+                      std::to_string(b.shared_arrays.size()) + " shared arrays:";
+    for (const Builder::SharedArrayDecl &d : b.shared_arrays)
+        msg += "\n  " + d.what + " (" + std::to_string(d.bytes) + " bytes) at " + short_location(d.loc);
+    throw DslError(msg, loc);
+}
+
 std::string short_location(const std::source_location &loc) {
     return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
 }

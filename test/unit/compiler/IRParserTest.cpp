@@ -274,7 +274,8 @@ TEST(IRParserTest, VerifiesParsedKernels) {
         FAIL() << "expected CompileError";
     } catch (const CompileError &e) {
         EXPECT_EQ(e.summary(),
-                  "v.eir:1:1: error: kernel 'bad.name' failed verification (1 problem)");
+                  "v.eir:1:1: error: kernel 'bad.name' failed verification (1 problem): name is not a C "
+                  "identifier");
         EXPECT_EQ(e.log(), "kernel 'bad.name': name is not a C identifier");
     }
 }

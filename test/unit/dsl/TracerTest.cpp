@@ -221,6 +221,38 @@ TEST(TracerErrorTest, ValueOfAFinishedKernelUsedInAnotherNamesBothAndTheLine) {
     EXPECT_NE(msg.find("a value traced in kernel 'k1' is used outside any kernel"), std::string::npos) << msg;
 }
 
+TEST(TracerErrorTest, SharedMemoryOverTheLimitListsTheArraysAndTheirLines) {
+    // The array that goes over the limit is a DslError at its line; the message says by how much
+    // and lists every static shared array of the kernel with its size and line.
+    int line_a = 0, line_b = 0;
+    std::string msg = dsl_error_of([&] {
+        kernel("tiles", [&](Ptr<float> p) {
+            line_a = __LINE__ + 1;
+            auto a = shared_array<float, 8192>();
+            auto d = dynamic_shared<float>(); // sized at the launch: not counted
+            line_b = __LINE__ + 1;
+            auto b = shared_array<float, 8192>();
+            p[0] = a[0] + b[0] + d[0];
+        });
+    });
+    const std::string file = __FILE__;
+    EXPECT_EQ(msg.rfind(file + ":" + std::to_string(line_b) + ":", 0), 0u) << msg;
+    EXPECT_NE(msg.find(": error: kernel 'tiles': static shared memory over the limit: 65536 bytes of 49152, "
+                       "in 2 shared arrays:\n"
+                       "  shared_array<Float32, 8192> (32768 bytes) at " + file + ":" + std::to_string(line_a) +
+                       "\n"
+                       "  shared_array<Float32, 8192> (32768 bytes) at " + file + ":" + std::to_string(line_b)),
+              std::string::npos)
+        << msg;
+    // Exactly at the limit is fine.
+    auto k = kernel("full", [](Ptr<float> p) {
+        auto a = shared_array<float, 8192>();
+        auto b = shared_array<double, 2048>();
+        p[0] = a[0] + cast<float>(b[0]);
+    });
+    EXPECT_EQ(k.name(), "full");
+}
+
 TEST(TracerErrorTest, ConstantThatDoesNotFit) {
     std::string msg = dsl_error_of([] {
         kernel("bad", [](Ptr<int8_t> p) { p[0] = 300; });

@@ -642,13 +642,17 @@ public:
 template <Scalar T> using SharedPtr = Ptr<T, ir::AddressSpace::Shared>;
 
 /// A static shared array of N elements of T: one per block, seen by all of its threads, contents
-/// undefined when the block starts (CUDA's `__shared__ T a[N]`). At most 48 KiB per kernel.
+/// undefined when the block starts (CUDA's `__shared__ T a[N]`). At most 48 KiB per kernel: the
+/// array that goes over is a DslError listing every shared array of the kernel with its line.
+/// Declared in kernels only (a device function takes a SharedPtr<T> parameter).
 template <Scalar T, uint64_t N>
 SharedPtr<T> shared_array(std::source_location loc = std::source_location::current()) {
     static_assert(N > 0, "a shared array needs at least one element");
     static_assert(N * sizeof(T) <= ir::max_static_shared_bytes,
                   "a kernel has at most 48 KiB of static shared memory");
     detail::Builder &b = detail::require_builder("shared_array", loc);
+    detail::check_shared_array(b, "shared_array<" + std::string(scalar_name<T>()) + ", " + std::to_string(N) + ">",
+                               N * sizeof(T), loc);
     ir::VariableRef var = ir::Variable::make("", SharedPtr<T>::ir_type(), ir::VarKind::Let);
     b.emit(ir::SharedArray::make(var, N), loc);
     return SharedPtr<T>(ir::VarRef::make(var), b.id());
@@ -672,6 +676,7 @@ LocalPtr<T> local_array(std::source_location loc = std::source_location::current
 /// `shared_mem_bytes(...)` (CUDA's `extern __shared__ T a[]`). Every call gives the same address.
 template <Scalar T> SharedPtr<T> dynamic_shared(std::source_location loc = std::source_location::current()) {
     detail::Builder &b = detail::require_builder("dynamic_shared", loc);
+    detail::check_shared_array(b, "dynamic_shared<" + std::string(scalar_name<T>()) + ">", 0, loc);
     ir::VariableRef var = ir::Variable::make("", SharedPtr<T>::ir_type(), ir::VarKind::Let);
     b.emit(ir::SharedArray::make(var, 0), loc);
     return SharedPtr<T>(ir::VarRef::make(var), b.id());
