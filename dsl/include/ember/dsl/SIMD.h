@@ -269,9 +269,12 @@ template <class V, SimdOperand X> V to_simd(const X &x, const std::source_locati
     }
 }
 
-/// An operand as a `V` for an operator: converted, but not checked against the current trace
-/// (operators cannot learn the user's line; see binary() in Value.h).
-template <class V, SimdOperand X> V simd_operand(const X &x) {
+/// A traced operand (a vector, or a traced scalar to broadcast) as a `V` for an operator, not
+/// checked against the current trace (operators cannot learn the user's line; see binary() in
+/// Value.h). C++ numbers reach operators as HostOperand, converted at the user's line.
+template <class V, SimdOperand X>
+    requires(!HostScalar<X>)
+V simd_operand(const X &x) {
     using T = typename V::value_type;
     if constexpr (SimdValue<X>) {
         if constexpr (!std::is_same_v<simd_type<X>, V>) {

@@ -319,14 +319,11 @@ template <class L, class R> using common_t = typename common_operand<L, R>::type
 /// by check_trace where the value is used).
 uint32_t merge_trace(uint32_t a, uint32_t b);
 
-/// An operand as a Value<T> for an operator: converted, but not checked against the current trace.
-template <Scalar T, Operand X> Value<T> operand_value(const X &x) {
-    if constexpr (Traced<X>) {
-        if constexpr (std::is_same_v<traced_t<X>, T>) return x.value();
-        else return Value<T>(ir::Expr(), 0); // unreachable: mismatched types fail the build
-    } else {
-        return Value<T>(host_constant<T>(x, std::source_location::current()), 0);
-    }
+/// A traced operand as a Value<T> for an operator, not checked against the current trace. (C++
+/// numbers reach operators as HostOperand, converted at the user's line.)
+template <Scalar T, Traced X> Value<T> operand_value(const X &x) {
+    if constexpr (std::is_same_v<traced_t<X>, T>) return x.value();
+    else return Value<T>(ir::Expr(), 0); // unreachable: mismatched types fail the build
 }
 
 /// A C++ number meeting a traced operand of type T in an operator (`x + 300`), converted where
