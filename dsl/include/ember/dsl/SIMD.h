@@ -354,7 +354,9 @@ concept SimdTracedArgs = SimdArgs<L, R> && !HostScalar<L> && !HostScalar<R>;
 
 #define EMBER_SIMD_ARITH_OP(SYM, OP, REQ, WHAT)                                                    \
     EMBER_SIMD_BINARY_OVERLOADS(SYM, static_assert(REQ, "operator " #SYM " needs " WHAT),          \
-                                [](const auto &a, const auto &b) { return detail::simd_binary(ir::BinaryOp::OP, a, b); })
+                                [](const auto &a, const auto &b) {                                 \
+                                    return detail::simd_binary(ir::BinaryOp::OP, a, b);            \
+                                })
 EMBER_SIMD_ARITH_OP(+, Add, detail::is_number<T>, "number lanes")
 EMBER_SIMD_ARITH_OP(-, Sub, detail::is_number<T>, "number lanes")
 EMBER_SIMD_ARITH_OP(*, Mul, detail::is_number<T>, "number lanes")
@@ -371,7 +373,9 @@ EMBER_SIMD_ARITH_OP(||, Or, (std::is_same_v<T, bool>), "masks (SIMD<bool, N>; co
 
 #define EMBER_SIMD_COMPARE_OP(SYM, OP)                                                             \
     EMBER_SIMD_BINARY_OVERLOADS(SYM, static_assert(!std::is_void_v<T>),                            \
-                                [](const auto &a, const auto &b) { return detail::simd_compare(ir::CompareOp::OP, a, b); })
+                                [](const auto &a, const auto &b) {                                 \
+                                    return detail::simd_compare(ir::CompareOp::OP, a, b);          \
+                                })
 EMBER_SIMD_COMPARE_OP(==, EQ)
 EMBER_SIMD_COMPARE_OP(!=, NE)
 EMBER_SIMD_COMPARE_OP(<, LT)

@@ -648,8 +648,8 @@ SharedPtr<T> shared_array(std::source_location loc = std::source_location::curre
     static_assert(N * sizeof(T) <= ir::max_static_shared_bytes,
                   "a kernel has at most 48 KiB of static shared memory");
     detail::Builder &b = detail::require_builder("shared_array", loc);
-    detail::check_shared_array(b, "shared_array<" + std::string(scalar_name<T>()) + ", " + std::to_string(N) + ">",
-                               N * sizeof(T), loc);
+    detail::check_shared_array(
+        b, "shared_array<" + std::string(scalar_name<T>()) + ", " + std::to_string(N) + ">", N * sizeof(T), loc);
     ir::VariableRef var = ir::Variable::make("", SharedPtr<T>::ir_type(), ir::VarKind::Let);
     b.emit(ir::SharedArray::make(var, N), loc);
     return SharedPtr<T>(ir::VarRef::make(var), b.id());
@@ -804,7 +804,9 @@ EMBER_LOGIC_OP(||, Or)
 
 #define EMBER_COMPARE_OP(SYM, OP)                                                                  \
     EMBER_BINARY_OVERLOADS(SYM, Bool, static_assert(!std::is_void_v<T>),                          \
-                           [](const auto &a, const auto &b) { return detail::compare(ir::CompareOp::OP, a, b); })
+                           [](const auto &a, const auto &b) {                                      \
+                               return detail::compare(ir::CompareOp::OP, a, b);                    \
+                           })
 EMBER_COMPARE_OP(==, EQ)
 EMBER_COMPARE_OP(!=, NE)
 EMBER_COMPARE_OP(<, LT)
