@@ -4,6 +4,7 @@
 #include "ember/compiler/Sha256.h"
 
 #include "BundleInternal.h"
+#include "ember/compiler/FileIO.h"
 #include "ember/compiler/IRPrinter.h"
 #include "ember/compiler/Log.h"
 
@@ -14,9 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <optional>
 #include <sstream>
 #include <system_error>
@@ -88,11 +87,10 @@ bool write_file(const fs::path &path, const std::string &text, std::string *why)
     const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." +
                          std::to_string(counter.fetch_add(1));
     {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
-        out.flush();
-        if (!out) {
-            *why = "cannot write '" + tmp.string() + "'";
+        try {
+            write_whole_file(tmp.string(), text); // checks every write and the close
+        } catch (const LogicError &e) {
+            *why = e.what();
             std::error_code ec;
             fs::remove(tmp, ec);
             return false;
@@ -108,10 +106,15 @@ bool write_file(const fs::path &path, const std::string &text, std::string *why)
     return true;
 }
 
-std::optional<std::string> read_file(const fs::path &path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+/// The file `name` of the bundle `dir`, or nullopt when it does not exist. A file that is not a
+/// regular file (a directory, a link to /dev/zero), is larger than max_input_file_bytes, or cannot
+/// be read is a LogicError naming the bundle, the file and why.
+std::optional<std::string> read_file(const std::string &dir, const char *name) {
+    try {
+        return read_regular_file_if_exists((fs::path(dir) / name).string());
+    } catch (const LogicError &e) {
+        throw LogicError("repro bundle '" + dir + "': " + e.what());
+    }
 }
 
 std::string trim(std::string s) {
@@ -250,12 +253,11 @@ std::string write_bundle(const ReproBundle &b, std::string *why) noexcept {
 }
 
 ReproBundle read_bundle(const std::string &dir) {
-    const fs::path d(dir);
     std::error_code ec;
-    if (!fs::is_directory(d, ec))
+    if (!fs::is_directory(fs::path(dir), ec))
         throw LogicError("repro bundle '" + dir + "' is not a directory");
     auto required = [&](const char *name) {
-        std::optional<std::string> text = read_file(d / name);
+        std::optional<std::string> text = read_file(dir, name);
         if (!text) throw LogicError("repro bundle '" + dir + "' has no readable " + name);
         return *text;
     };
@@ -281,11 +283,11 @@ ReproBundle read_bundle(const std::string &dir) {
         have_level = true;
     }
     if (!have_level) throw LogicError("repro bundle '" + dir + "': options.txt has no opt_level");
-    b.versions = read_file(d / "versions.txt").value_or("");
-    b.llvm = read_file(d / "llvm.ll").value_or("");
-    b.llvm_opt = read_file(d / "opt.ll").value_or("");
-    b.assembly = read_file(d / assembly_file(b.target)).value_or("");
-    if (std::optional<std::string> error = read_file(d / "error.txt")) {
+    b.versions = read_file(dir, "versions.txt").value_or("");
+    b.llvm = read_file(dir, "llvm.ll").value_or("");
+    b.llvm_opt = read_file(dir, "opt.ll").value_or("");
+    b.assembly = read_file(dir, assembly_file(b.target)).value_or("");
+    if (std::optional<std::string> error = read_file(dir, "error.txt")) {
         const std::string stage_key = "stage: ";
         if (error->rfind(stage_key, 0) != 0)
             throw LogicError("repro bundle '" + dir + "': error.txt does not start with 'stage: '");
@@ -403,10 +405,11 @@ void bundle_compile_success(const ir::Kernel &k, const CompiledKernel &out,
         b.assembly = out.assembly;
         std::string why;
         const std::string dir = write_bundle(b, &why);
-        if (dir.empty())
+        if (dir.empty()) {
+            detail::note_dump_write_failure();
             std::cerr << "ember: warning: EMBER_DUMP=bundle: kernel '" << k.name
                       << "': repro bundle not written (" << why << ")\n";
-        else if (log_enabled(LogTopic::compile))
+        } else if (log_enabled(LogTopic::compile))
             log_line(LogTopic::compile, "kernel '" + k.name + "': repro bundle " + dir);
     } catch (...) {
         // A bundle is a by-product: it never fails the compile.

@@ -6,6 +6,7 @@
 #include "BundleInternal.h"
 #include "CodeGenLLVM.h"
 #include "LLVMError.h"
+#include "ember/compiler/FileIO.h"
 #include "ember/compiler/IRPrinter.h"
 #include "ember/compiler/Verifier.h"
 #include "targets/TargetImpl.h"
@@ -23,7 +24,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <unordered_map>
@@ -133,10 +133,12 @@ void dump(const std::string &kernel, const TargetSpec &target, Stage stage,
         if (ch == ':') ch = '_';
     const std::filesystem::path path =
         std::filesystem::path(c.dir) / (kernel + "." + name + "." + std::string(to_string(stage)));
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out)
-        std::cerr << "ember: warning: EMBER_DUMP: cannot write '" << path.string() << "'\n";
+    try {
+        write_whole_file(path.string(), text); // checks every write and the close
+    } catch (const LogicError &e) {
+        detail::note_dump_write_failure();
+        std::cerr << "ember: warning: EMBER_DUMP: " << e.what() << "\n";
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -381,12 +381,17 @@ private:
             if (ec == std::errc::invalid_argument || ptr != lit.text.data() + lit.text.size())
                 error(lit, "invalid floating-point literal " + quote(lit.text));
             if (ec == std::errc::result_out_of_range)
-                error(lit,
-                      "floating-point literal " + quote(lit.text) + " is out of range for f32");
+                error(lit, "floating-point literal " + quote(lit.text) + " is out of range for " +
+                               t.to_string());
             value = f;
         }
         if (negative) value = -value;
-        return FloatImm::make(t, value);
+        Expr e = FloatImm::make(t, value);
+        // f16 and bf16 round from the float: a finite literal beyond their range, as one beyond
+        // f32's, is an error rather than a silent infinity.
+        if (std::isfinite(value) && !std::isfinite(e.as<FloatImm>()->value))
+            error(lit, "floating-point literal " + quote(lit.text) + " is out of range for " + t.to_string());
+        return e;
     }
 
     Expr parse_primary() {

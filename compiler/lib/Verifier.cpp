@@ -88,6 +88,7 @@ public:
         if (!k_.is_kernel && !k_.ret.is_void() && k_.body && !always_returns(k_.body))
             report("returns " + k_.ret.to_string() + " but does not end in 'return' on every path");
         stmt(k_.body);
+        if (shared_bytes_ > max_static_shared_bytes) report_shared_overflow();
         return std::move(problems_);
     }
 
@@ -98,6 +99,21 @@ private:
     }
 
     std::string name(const VariableRef &v) { return printer().name(v.get()); }
+
+    /// The static shared arrays add up to more than the limit: the total, then every array with
+    /// its size, one a line.
+    void report_shared_overflow() {
+        std::string msg = "static shared memory over the limit: " + std::to_string(shared_bytes_) +
+                          " bytes of " + std::to_string(max_static_shared_bytes) + ", in " +
+                          std::to_string(shared_arrays_.size()) + " shared array" +
+                          (shared_arrays_.size() == 1 ? "" : "s") + ":";
+        for (const Stmt &st : shared_arrays_) {
+            const auto *op = st.as<SharedArray>();
+            msg += "\n  " + printer().stmt_line(st) + " (" +
+                   std::to_string(op->count * op->var->type.element_type().bytes()) + " bytes)";
+        }
+        report(msg);
+    }
 
     void collect_definitions(const Stmt &s) {
         if (!s) return;
@@ -276,12 +292,7 @@ private:
             if (!k_.is_kernel)
                 report("shared arrays are declared in kernels; pass the pointer to the function", s);
             shared_bytes_ += op->count * op->var->type.element_type().bytes();
-            if (shared_bytes_ > max_static_shared_bytes && !shared_reported_) {
-                shared_reported_ = true;
-                report("static shared memory adds up to more than " +
-                       std::to_string(max_static_shared_bytes) + " bytes (" +
-                       std::to_string(shared_bytes_) + " at " + name(op->var) + ")");
-            }
+            if (op->count > 0) shared_arrays_.push_back(s); // count 0: the dynamic shared memory
             define(op->var);
             return;
         }
@@ -465,9 +476,9 @@ private:
     std::unordered_set<const Variable *> all_defs_; // defined anywhere in the body
     int loop_depth_ = 0;
     uint64_t shared_bytes_ = 0;
+    std::vector<Stmt> shared_arrays_; ///< the static ones, in order
     uint64_t local_bytes_ = 0;
     bool local_reported_ = false;
-    bool shared_reported_ = false;
     uint64_t constant_bytes_ = 0;
     bool constant_reported_ = false;
     std::unordered_set<std::string> constant_names_;
@@ -485,6 +496,8 @@ void verify_callees(const Stmt &body, std::vector<std::string> &problems) {
     }
 }
 
+/// The summary says what is wrong: the first line of the first problem, without the prefix
+/// naming `what` itself (a callee's problem keeps its own).
 void throw_problems(const std::string &what, const std::vector<std::string> &problems) {
     if (problems.empty()) return;
     std::string log;
@@ -492,9 +505,13 @@ void throw_problems(const std::string &what, const std::vector<std::string> &pro
         if (!log.empty()) log += '\n';
         log += p;
     }
-    throw CompileError(what + " failed verification (" + std::to_string(problems.size()) +
-                           (problems.size() == 1 ? " problem)" : " problems)"),
-                       log);
+    std::string first = problems.front().substr(0, problems.front().find('\n'));
+    if (first.rfind(what + ": ", 0) == 0) first.erase(0, what.size() + 2);
+    const std::string summary = problems.size() == 1
+                                    ? what + " failed verification (1 problem): " + first
+                                    : what + " failed verification (" + std::to_string(problems.size()) +
+                                          " problems), the first: " + first;
+    throw CompileError(summary, log);
 }
 
 } // namespace

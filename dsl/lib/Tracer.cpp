@@ -10,9 +10,12 @@
 #include "ember/compiler/Verifier.h"
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <limits>
+#include <mutex>
 #include <string>
 
 namespace ember::detail {
@@ -22,11 +25,34 @@ thread_local std::vector<Builder *> builder_stack;
 std::atomic<uint32_t> next_trace_id{1};
 std::atomic<uint64_t> next_kernel_id{1};
 
-/// Name of the kernel a trace id belongs to, as long as it is on this thread's stack.
-std::string trace_name(uint32_t id) {
-    for (Builder *b : builder_stack)
-        if (b->id() == id) return "'" + b->kernel_name() + "'";
-    return "another kernel";
+/// What each trace id traced ("kernel 'k'", "device function 'f'"), for messages about values
+/// used outside their trace, which may name a kernel whose trace has ended. The oldest names are
+/// dropped beyond max_trace_names.
+struct TraceNames {
+    static constexpr size_t max_trace_names = 1 << 16;
+    std::mutex mutex;
+    std::unordered_map<uint32_t, std::string> names;
+    std::deque<uint32_t> order;
+
+    void add(uint32_t id, std::string what) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (order.size() == max_trace_names) {
+            names.erase(order.front());
+            order.pop_front();
+        }
+        names.emplace(id, std::move(what));
+        order.push_back(id);
+    }
+    std::string get(uint32_t id) {
+        std::lock_guard<std::mutex> lock(mutex);
+        auto it = names.find(id);
+        return it == names.end() ? std::string("a kernel traced earlier") : it->second;
+    }
+};
+
+TraceNames &trace_names() {
+    static TraceNames *names = new TraceNames; // never destroyed: kernels may be traced at exit
+    return *names;
 }
 
 bool is_identifier(const std::string &s) {
@@ -137,6 +163,23 @@ const Builder::Divergence *Builder::divergence() const {
     return nullptr;
 }
 
+void check_shared_array(Builder &b, const std::string &what, uint64_t bytes, const std::source_location &loc) {
+    if (b.is_function())
+        throw DslError(what + " in " + b.what() + ": shared arrays are declared in kernels; declare it "
+                                                  "in the kernel and pass the SharedPtr<T> to the function",
+                       loc);
+    if (bytes == 0) return; // the dynamic shared memory: sized at the launch
+    b.shared_arrays.push_back({what, bytes, loc});
+    b.shared_bytes += bytes;
+    if (b.shared_bytes <= ir::max_static_shared_bytes) return;
+    std::string msg = b.what() + ": static shared memory over the limit: " + std::to_string(b.shared_bytes) +
+                      " bytes of " + std::to_string(ir::max_static_shared_bytes) + ", in " +
+                      std::to_string(b.shared_arrays.size()) + " shared arrays:";
+    for (const Builder::SharedArrayDecl &d : b.shared_arrays)
+        msg += "\n  " + d.what + " (" + std::to_string(d.bytes) + " bytes) at " + short_location(d.loc);
+    throw DslError(msg, loc);
+}
+
 std::string short_location(const std::source_location &loc) {
     return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
 }
@@ -213,12 +256,15 @@ void check_trace(uint32_t value_trace, const std::source_location &loc) {
                        loc);
     uint32_t cur = current_trace_id();
     if (cur == value_trace) return;
+    const std::string origin = trace_names().get(value_trace);
     if (cur == 0)
-        throw DslError("a traced value of kernel " + trace_name(value_trace) +
-                           " used outside a kernel",
+        throw DslError("a value traced in " + origin + " is used outside any kernel: a traced value "
+                           "exists only while its kernel is traced",
                        loc);
-    throw DslError("a value traced in kernel " + trace_name(value_trace) + " used in " +
-                       builder_stack.back()->what() + ": pass it as a parameter instead",
+    const std::string user = builder_stack.back()->what();
+    throw DslError("a value traced in " + origin + " is used in " + user +
+                       ": a traced value belongs to the kernel or device function that traced it; "
+                       "pass it to " + user + " as a parameter instead",
                    loc);
 }
 
@@ -230,6 +276,7 @@ uint32_t merge_trace(uint32_t a, uint32_t b) {
 
 TraceScope::TraceScope(std::string kernel_name, bool is_function)
     : builder_(std::move(kernel_name), next_trace_id.fetch_add(1), is_function) {
+    trace_names().add(builder_.id(), builder_.what());
     builder_stack.push_back(&builder_);
 }
 
@@ -243,7 +290,7 @@ ir::Expr host_constant_int(ir::Type t, int64_t v, bool is_unsigned_source, uint6
                            const std::source_location &loc) {
     if (t.is_float()) {
         double d = is_unsigned_source ? static_cast<double>(uv) : static_cast<double>(v);
-        return ir::FloatImm::make(t, d);
+        return host_constant_float(t, d, loc);
     }
     // Does the C++ value fit the traced type?
     bool fits;
@@ -267,7 +314,50 @@ ir::Expr host_constant_int(ir::Type t, int64_t v, bool is_unsigned_source, uint6
     return ir::IntImm::make(t, is_unsigned_source ? static_cast<int64_t>(uv) : v);
 }
 
-ir::Expr host_constant_float(ir::Type t, double v) { return ir::FloatImm::make(t, v); }
+namespace {
+/// The largest finite value of the float type `t`.
+double max_finite(ir::Type t) {
+    switch (t.scalar()) {
+    case ir::ScalarType::F16: return 65504.0;
+    case ir::ScalarType::BF16: return std::ldexp(2.0 - std::ldexp(1.0, -7), 127);
+    case ir::ScalarType::F32: return static_cast<double>(std::numeric_limits<float>::max());
+    default: return std::numeric_limits<double>::max();
+    }
+}
+
+/// Half a unit in the last place of max_finite(t): a finite value whose magnitude reaches
+/// max_finite(t) + this rounds to infinity (a tie rounds to even, which is infinity there).
+double half_ulp_at_max(ir::Type t) {
+    switch (t.scalar()) {
+    case ir::ScalarType::F16: return std::ldexp(1.0, 15 - 10 - 1);
+    case ir::ScalarType::BF16: return std::ldexp(1.0, 127 - 7 - 1);
+    case ir::ScalarType::F32: return std::ldexp(1.0, 127 - 23 - 1);
+    default: return std::numeric_limits<double>::infinity(); // f64: every finite double fits
+    }
+}
+
+/// `v` as written in C++: integers in full (up to 1e18), other values in their shortest form.
+std::string shortest(double v) {
+    if (v == std::trunc(v) && std::fabs(v) < 1e18) return std::to_string(static_cast<long long>(v));
+    char buf[64];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+} // namespace
+
+ir::Expr host_constant_float(ir::Type t, double v, const std::source_location &loc) {
+    // A finite C++ number that would round to infinity in `t` is an error, as an integer that
+    // does not fit: infinity is written as such (std::numeric_limits<float>::infinity()).
+    if (std::isfinite(v) && std::fabs(v) >= max_finite(t) + half_ulp_at_max(t)) {
+        Builder *b = current_builder();
+        throw DslError("the constant " + shortest(v) + " is out of range for " + t.to_string() +
+                           " (its finite values lie within +-" + shortest(max_finite(t)) + ")" +
+                           (b ? " (kernel '" + b->kernel_name() + "')" : std::string()) +
+                           "; it would round to infinity: write infinity explicitly, or use a wider type",
+                       loc);
+    }
+    return ir::FloatImm::make(t, v);
+}
 
 void check_kernel_signature(const std::string &name, size_t num_params, size_t num_names,
                             const std::source_location &loc) {

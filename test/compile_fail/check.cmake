@@ -1,5 +1,5 @@
 # Compiles SOURCE (syntax only) and passes when the compiler fails AND prints every `// EXPECT:`
-# line of SOURCE.
+# line of SOURCE and none of its `// EXPECT-NOT:` lines.
 set(flags -std=c++20 -fsyntax-only)
 foreach(dir IN LISTS INCLUDES)
   list(APPEND flags -I${dir})
@@ -18,6 +18,14 @@ foreach(line IN LISTS expects)
   string(FIND "${err}" "${needle}" pos)
   if(pos EQUAL -1)
     message(FATAL_ERROR "${SOURCE}: the diagnostics do not contain '${needle}':\n${err}")
+  endif()
+endforeach()
+file(STRINGS ${SOURCE} expect_nots REGEX "^// EXPECT-NOT: ")
+foreach(line IN LISTS expect_nots)
+  string(REPLACE "// EXPECT-NOT: " "" needle "${line}")
+  string(FIND "${err}" "${needle}" pos)
+  if(NOT pos EQUAL -1)
+    message(FATAL_ERROR "${SOURCE}: the diagnostics contain '${needle}', which they must not:\n${err}")
   endif()
 endforeach()
 message(STATUS "${SOURCE}: fails to compile as expected")

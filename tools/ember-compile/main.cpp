@@ -5,15 +5,14 @@
 #include "ember/compiler/Bundle.h"
 #include "ember/compiler/CacheSupport.h"
 #include "ember/compiler/Compiler.h"
+#include "ember/compiler/FileIO.h"
 #include "ember/compiler/IRPrinter.h"
 #include "ember/compiler/Target.h"
 
 #include <cstdio>
-#include <fstream>
+#include <exception>
 #include <iostream>
-#include <iterator>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -55,7 +54,9 @@ one stage of the compilation pipeline for every kernel (or only NAME).
 
 Text stages written to stdout start each kernel with a line
   // ----- kernel: NAME  target: SPEC  stage: STAGE -----
-which is left out with -o and for obj. Exit status: 0 success, 1 compile error, 2 usage error.
+which is left out with -o and for obj. FILE (and stdin) must be a regular file of at most 256 MiB,
+as must each file of a bundle. Exit status: 0 success, 1 compile error, an unreadable input or a
+failed write (stdout, -o FILE, an EMBER_DUMP file), 2 usage error.
 With --bundle: 0 when the replay compiles, 1 when it fails (its error on stderr).
 )";
 
@@ -143,35 +144,32 @@ Options parse_args(int argc, char **argv) {
     return o;
 }
 
+/// The input: a regular file, or stdin for '-', at most ember::max_input_file_bytes.
 std::string read_input(const std::string &path) {
-    if (path == "-") {
-        std::ostringstream ss;
-        ss << std::cin.rdbuf();
-        return ss.str();
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ember::LogicError("cannot open '" + path + "'");
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (path == "-") return ember::read_descriptor(0, "<stdin>");
+    return ember::read_regular_file(path);
 }
+
+/// Writes `text` to stdout; a failed write (a full disk, a closed pipe) is an error.
+void write_stdout(const std::string &text) { ember::write_descriptor(1, "stdout", text); }
 
 /// `--bundle DIR [--diff]`: replays a repro bundle ([Note] Repro bundles).
 int replay(const Options &o) {
     const ember::BundleReplay r = ember::replay_bundle(*o.bundle);
     const ember::ReproBundle &s = r.stored;
-    std::cout << "bundle: " << *o.bundle << "\n"
-              << "kernel: " << s.kernel_name << "  target: " << s.target.to_string()
-              << "  -O" << s.opt_level << "\n"
-              << "stored: "
-              << (s.failed_stage.empty() ? std::string("compiled") : "failed at " + s.failed_stage)
-              << "\n"
-              << "replay: "
-              << (r.produced.failed_stage.empty() ? std::string("compiled")
-                                                  : "failed at " + r.produced.failed_stage)
-              << "\n";
+    std::string out;
+    out += "bundle: " + *o.bundle + "\n" +
+           "kernel: " + s.kernel_name + "  target: " + s.target.to_string() + "  -O" +
+           std::to_string(s.opt_level) + "\n" + "stored: " +
+           (s.failed_stage.empty() ? std::string("compiled") : "failed at " + s.failed_stage) +
+           "\n" + "replay: " +
+           (r.produced.failed_stage.empty() ? std::string("compiled")
+                                            : "failed at " + r.produced.failed_stage) +
+           "\n";
     if (s.failed_stage == "load")
-        std::cout << "note: the stored failure is the driver's PTX JIT, which offline replay does "
-                     "not run; it compares the PTX instead\n";
-    std::cout << "reproduced: " << (r.reproduced ? "yes" : "no") << "\n";
+        out += "note: the stored failure is the driver's PTX JIT, which offline replay does "
+               "not run; it compares the PTX instead\n";
+    out += std::string("reproduced: ") + (r.reproduced ? "yes" : "no") + "\n";
     if (o.diff) {
         const std::pair<const char *, std::pair<const std::string *, const std::string *>> stages[] = {
             {"llvm.ll", {&s.llvm, &r.produced.llvm}},
@@ -186,10 +184,10 @@ int replay(const Options &o) {
                                   : produced.empty()                ? "not produced"
                                   : stored == produced              ? "same"
                                                                     : "differs";
-            std::cout << "stage " << name << ": " << verdict << "\n";
+            out += std::string("stage ") + name + ": " + verdict + "\n";
         }
     }
-    std::cout.flush();
+    write_stdout(out);
     if (!r.produced.error.empty()) {
         std::cerr << "ember-compile: error: " << r.produced.error;
         if (r.produced.error.back() != '\n') std::cerr << "\n";
@@ -248,16 +246,6 @@ std::string report_line(const ember::ir::Kernel &k, const ember::TargetSpec &tar
     return s;
 }
 
-bool write_file(const std::string &path, const std::string &bytes) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << bytes;
-    if (!f) {
-        std::cerr << "ember-compile: error: cannot write '" << path << "'\n";
-        return false;
-    }
-    return true;
-}
-
 int run(const Options &o) {
     if (o.bundle) return replay(o);
     const std::string filename = o.input == "-" ? "<stdin>" : o.input;
@@ -306,17 +294,26 @@ int run(const Options &o) {
         }
         if (!o.stage) continue;
         if (o.output && o.all_targets) {
-            if (!write_file(path_for_target(*o.output, target), target_out)) return 1;
+            ember::write_whole_file(path_for_target(*o.output, target), target_out);
         } else {
             out += target_out;
         }
     }
     if (!o.stage || (o.output && o.all_targets)) return 0;
-
-    if (o.output) return write_file(*o.output, out) ? 0 : 1;
-    std::cout.write(out.data(), static_cast<std::streamsize>(out.size()));
-    std::cout.flush();
+    if (o.output)
+        ember::write_whole_file(*o.output, out);
+    else
+        write_stdout(out);
     return 0;
+}
+
+/// EMBER_DUMP files that could not be written (each was warned about) fail the run.
+int check_dumps(int status) {
+    const uint64_t failed = ember::dump_write_failures();
+    if (failed == 0 || status != 0) return status;
+    std::cerr << "ember-compile: error: " << failed << " EMBER_DUMP file" << (failed == 1 ? "" : "s")
+              << " could not be written (see the warning" << (failed == 1 ? "" : "s") << " above)\n";
+    return 1;
 }
 
 } // namespace
@@ -325,20 +322,24 @@ int main(int argc, char **argv) {
     try {
         Options o = parse_args(argc, argv);
         if (o.help) {
-            std::cout << usage_text;
+            write_stdout(usage_text);
             return 0;
         }
         if (o.version) {
-            std::cout << "ember-compile (ember " << ember::ember_version() << ")\ncompiler build: "
-                      << ember::compiler_build_id() << "\nLLVM: " << ember::llvm_version() << "\n";
+            write_stdout("ember-compile (ember " + ember::ember_version() + ")\ncompiler build: " +
+                         ember::compiler_build_id() + "\nLLVM: " + ember::llvm_version() + "\n");
             return 0;
         }
-        return run(o);
+        return check_dumps(run(o));
     } catch (const UsageError &e) {
         std::cerr << "ember-compile: error: " << e.message << "\n"
                   << "run 'ember-compile --help' for usage\n";
         return 2;
     } catch (const ember::Error &e) {
+        std::cerr << "ember-compile: error: " << e.what() << "\n";
+        return 1;
+    } catch (const std::exception &e) {
+        // Not expected (every failure ember knows of is an ember::Error), but never uncaught.
         std::cerr << "ember-compile: error: " << e.what() << "\n";
         return 1;
     }

@@ -213,6 +213,20 @@ TEST(IRParserTest, ReportsLiteralErrors) {
               "t.eir:2:21: error: floating-point literal cannot have integer type i32");
     EXPECT_EQ(parse_error("kernel @k() {\n  let %a: f32 = 1e99:f32\n}\n"),
               "t.eir:2:17: error: floating-point literal '1e99' is out of range for f32");
+    // f16 and bf16 literals beyond their range are rejected as f32's are, not rounded to inf.
+    EXPECT_EQ(parse_error("kernel @k() {\n  let %a: f16 = 70000.0:f16\n}\n"),
+              "t.eir:2:17: error: floating-point literal '70000.0' is out of range for f16");
+    EXPECT_EQ(parse_error("kernel @k() {\n  let %a: f16 = -65520.0:f16\n}\n"),
+              "t.eir:2:18: error: floating-point literal '65520.0' is out of range for f16");
+    EXPECT_EQ(parse_error("kernel @k() {\n  let %a: bf16 = 3.4e38:bf16\n}\n"),
+              "t.eir:2:18: error: floating-point literal '3.4e38' is out of range for bf16");
+    EXPECT_EQ(parse_error("kernel @k() {\n  let %a: bf16 = 1e39:bf16\n}\n"),
+              "t.eir:2:18: error: floating-point literal '1e39' is out of range for bf16");
+    // What rounds to the largest finite f16 is accepted, and so is inf.
+    EXPECT_EQ(print(parse_module("kernel @k(%p: ptr<global f16>) {\n  %p[0:i64] = 65519.0:f16\n"
+                                         "  %p[1:i64] = -inf:f16\n}\n")
+                            .kernels.at(0)),
+              "kernel @k(%p: ptr<global f16>) {\n  %p[0:i64] = 65504.0:f16\n  %p[1:i64] = -inf:f16\n}\n");
     EXPECT_EQ(parse_error("kernel @k() {\n  let %a: bool = 1:bool\n}\n"),
               "t.eir:2:20: error: a numeric literal cannot have type bool");
 }
@@ -260,7 +274,8 @@ TEST(IRParserTest, VerifiesParsedKernels) {
         FAIL() << "expected CompileError";
     } catch (const CompileError &e) {
         EXPECT_EQ(e.summary(),
-                  "v.eir:1:1: error: kernel 'bad.name' failed verification (1 problem)");
+                  "v.eir:1:1: error: kernel 'bad.name' failed verification (1 problem): name is not a C "
+                  "identifier");
         EXPECT_EQ(e.log(), "kernel 'bad.name': name is not a C identifier");
     }
 }

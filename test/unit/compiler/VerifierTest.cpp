@@ -64,7 +64,8 @@ TEST(VerifierTest, ReportsEveryProblemAtOnce) {
         verify_or_throw(k);
         FAIL() << "expected CompileError";
     } catch (const CompileError &e) {
-        EXPECT_EQ(e.summary(), "kernel '2bad' failed verification (5 problems)");
+        EXPECT_EQ(e.summary(),
+                  "kernel '2bad' failed verification (5 problems), the first: name is not a C identifier");
         EXPECT_EQ(e.log(), expected[0] + "\n" + expected[1] + "\n" + expected[2] + "\n" +
                                expected[3] + "\n" + expected[4]);
     }
@@ -186,4 +187,35 @@ TEST(VerifierTest, NamesMatchThePrinter) {
     Kernel k{"k", {}, body};
     EXPECT_NE(print(k).find("let %2: i32 = %1"), std::string::npos);
     EXPECT_EQ(verify(k), Problems{"kernel 'k': %1 used outside its scope"});
+}
+
+TEST(VerifierTest, SharedMemoryOverTheLimitSaysSoAndListsTheArrays) {
+    // The first line says what is wrong and by how much; the log lists every static shared
+    // array by name with its size (the dynamic one, [], adds nothing).
+    auto shared = [](const char *name, ScalarType t, uint64_t count) {
+        return SharedArray::make(Variable::make(name, Type::pointer(t, AddressSpace::Shared), VarKind::Let),
+                                 count);
+    };
+    Kernel k{"tiles", {}, Block::make({shared("a", ScalarType::F32, 8192), shared("dyn", ScalarType::F32, 0),
+                                       shared("b", ScalarType::F64, 2048), shared("c", ScalarType::U8, 16)})};
+    const std::string expected =
+        "kernel 'tiles': static shared memory over the limit: 49168 bytes of 49152, in 3 shared arrays:\n"
+        "  shared %a: f32[8192] (32768 bytes)\n"
+        "  shared %b: f64[2048] (16384 bytes)\n"
+        "  shared %c: u8[16] (16 bytes)";
+    EXPECT_EQ(verify(k), Problems{expected});
+    try {
+        verify_or_throw(k);
+        FAIL() << "expected CompileError";
+    } catch (const CompileError &e) {
+        EXPECT_EQ(e.summary(), "kernel 'tiles' failed verification (1 problem): static shared memory over "
+                               "the limit: 49168 bytes of 49152, in 3 shared arrays:");
+        EXPECT_EQ(e.log(), expected);
+    }
+    // At the limit exactly, nothing is reported.
+    Module ok = parse_module("kernel @full(%p: ptr<global f32>) {\n"
+                             "  shared %a: f32[8192]\n"
+                             "  shared %b: f64[2048]\n"
+                             "}\n");
+    EXPECT_EQ(verify(ok.kernels[0]), Problems{});
 }

@@ -155,13 +155,22 @@ TEST(DeviceFunctionErrorTest, ReturnValuesMustMatch) {
 }
 
 TEST(DeviceFunctionErrorTest, SharedArraysBelongToKernels) {
-    std::string msg = error_of([] {
-        device_function("f", [](Int i) {
+    // A DslError at the user's line, while tracing (not the verifier's CompileError afterwards).
+    int line = 0;
+    std::string msg;
+    try {
+        device_function("f", [&](Int i) {
+            line = __LINE__ + 1;
             auto s = shared_array<float, 32>();
             s[i] = 1.0f;
         });
-    });
-    EXPECT_TRUE(has(msg, "shared arrays are declared in kernels")) << msg;
+    } catch (const DslError &e) {
+        msg = e.what();
+    }
+    EXPECT_TRUE(has(msg, "DeviceFunctionErrorTest.cpp:" + std::to_string(line) +
+                             ":")) << msg;
+    EXPECT_TRUE(has(msg, "shared_array<Float32, 32> in device function 'f': shared arrays are declared in "
+                         "kernels")) << msg;
 }
 
 TEST(DeviceFunctionErrorTest, NamesAreIdentifiers) {

@@ -146,7 +146,7 @@ TEST(StructErrorTest, AStructOfAnotherKernelCannotBePassedToAFunction) {
             });
         });
     });
-    EXPECT_TRUE(has(msg, "a value traced in kernel 'outer' used in kernel 'inner'")) << msg;
+    EXPECT_TRUE(has(msg, "a value traced in kernel 'outer' is used in kernel 'inner'")) << msg;
     EXPECT_TRUE(has(msg, "StructTest.cpp:" + std::to_string(line))) << msg;
 }
 
@@ -171,7 +171,7 @@ TEST(StructErrorTest, FieldsOfMixedKernelsAreReportedAtTheCall) {
             });
         });
     });
-    EXPECT_TRUE(has(msg, "a value traced in kernel 'outer' used in kernel 'inner'")) << msg;
+    EXPECT_TRUE(has(msg, "a value traced in kernel 'outer' is used in kernel 'inner'")) << msg;
     EXPECT_TRUE(has(msg, "StructTest.cpp:" + std::to_string(line))) << msg;
 }
 

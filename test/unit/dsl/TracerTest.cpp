@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <optional>
 #include <string>
 
 using namespace ember;
@@ -188,8 +190,67 @@ TEST(TracerErrorTest, ValueOfOneKernelUsedInAnother) {
             p[0] = n;
         });
     });
-    EXPECT_NE(msg.find("a value traced in kernel 'outer' used in kernel 'inner'"), std::string::npos)
+    EXPECT_NE(msg.find("a value traced in kernel 'outer' is used in kernel 'inner'"), std::string::npos)
         << msg;
+}
+
+TEST(TracerErrorTest, ValueOfAFinishedKernelUsedInAnotherNamesBothAndTheLine) {
+    // The value outlives its kernel's trace: the message still names that kernel, the one that
+    // uses it, and the user's line, in one sentence.
+    std::optional<Int> leaked;
+    kernel("k1", [&](Int n) { leaked.emplace(n); });
+    int line = 0;
+    std::string msg = dsl_error_of([&] {
+        kernel("k2", [&](Ptr<int64_t> p) {
+            line = __LINE__ + 1;
+            p[0] = *leaked;
+        });
+    });
+    EXPECT_EQ(msg.rfind(std::string(__FILE__) + ":" + std::to_string(line) + ":", 0), 0u) << msg;
+    EXPECT_NE(msg.find(": error: a value traced in kernel 'k1' is used in kernel 'k2': a traced value "
+                       "belongs to the kernel or device function that traced it; pass it to kernel 'k2' "
+                       "as a parameter instead"),
+              std::string::npos)
+        << msg;
+    // Outside any kernel.
+    msg = dsl_error_of([&] {
+        line = __LINE__ + 1;
+        Int copy = cast<int64_t>(*leaked);
+    });
+    EXPECT_EQ(msg.rfind(std::string(__FILE__) + ":" + std::to_string(line) + ":", 0), 0u) << msg;
+    EXPECT_NE(msg.find("a value traced in kernel 'k1' is used outside any kernel"), std::string::npos) << msg;
+}
+
+TEST(TracerErrorTest, SharedMemoryOverTheLimitListsTheArraysAndTheirLines) {
+    // The array that goes over the limit is a DslError at its line; the message says by how much
+    // and lists every static shared array of the kernel with its size and line.
+    int line_a = 0, line_b = 0;
+    std::string msg = dsl_error_of([&] {
+        kernel("tiles", [&](Ptr<float> p) {
+            line_a = __LINE__ + 1;
+            auto a = shared_array<float, 8192>();
+            auto d = dynamic_shared<float>(); // sized at the launch: not counted
+            line_b = __LINE__ + 1;
+            auto b = shared_array<float, 8192>();
+            p[0] = a[0] + b[0] + d[0];
+        });
+    });
+    const std::string file = __FILE__;
+    EXPECT_EQ(msg.rfind(file + ":" + std::to_string(line_b) + ":", 0), 0u) << msg;
+    EXPECT_NE(msg.find(": error: kernel 'tiles': static shared memory over the limit: 65536 bytes of 49152, "
+                       "in 2 shared arrays:\n"
+                       "  shared_array<Float32, 8192> (32768 bytes) at " + file + ":" + std::to_string(line_a) +
+                       "\n"
+                       "  shared_array<Float32, 8192> (32768 bytes) at " + file + ":" + std::to_string(line_b)),
+              std::string::npos)
+        << msg;
+    // Exactly at the limit is fine.
+    auto k = kernel("full", [](Ptr<float> p) {
+        auto a = shared_array<float, 8192>();
+        auto b = shared_array<double, 2048>();
+        p[0] = a[0] + cast<float>(b[0]);
+    });
+    EXPECT_EQ(k.name(), "full");
 }
 
 TEST(TracerErrorTest, ConstantThatDoesNotFit) {
@@ -288,13 +349,111 @@ TEST(TracerErrorTest, ErrorsNameTheUsersLineEvenThroughOperators) {
     EXPECT_NE(msg.find("combines values traced in different kernels"), std::string::npos) << msg;
 }
 
-TEST(TracerErrorTest, ConstantsThatDoNotFitInsideOperatorsNameTheKernel) {
-    // An operator cannot know the user's line: the message names the kernel and no ember header.
-    std::string msg = dsl_error_of([] {
-        kernel("narrow", [](Ptr<int8_t> p, Int8 x) { p[0] = x + 1000; });
+/// `msg` starts with this file and `line` (not an ember header) and contains `what`.
+void expect_at(const std::string &msg, int line, const std::string &what) {
+    EXPECT_EQ(msg.rfind(std::string(__FILE__) + ":" + std::to_string(line) + ":", 0), 0u) << msg;
+    EXPECT_NE(msg.find(what), std::string::npos) << msg;
+}
+
+TEST(TracerErrorTest, ConstantsThatDoNotFitInsideOperatorsNameTheUsersLine) {
+    // A C++ number meeting a traced operand in an operator is converted at the user's line: the
+    // error starts with it (and names the kernel), on either side and for every kind of operator.
+    int line = 0;
+    auto expect_at_line = [&](const std::string &msg, const std::string &what) { expect_at(msg, line, what); };
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int8_t> p, Int8 x) {
+                           line = __LINE__ + 1;
+                           p[0] = x + 300;
+                       });
+                   }),
+                   "the constant 300 does not fit in i8 (kernel 'narrow')");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int8_t> p, Int8 x) {
+                           line = __LINE__ + 1;
+                           p[0] = 1000 * x;
+                       });
+                   }),
+                   "the constant 1000 does not fit in i8");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<bool> p, UInt8 x) {
+                           Var<uint8_t> v(x);
+                           line = __LINE__ + 1;
+                           p[0] = v < -1;
+                       });
+                   }),
+                   "the constant -1 does not fit in u8");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int16_t> p) {
+                           line = __LINE__ + 1;
+                           p[0] = min(p[1], 40000);
+                       });
+                   }),
+                   "the constant 40000 does not fit in i16");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int8_t> p) {
+                           line = __LINE__ + 1;
+                           p.store(0, p.load<4>(0) + 300);
+                       });
+                   }),
+                   "the constant 300 does not fit in i8");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("narrow", [&](Ptr<int8_t> p) {
+                           line = __LINE__ + 1;
+                           p.store(0, max(p.load<4>(0), -300));
+                       });
+                   }),
+                   "the constant -300 does not fit in i8");
+}
+
+TEST(TracerErrorTest, FloatConstantsBeyondTheTypesRangeAreRejected) {
+    // A finite C++ number that would round to infinity in the traced float type is an error at
+    // the user's line naming the value and the range, for f16, bf16 and f32 alike.
+    int line = 0;
+    auto expect_at_line = [&](const std::string &msg, const std::string &what) { expect_at(msg, line, what); };
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<half> p, Float16 x) {
+                           line = __LINE__ + 1;
+                           p[0] = x * 70000.0;
+                       });
+                   }),
+                   "the constant 70000 is out of range for f16 (its finite values lie within +-65504) "
+                   "(kernel 'wide'); it would round to infinity");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<half> p) {
+                           line = __LINE__ + 1;
+                           p[0] = -65520.0f;
+                       });
+                   }),
+                   "the constant -65520 is out of range for f16");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<half> p, Float16 x) {
+                           line = __LINE__ + 1;
+                           p[0] = x + 100000; // an integer constant of a float type
+                       });
+                   }),
+                   "the constant 100000 is out of range for f16");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<bfloat16> p) {
+                           line = __LINE__ + 1;
+                           p[0] = 3.4e38;
+                       });
+                   }),
+                   "the constant 3.4e+38 is out of range for bf16");
+    expect_at_line(dsl_error_of([&] {
+                       kernel("wide", [&](Ptr<float> p, Float32 x) {
+                           line = __LINE__ + 1;
+                           p[0] = max(x, 1e39);
+                       });
+                   }),
+                   "the constant 1e+39 is out of range for f32");
+    // What rounds to the largest finite value, and infinity written as such, are accepted.
+    auto k = kernel("edge", {"h", "f"}, [](Ptr<half> h, Ptr<float> f) {
+        h[0] = 65519.0;
+        h[1] = -std::numeric_limits<double>::infinity();
+        f[0] = 3.4028235e38;
     });
-    EXPECT_EQ(msg.find("/ember/dsl/"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("the constant 1000 does not fit in i8 (kernel 'narrow')"), std::string::npos) << msg;
+    EXPECT_NE(ir_of(k).find("%h[0:i64] = 65504.0:f16"), std::string::npos) << ir_of(k);
+    EXPECT_NE(ir_of(k).find("%h[1:i64] = -inf:f16"), std::string::npos) << ir_of(k);
 }
 } // namespace
 

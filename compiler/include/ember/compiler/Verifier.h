@@ -20,10 +20,13 @@ namespace ember::ir {
 /// type, and kernel params of vector type; an empty kernel name or a name that is not a C
 /// identifier; constant arrays outside kernels, with a name that is not a C identifier, starts
 /// with `__`, is taken (twice, the kernel's, a called function's), or adding up to more than
-/// max_constant_bytes.
+/// max_constant_bytes; static shared arrays adding up to more than max_static_shared_bytes (the
+/// message gives the total and lists the arrays, one a line).
 std::vector<std::string> verify(const Kernel &k);
 
-/// Throws `ember::CompileError` with all problems in its log when `verify` finds any.
+/// Throws `ember::CompileError` with all problems in its log when `verify` finds any; its summary
+/// is "kernel 'k' failed verification (N problems), the first: ..." (for one problem, "(1
+/// problem): ..."), so that the first line says what is wrong.
 void verify_or_throw(const Kernel &k);
 /// The same for a device function and the functions it calls: also a return type that is not
 /// returned on every path, `return` without a value in a non-void function (or with one in a

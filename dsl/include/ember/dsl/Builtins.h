@@ -270,7 +270,7 @@ Value<traced_t<X>> shuffle(ir::WarpOp op, const X &x, const L &lane, const std::
 }
 
 template <class R, Operand C> R vote(ir::WarpOp op, const C &cond, const std::source_location &loc) {
-    Bool c = to_value<bool>(cond, loc);
+    Bool c = to_condition(cond, loc);
     Builder &b = require_builder("a warp vote", loc);
     check_trace(c.trace(), loc);
     return R(b.bind(ir::Warp::make(op, c.expr())), b.id());
@@ -363,9 +363,9 @@ template <HostScalar U> ir::Expr host_constant_for(ir::Type t, U v, const std::s
                 throw DslError("a C++ floating-point value does not convert to " + t.to_string() +
                                    " implicitly; use cast<T>()",
                                loc);
-            return host_constant_float(t, static_cast<double>(v));
+            return host_constant_float(t, static_cast<double>(v), loc);
         } else {
-            if (t.is_float()) return host_constant_float(t, static_cast<double>(v));
+            if (t.is_float()) return host_constant_float(t, static_cast<double>(v), loc);
             return host_constant_int(t, static_cast<int64_t>(v), std::is_unsigned_v<S>, static_cast<uint64_t>(v), loc);
         }
     }

@@ -45,7 +45,7 @@ public:
     template <Operand C, class F>
     IfChain &elif_(const C &cond, F &&body, std::source_location loc = std::source_location::current()) {
         detail::check_body<F>();
-        Bool c = detail::to_value<bool>(cond, loc);
+        Bool c = detail::to_condition(cond, loc);
         check_open("elif_", loc);
         std::vector<ir::Stmt> prelude = take_condition_prelude(loc);
         // Each arm runs only where the earlier conditions failed: it diverges when any did.
@@ -93,10 +93,8 @@ private:
 /// Runs `body` on the device for the threads where `cond` (a Bool) holds.
 template <Operand C, class F>
 IfChain if_(const C &cond, F &&body, std::source_location loc = std::source_location::current()) {
-    static_assert(!HostScalar<C> || std::is_same_v<std::remove_cvref_t<C>, bool>,
-                  "if_ needs a Bool condition");
     detail::check_body<F>();
-    Bool c = detail::to_value<bool>(cond, loc);
+    Bool c = detail::to_condition(cond, loc);
     detail::Builder &b = detail::require_builder("if_", loc);
     const bool divergent = b.thread_dependent(c.expr());
     ir::Stmt then_body;
@@ -185,7 +183,7 @@ void while_(C &&cond, F &&body, std::source_location loc = std::source_location:
         try {
             auto r = std::invoke(cond);
             --b.expression_only;
-            return detail::to_value<bool>(r, loc);
+            return detail::to_condition(r, loc);
         } catch (...) {
             --b.expression_only;
             throw;

@@ -269,9 +269,12 @@ template <class V, SimdOperand X> V to_simd(const X &x, const std::source_locati
     }
 }
 
-/// An operand as a `V` for an operator: converted, but not checked against the current trace
-/// (operators cannot learn the user's line; see binary() in Value.h).
-template <class V, SimdOperand X> V simd_operand(const X &x) {
+/// A traced operand (a vector, or a traced scalar to broadcast) as a `V` for an operator, not
+/// checked against the current trace (operators cannot learn the user's line; see binary() in
+/// Value.h). C++ numbers reach operators as HostOperand, converted at the user's line.
+template <class V, SimdOperand X>
+    requires(!HostScalar<X>)
+V simd_operand(const X &x) {
     using T = typename V::value_type;
     if constexpr (SimdValue<X>) {
         if constexpr (!std::is_same_v<simd_type<X>, V>) {
@@ -323,14 +326,37 @@ SIMD<T, N> Var<SIMD<T, N>>::convert(const X &x, const std::source_location &loc)
 // ---------------------------------------------------------------------------------------------
 // Operators (lane by lane).
 
-#define EMBER_SIMD_ARITH_OP(SYM, OP, REQ, WHAT)                                                    \
+// Each operator has three overloads, as the scalar ones (Value.h): vectors and traced scalars,
+// and a vector with a C++ number on either side, converted at the user's line
+// (detail::HostOperand) so that a number that does not fit the lane type is reported there.
+template <class L, class R>
+concept SimdTracedArgs = SimdArgs<L, R> && !HostScalar<L> && !HostScalar<R>;
+#define EMBER_SIMD_BINARY_OVERLOADS(SYM, CHECK, BODY)                                              \
     template <class L, class R>                                                                    \
-        requires SimdArgs<L, R>                                                                    \
+        requires SimdTracedArgs<L, R>                                                              \
     auto operator SYM(const L &l, const R &r) {                                                    \
         using T = typename detail::first_simd_t<L, R>::value_type;                                 \
-        static_assert(REQ, "operator " #SYM " needs " WHAT);                                       \
-        return detail::simd_binary(ir::BinaryOp::OP, l, r);                                        \
+        CHECK;                                                                                     \
+        return BODY(l, r);                                                                         \
+    }                                                                                              \
+    template <SimdValue L>                                                                         \
+    auto operator SYM(const L &l, detail::HostOperand<typename detail::simd_type<L>::value_type> r) { \
+        using T = typename detail::simd_type<L>::value_type;                                       \
+        CHECK;                                                                                     \
+        return BODY(l, r.value);                                                                   \
+    }                                                                                              \
+    template <SimdValue R>                                                                         \
+    auto operator SYM(detail::HostOperand<typename detail::simd_type<R>::value_type> l, const R &r) { \
+        using T = typename detail::simd_type<R>::value_type;                                       \
+        CHECK;                                                                                     \
+        return BODY(l.value, r);                                                                   \
     }
+
+#define EMBER_SIMD_ARITH_OP(SYM, OP, REQ, WHAT)                                                    \
+    EMBER_SIMD_BINARY_OVERLOADS(SYM, static_assert(REQ, "operator " #SYM " needs " WHAT),          \
+                                [](const auto &a, const auto &b) {                                 \
+                                    return detail::simd_binary(ir::BinaryOp::OP, a, b);            \
+                                })
 EMBER_SIMD_ARITH_OP(+, Add, detail::is_number<T>, "number lanes")
 EMBER_SIMD_ARITH_OP(-, Sub, detail::is_number<T>, "number lanes")
 EMBER_SIMD_ARITH_OP(*, Mul, detail::is_number<T>, "number lanes")
@@ -346,11 +372,10 @@ EMBER_SIMD_ARITH_OP(||, Or, (std::is_same_v<T, bool>), "masks (SIMD<bool, N>; co
 #undef EMBER_SIMD_ARITH_OP
 
 #define EMBER_SIMD_COMPARE_OP(SYM, OP)                                                             \
-    template <class L, class R>                                                                    \
-        requires SimdArgs<L, R>                                                                    \
-    auto operator SYM(const L &l, const R &r) {                                                    \
-        return detail::simd_compare(ir::CompareOp::OP, l, r);                                      \
-    }
+    EMBER_SIMD_BINARY_OVERLOADS(SYM, static_assert(!std::is_void_v<T>),                            \
+                                [](const auto &a, const auto &b) {                                 \
+                                    return detail::simd_compare(ir::CompareOp::OP, a, b);          \
+                                })
 EMBER_SIMD_COMPARE_OP(==, EQ)
 EMBER_SIMD_COMPARE_OP(!=, NE)
 EMBER_SIMD_COMPARE_OP(<, LT)
@@ -358,6 +383,7 @@ EMBER_SIMD_COMPARE_OP(<=, LE)
 EMBER_SIMD_COMPARE_OP(>, GT)
 EMBER_SIMD_COMPARE_OP(>=, GE)
 #undef EMBER_SIMD_COMPARE_OP
+#undef EMBER_SIMD_BINARY_OVERLOADS
 
 template <SimdValue X> auto operator-(const X &x) {
     using V = detail::simd_type<X>;
@@ -430,7 +456,7 @@ auto select(const C &cond, const A &a, const B &b, std::source_location loc = st
         c = m.expr();
         trace = m.trace();
     } else {
-        Bool m = detail::to_value<bool>(cond, loc);
+        Bool m = detail::to_condition(cond, loc);
         c = m.expr();
         trace = m.trace();
     }
@@ -463,17 +489,21 @@ template <class To, SimdValue X> auto cast(const X &x, std::source_location loc 
 // ---------------------------------------------------------------------------------------------
 // Built-in functions, lane by lane.
 
+/// The smaller lane by lane (a scalar is broadcast).
 template <class L, class R>
     requires SimdArgs<L, R>
-auto min(const L &l, const R &r) {
-    static_assert(detail::is_number<typename detail::first_simd_t<L, R>::value_type>, "min needs number lanes");
-    return detail::simd_binary(ir::BinaryOp::Min, l, r);
+auto min(const L &l, const R &r, std::source_location loc = std::source_location::current()) {
+    using V = detail::first_simd_t<L, R>;
+    static_assert(detail::is_number<typename V::value_type>, "min needs number lanes");
+    return detail::simd_binary(ir::BinaryOp::Min, detail::to_simd<V>(l, loc), detail::to_simd<V>(r, loc));
 }
+/// The larger lane by lane (a scalar is broadcast).
 template <class L, class R>
     requires SimdArgs<L, R>
-auto max(const L &l, const R &r) {
-    static_assert(detail::is_number<typename detail::first_simd_t<L, R>::value_type>, "max needs number lanes");
-    return detail::simd_binary(ir::BinaryOp::Max, l, r);
+auto max(const L &l, const R &r, std::source_location loc = std::source_location::current()) {
+    using V = detail::first_simd_t<L, R>;
+    static_assert(detail::is_number<typename V::value_type>, "max needs number lanes");
+    return detail::simd_binary(ir::BinaryOp::Max, detail::to_simd<V>(l, loc), detail::to_simd<V>(r, loc));
 }
 /// min(max(x, lo), hi), lane by lane.
 template <class X, class L, class H>

@@ -93,6 +93,15 @@ public:
     int expression_only = 0;
     /// The constant arrays declared so far (constant_array), by name: where each was declared.
     std::unordered_map<std::string, std::string> constant_arrays;
+    /// The static shared arrays declared so far (shared_array), for the message when they add up
+    /// to more than ir::max_static_shared_bytes.
+    struct SharedArrayDecl {
+        std::string what; ///< "shared_array<Float32, 8192>"
+        uint64_t bytes;
+        std::source_location loc;
+    };
+    std::vector<SharedArrayDecl> shared_arrays;
+    uint64_t shared_bytes = 0;
 
 private:
     std::string kernel_name_;
@@ -120,6 +129,12 @@ public:
 private:
     Builder &b_;
 };
+
+/// Checks a shared array about to be declared in `b`: a DslError at `loc` in a device function
+/// (`what` names the call), and for a static one (`bytes` > 0, declared as `what`) that takes the
+/// kernel's static shared memory over ir::max_static_shared_bytes (the message lists every static
+/// shared array with its size and line).
+void check_shared_array(Builder &b, const std::string &what, uint64_t bytes, const std::source_location &loc);
 
 /// "file:line" of `loc`, for messages that point at another place than the error's own.
 std::string short_location(const std::source_location &loc);

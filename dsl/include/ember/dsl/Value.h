@@ -10,7 +10,9 @@
 ///   use `if_(i < n, [&] { ... })`.
 /// * A C++ number meets a traced operand as a constant of the traced operand's type: integers
 ///   become any integer or float type (their value is checked to fit at trace time), floating
-///   values become float types only, `bool` becomes `Bool` only.
+///   values become float types only, `bool` becomes `Bool` only. A finite number that would round
+///   to infinity in a float type (70000.0 as Float16) is a DslError, as an integer that does not
+///   fit; infinity itself is written as such.
 /// * `Value<T>` cannot be assigned (it is one traced value); `Var<T>` can.
 #ifndef EMBER_DSL_VALUE_H
 #define EMBER_DSL_VALUE_H
@@ -130,7 +132,9 @@ namespace detail {
 /// A C++ number as a constant of type T (see [Note] DSL typing rules).
 ir::Expr host_constant_int(ir::Type t, int64_t v, bool is_unsigned_source, uint64_t uv,
                            const std::source_location &loc);
-ir::Expr host_constant_float(ir::Type t, double v);
+/// `v` as a constant of the float type `t`; a finite `v` that would round to infinity in `t` is a
+/// DslError at `loc` naming the value and the type's range.
+ir::Expr host_constant_float(ir::Type t, double v, const std::source_location &loc);
 
 template <Scalar T, HostScalar U> ir::Expr host_constant(U v, const std::source_location &loc) {
     using S = std::remove_cvref_t<U>;
@@ -146,11 +150,11 @@ template <Scalar T, HostScalar U> ir::Expr host_constant(U v, const std::source_
                       "a C++ floating-point value does not convert to an integer type implicitly; "
                       "use cast<T>() or an integer literal");
         if constexpr (std::is_floating_point_v<S>)
-            return host_constant_float(ir_type_of<T>(), static_cast<double>(v));
+            return host_constant_float(ir_type_of<T>(), static_cast<double>(v), loc);
         else // half, bfloat16: exact in float
-            return host_constant_float(ir_type_of<T>(), static_cast<double>(static_cast<float>(v)));
+            return host_constant_float(ir_type_of<T>(), static_cast<double>(static_cast<float>(v)), loc);
     } else if constexpr (is_float_type<T>) {
-        return host_constant_float(ir_type_of<T>(), static_cast<double>(v));
+        return host_constant_float(ir_type_of<T>(), static_cast<double>(v), loc);
     } else {
         return host_constant_int(ir_type_of<T>(), static_cast<int64_t>(v), std::is_unsigned_v<S>,
                                  static_cast<uint64_t>(v), loc);
@@ -236,6 +240,56 @@ Value<T> to_value(const X &x, const std::source_location &loc = std::source_loca
     }
 }
 
+/// A condition (of if_, elif_, while_, select, a warp vote) that is not a Bool fails the build
+/// here, naming the DSL type given (the unspecialised template: a type without a DSL name).
+template <class T, class Dependent = void> struct condition_must_be_a_Bool {
+    static_assert(always_false<Dependent>,
+                  "a condition (of if_, elif_, while_, select or a warp vote) must be a Bool: a "
+                  "comparison such as x < n; see T in this instantiation for the type given");
+};
+#define EMBER_CONDITION_TYPE(CT, NAME)                                                             \
+    template <class Dependent> struct condition_must_be_a_Bool<CT, Dependent> {                    \
+        static_assert(always_false<Dependent>,                                                     \
+                      "a condition (of if_, elif_, while_, select or a warp vote) must be a Bool: " \
+                      "a comparison such as x < n, or x != 0; this one is a " NAME);              \
+    };
+EMBER_CONDITION_TYPE(int8_t, "Int8")
+EMBER_CONDITION_TYPE(int16_t, "Int16")
+EMBER_CONDITION_TYPE(int32_t, "Int32")
+EMBER_CONDITION_TYPE(int64_t, "Int (Int64)")
+EMBER_CONDITION_TYPE(uint8_t, "UInt8")
+EMBER_CONDITION_TYPE(uint16_t, "UInt16")
+EMBER_CONDITION_TYPE(uint32_t, "UInt32")
+EMBER_CONDITION_TYPE(uint64_t, "UInt64")
+EMBER_CONDITION_TYPE(half, "Float16")
+EMBER_CONDITION_TYPE(bfloat16, "BFloat16")
+EMBER_CONDITION_TYPE(float, "Float32")
+EMBER_CONDITION_TYPE(double, "Float64")
+#undef EMBER_CONDITION_TYPE
+
+/// `cond` as the Bool of a condition, converted where the user wrote it. A traced number or a C++
+/// number is not a condition: the build fails naming its type (not as mismatched operands).
+template <class C> Bool to_condition(const C &cond, const std::source_location &loc) {
+    using X = std::remove_cvref_t<C>;
+    if constexpr (Traced<X>) {
+        if constexpr (!std::is_same_v<traced_t<X>, bool>) {
+            (void)condition_must_be_a_Bool<traced_t<X>>{};
+            return Bool(ir::Expr(), 0); // unreachable: the build has failed
+        } else {
+            return to_value<bool>(cond, loc);
+        }
+    } else if constexpr (std::is_same_v<X, bool>) {
+        return to_value<bool>(cond, loc);
+    } else if constexpr (HostScalar<X>) {
+        (void)condition_must_be_a_Bool<X>{};
+        return Bool(ir::Expr(), 0);
+    } else {
+        static_assert(always_false<X>, "a condition must be a Bool (a comparison such as x < n); "
+                                       "see C in this instantiation for what was given");
+        return Bool(ir::Expr(), 0);
+    }
+}
+
 template <Operand L, Operand R> struct common_operand {
     using type = void;
 };
@@ -265,15 +319,22 @@ template <class L, class R> using common_t = typename common_operand<L, R>::type
 /// by check_trace where the value is used).
 uint32_t merge_trace(uint32_t a, uint32_t b);
 
-/// An operand as a Value<T> for an operator: converted, but not checked against the current trace.
-template <Scalar T, Operand X> Value<T> operand_value(const X &x) {
-    if constexpr (Traced<X>) {
-        if constexpr (std::is_same_v<traced_t<X>, T>) return x.value();
-        else return Value<T>(ir::Expr(), 0); // unreachable: mismatched types fail the build
-    } else {
-        return Value<T>(host_constant<T>(x, std::source_location::current()), 0);
-    }
+/// A traced operand as a Value<T> for an operator, not checked against the current trace. (C++
+/// numbers reach operators as HostOperand, converted at the user's line.)
+template <Scalar T, Traced X> Value<T> operand_value(const X &x) {
+    if constexpr (std::is_same_v<traced_t<X>, T>) return x.value();
+    else return Value<T>(ir::Expr(), 0); // unreachable: mismatched types fail the build
 }
+
+/// A C++ number meeting a traced operand of type T in an operator (`x + 300`), converted where
+/// the user wrote it: operators cannot take a source_location, but the converting constructor's
+/// default argument records the user's file and line for the range check's DslError.
+template <Scalar T> struct HostOperand {
+    Value<T> value;
+    template <HostScalar U>
+    HostOperand(U v, std::source_location loc = std::source_location::current()) // NOLINT: implicit
+        : value(host_constant<T>(v, loc), 0) {}
+};
 
 /// A value operand converted where the user wrote it: the converting constructor's default
 /// argument records the user's file and line, for the checks and for any error.
@@ -578,13 +639,17 @@ public:
 template <Scalar T> using SharedPtr = Ptr<T, ir::AddressSpace::Shared>;
 
 /// A static shared array of N elements of T: one per block, seen by all of its threads, contents
-/// undefined when the block starts (CUDA's `__shared__ T a[N]`). At most 48 KiB per kernel.
+/// undefined when the block starts (CUDA's `__shared__ T a[N]`). At most 48 KiB per kernel: the
+/// array that goes over is a DslError listing every shared array of the kernel with its line.
+/// Declared in kernels only (a device function takes a SharedPtr<T> parameter).
 template <Scalar T, uint64_t N>
 SharedPtr<T> shared_array(std::source_location loc = std::source_location::current()) {
     static_assert(N > 0, "a shared array needs at least one element");
     static_assert(N * sizeof(T) <= ir::max_static_shared_bytes,
                   "a kernel has at most 48 KiB of static shared memory");
     detail::Builder &b = detail::require_builder("shared_array", loc);
+    detail::check_shared_array(
+        b, "shared_array<" + std::string(scalar_name<T>()) + ", " + std::to_string(N) + ">", N * sizeof(T), loc);
     ir::VariableRef var = ir::Variable::make("", SharedPtr<T>::ir_type(), ir::VarKind::Let);
     b.emit(ir::SharedArray::make(var, N), loc);
     return SharedPtr<T>(ir::VarRef::make(var), b.id());
@@ -608,6 +673,7 @@ LocalPtr<T> local_array(std::source_location loc = std::source_location::current
 /// `shared_mem_bytes(...)` (CUDA's `extern __shared__ T a[]`). Every call gives the same address.
 template <Scalar T> SharedPtr<T> dynamic_shared(std::source_location loc = std::source_location::current()) {
     detail::Builder &b = detail::require_builder("dynamic_shared", loc);
+    detail::check_shared_array(b, "dynamic_shared<" + std::string(scalar_name<T>()) + ">", 0, loc);
     ir::VariableRef var = ir::Variable::make("", SharedPtr<T>::ir_type(), ir::VarKind::Let);
     b.emit(ir::SharedArray::make(var, 0), loc);
     return SharedPtr<T>(ir::VarRef::make(var), b.id());
@@ -692,14 +758,29 @@ template <class L, class R> Bool compare(ir::CompareOp op, const L &l, const R &
 template <class L, class R>
 concept OperandPair = Operand<L> && Operand<R> && (Traced<L> || Traced<R>);
 
-#define EMBER_ARITH_OP(SYM, OP, REQ, WHAT)                                                         \
-    template <class L, class R>                                                                    \
-        requires OperandPair<L, R>                                                                 \
-    auto operator SYM(const L &l, const R &r) {                                                    \
+// Each operator has three overloads: two traced operands, and a traced operand with a C++ number
+// on either side. The number is a detail::HostOperand, so that a number that does not fit the
+// traced type (`Int8 x; x + 300`) is reported at the user's line.
+#define EMBER_BINARY_OVERLOADS(SYM, RET, CHECK, BODY)                                              \
+    template <Traced L, Traced R> RET operator SYM(const L &l, const R &r) {                       \
         using T = detail::common_t<L, R>;                                                          \
-        static_assert(REQ, "operator " #SYM " needs " WHAT);                                       \
-        return detail::binary(ir::BinaryOp::OP, l, r);                                             \
+        CHECK;                                                                                     \
+        return BODY(l, r);                                                                         \
+    }                                                                                              \
+    template <Traced L> RET operator SYM(const L &l, detail::HostOperand<traced_t<L>> r) {         \
+        using T = traced_t<L>;                                                                     \
+        CHECK;                                                                                     \
+        return BODY(l, r.value);                                                                   \
+    }                                                                                              \
+    template <Traced R> RET operator SYM(detail::HostOperand<traced_t<R>> l, const R &r) {         \
+        using T = traced_t<R>;                                                                     \
+        CHECK;                                                                                     \
+        return BODY(l.value, r);                                                                   \
     }
+
+#define EMBER_ARITH_OP(SYM, OP, REQ, WHAT)                                                         \
+    EMBER_BINARY_OVERLOADS(SYM, auto, static_assert(REQ, "operator " #SYM " needs " WHAT),         \
+                           [](const auto &a, const auto &b) { return detail::binary(ir::BinaryOp::OP, a, b); })
 EMBER_ARITH_OP(+, Add, detail::is_number<T>, "numbers")
 EMBER_ARITH_OP(-, Sub, detail::is_number<T>, "numbers")
 EMBER_ARITH_OP(*, Mul, detail::is_number<T>, "numbers")
@@ -713,23 +794,19 @@ EMBER_ARITH_OP(>>, Shr, detail::is_integer<T>, "integers")
 #undef EMBER_ARITH_OP
 
 #define EMBER_LOGIC_OP(SYM, OP)                                                                    \
-    template <class L, class R>                                                                    \
-        requires OperandPair<L, R>                                                                 \
-    Bool operator SYM(const L &l, const R &r) {                                                    \
-        static_assert(std::is_same_v<detail::common_t<L, R>, bool>,                                \
-                      "operator " #SYM " needs Bool operands (compare numbers first)");            \
-        return detail::binary(ir::BinaryOp::OP, l, r);                                            \
-    }
+    EMBER_BINARY_OVERLOADS(SYM, Bool,                                                              \
+                           static_assert(std::is_same_v<T, bool>,                                  \
+                                         "operator " #SYM " needs Bool operands (compare numbers first)"), \
+                           [](const auto &a, const auto &b) { return detail::binary(ir::BinaryOp::OP, a, b); })
 EMBER_LOGIC_OP(&&, And)
 EMBER_LOGIC_OP(||, Or)
 #undef EMBER_LOGIC_OP
 
 #define EMBER_COMPARE_OP(SYM, OP)                                                                  \
-    template <class L, class R>                                                                    \
-        requires OperandPair<L, R>                                                                 \
-    Bool operator SYM(const L &l, const R &r) {                                                    \
-        return detail::compare(ir::CompareOp::OP, l, r);                                           \
-    }
+    EMBER_BINARY_OVERLOADS(SYM, Bool, static_assert(!std::is_void_v<T>),                          \
+                           [](const auto &a, const auto &b) {                                      \
+                               return detail::compare(ir::CompareOp::OP, a, b);                    \
+                           })
 EMBER_COMPARE_OP(==, EQ)
 EMBER_COMPARE_OP(!=, NE)
 EMBER_COMPARE_OP(<, LT)
@@ -737,6 +814,7 @@ EMBER_COMPARE_OP(<=, LE)
 EMBER_COMPARE_OP(>, GT)
 EMBER_COMPARE_OP(>=, GE)
 #undef EMBER_COMPARE_OP
+#undef EMBER_BINARY_OVERLOADS
 
 template <Traced X> auto operator-(const X &x) {
     using T = traced_t<X>;
@@ -807,23 +885,27 @@ template <Operand C, class A, class B>
 auto select(const C &cond, const A &a, const B &b,
             std::source_location loc = std::source_location::current()) {
     using T = detail::common_t<A, B>;
-    Bool c = detail::to_value<bool>(cond, loc);
+    Bool c = detail::to_condition(cond, loc);
     Value<T> x = detail::to_value<T>(a, loc), y = detail::to_value<T>(b, loc);
     return Value<T>(ir::Select::make(c.expr(), x.expr(), y.expr()),
                     detail::merge_trace(c.trace(), detail::merge_trace(x.trace(), y.trace())));
 }
 
+/// The smaller of `l` and `r` (a C++ number is a constant of the other operand's type).
 template <class L, class R>
     requires OperandPair<L, R>
-auto min(const L &l, const R &r) {
-    static_assert(detail::is_number<detail::common_t<L, R>>, "min needs numbers");
-    return detail::binary(ir::BinaryOp::Min, l, r);
+auto min(const L &l, const R &r, std::source_location loc = std::source_location::current()) {
+    using T = detail::common_t<L, R>;
+    static_assert(detail::is_number<T>, "min needs numbers");
+    return detail::binary(ir::BinaryOp::Min, detail::to_value<T>(l, loc), detail::to_value<T>(r, loc));
 }
+/// The larger of `l` and `r`.
 template <class L, class R>
     requires OperandPair<L, R>
-auto max(const L &l, const R &r) {
-    static_assert(detail::is_number<detail::common_t<L, R>>, "max needs numbers");
-    return detail::binary(ir::BinaryOp::Max, l, r);
+auto max(const L &l, const R &r, std::source_location loc = std::source_location::current()) {
+    using T = detail::common_t<L, R>;
+    static_assert(detail::is_number<T>, "max needs numbers");
+    return detail::binary(ir::BinaryOp::Max, detail::to_value<T>(l, loc), detail::to_value<T>(r, loc));
 }
 
 } // namespace ember
