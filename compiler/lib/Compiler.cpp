@@ -314,6 +314,13 @@ private:
 
 uint64_t local_bytes_of(const ir::Kernel &k) {
     LocalBytes::Memo memo;
+    // Callees before callers: every call then finds its callee in the memo, and the walk never
+    // nests one function's body inside another's (a chain of calls is as long as the program).
+    for (const ir::FunctionRef &f : ir::called_functions(k.body)) {
+        LocalBytes callee(memo);
+        callee.visit(f->body);
+        memo.emplace(f.get(), callee.total);
+    }
     LocalBytes l(memo);
     l.visit(k.body);
     return l.total;
