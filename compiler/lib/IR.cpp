@@ -161,23 +161,21 @@ template <class N> N *sealed(N *n) {
 } // namespace
 
 void RefCounted::destroy(const RefCounted *p) noexcept {
-    // The nodes released while a deletion runs wait here; only the outermost call deletes.
-    thread_local std::vector<const RefCounted *> pending;
+    // The objects released while a deletion runs wait in a list linked through themselves; only
+    // the outermost call deletes. Plain thread_locals: they stay valid while static objects that
+    // hold IR are destroyed at exit.
+    thread_local const RefCounted *pending = nullptr;
     thread_local bool deleting = false;
     if (deleting) {
-        try {
-            pending.push_back(p);
-            return;
-        } catch (...) { // no memory to defer: delete it here, recursing one level deeper
-        }
-        delete p;
+        p->next_pending_ = pending;
+        pending = p;
         return;
     }
     deleting = true;
     delete p;
-    while (!pending.empty()) {
-        const RefCounted *q = pending.back();
-        pending.pop_back();
+    while (pending) {
+        const RefCounted *q = pending;
+        pending = q->next_pending_;
         delete q;
     }
     deleting = false;

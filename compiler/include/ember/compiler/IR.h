@@ -178,6 +178,8 @@ private:
     static void destroy(const RefCounted *p) noexcept;
 
     mutable std::atomic<uint32_t> refs_{0};
+    /// The next object waiting for `destroy` (once the count is 0).
+    mutable const RefCounted *next_pending_ = nullptr;
 };
 
 /// Owning pointer over a `RefCounted` object.
