@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <unordered_set>
 
@@ -48,7 +49,137 @@ std::optional<Op> op_named(const std::pair<Op, const char *> (&table)[N], std::s
     return std::nullopt;
 }
 
+uint32_t deepest(std::initializer_list<const IRNode *> nodes) {
+    uint32_t d = 0;
+    for (const IRNode *n : nodes)
+        if (n) d = std::max(d, n->depth);
+    return d;
+}
+
+uint32_t deepest(const std::vector<Expr> &exprs) {
+    uint32_t d = 0;
+    for (const Expr &e : exprs) d = std::max(d, e.depth());
+    return d;
+}
+
+/// The depth of the deepest child of `n` (0 for none).
+uint32_t deepest_child(const IRNode &n) {
+    switch (n.kind) {
+    case NodeKind::IntImm:
+    case NodeKind::FloatImm:
+    case NodeKind::BoolImm:
+    case NodeKind::VarRef:
+    case NodeKind::SpecialReg:
+    case NodeKind::SharedArray:
+    case NodeKind::LocalArray:
+    case NodeKind::Break:
+    case NodeKind::Continue:
+    case NodeKind::Barrier:
+    case NodeKind::Fence: return 0;
+    case NodeKind::Unary: return static_cast<const Unary &>(n).a.depth();
+    case NodeKind::Cast: return static_cast<const Cast &>(n).a.depth();
+    case NodeKind::Binary: {
+        const auto &op = static_cast<const Binary &>(n);
+        return deepest({op.a.get(), op.b.get()});
+    }
+    case NodeKind::Compare: {
+        const auto &op = static_cast<const Compare &>(n);
+        return deepest({op.a.get(), op.b.get()});
+    }
+    case NodeKind::Select: {
+        const auto &op = static_cast<const Select &>(n);
+        return deepest({op.cond.get(), op.a.get(), op.b.get()});
+    }
+    case NodeKind::Load: {
+        const auto &op = static_cast<const Load &>(n);
+        return deepest({op.ptr.get(), op.index.get()});
+    }
+    case NodeKind::Atomic: {
+        const auto &op = static_cast<const Atomic &>(n);
+        return deepest({op.ptr.get(), op.index.get(), op.value.get(), op.compare.get()});
+    }
+    case NodeKind::Warp: {
+        const auto &op = static_cast<const Warp &>(n);
+        return deepest({op.value.get(), op.lane.get()});
+    }
+    case NodeKind::Call: return deepest(static_cast<const Call &>(n).args);
+    case NodeKind::Invoke: return deepest(static_cast<const Invoke &>(n).args);
+    case NodeKind::MakeVector: return deepest(static_cast<const MakeVector &>(n).args);
+    case NodeKind::Extract: return static_cast<const Extract &>(n).vector.depth();
+    case NodeKind::Reduce: return static_cast<const Reduce &>(n).value.depth();
+    case NodeKind::Block: {
+        uint32_t d = 0;
+        for (const Stmt &s : static_cast<const Block &>(n).stmts) d = std::max(d, s.depth());
+        return d;
+    }
+    case NodeKind::Let: return static_cast<const Let &>(n).value.depth();
+    case NodeKind::Declare: return static_cast<const Declare &>(n).init.depth();
+    case NodeKind::Assign: return static_cast<const Assign &>(n).value.depth();
+    case NodeKind::ConstantArray: return deepest(static_cast<const ConstantArray &>(n).init);
+    case NodeKind::Store: {
+        const auto &op = static_cast<const Store &>(n);
+        return deepest({op.ptr.get(), op.index.get(), op.value.get()});
+    }
+    case NodeKind::If: {
+        const auto &op = static_cast<const If &>(n);
+        return deepest({op.cond.get(), op.then_body.get(), op.else_body.get()});
+    }
+    case NodeKind::For: {
+        const auto &op = static_cast<const For &>(n);
+        return deepest({op.begin.get(), op.end.get(), op.step.get(), op.body.get()});
+    }
+    case NodeKind::While: {
+        const auto &op = static_cast<const While &>(n);
+        return deepest({op.cond.get(), op.body.get()});
+    }
+    case NodeKind::Return: return deepest({static_cast<const Return &>(n).value.get()});
+    case NodeKind::Evaluate: return static_cast<const Evaluate &>(n).value.depth();
+    case NodeKind::Print: {
+        uint32_t d = 0;
+        for (const PrintItem &i : static_cast<const Print &>(n).items)
+            if (!i.is_text()) d = std::max(d, i.value.depth());
+        return d;
+    }
+    }
+    EMBER_UNREACHABLE("invalid NodeKind");
+}
+
+/// Sets the depth of a node `make` has just built and checks it against max_nesting_depth.
+template <class N> N *sealed(N *n) {
+    const uint32_t d = 1 + deepest_child(*n);
+    if (d > max_nesting_depth) {
+        delete n;
+        detail::assertion_failed("depth <= max_nesting_depth",
+                                 "IR nested " + std::to_string(d) + " deep, deeper than max_nesting_depth (" +
+                                     std::to_string(max_nesting_depth) + "): the producer must check its input",
+                                 __FILE__, __LINE__);
+    }
+    n->depth = d;
+    return n;
+}
+
 } // namespace
+
+void RefCounted::destroy(const RefCounted *p) noexcept {
+    // The objects released while a deletion runs wait in a list linked through themselves; only
+    // the outermost call deletes. Plain thread_locals: they stay valid while static objects that
+    // hold IR are destroyed at exit.
+    thread_local const RefCounted *pending = nullptr;
+    thread_local bool deleting = false;
+    if (deleting) {
+        p->next_pending_ = pending;
+        pending = p;
+        return;
+    }
+    deleting = true;
+    delete p;
+    while (pending) {
+        const RefCounted *q = pending;
+        pending = q->next_pending_;
+        delete q;
+    }
+    deleting = false;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Names.
@@ -128,7 +259,7 @@ Expr IntImm::make(Type t, int64_t value) {
         if (t.is_signed_int() && (u >> (bits - 1)) != 0) u |= ~mask; // sign-extend
         value = static_cast<int64_t>(u);
     }
-    return Expr(new IntImm(t, value));
+    return Expr(sealed(new IntImm(t, value)));
 }
 
 // f16 and bf16 are rounded exactly (round-to-nearest-even straight from the double, no double
@@ -141,21 +272,21 @@ Expr FloatImm::make(Type t, double value) {
     case ScalarType::F32: value = static_cast<double>(static_cast<float>(value)); break;
     default: break;
     }
-    return Expr(new FloatImm(t, value));
+    return Expr(sealed(new FloatImm(t, value)));
 }
 
-Expr BoolImm::make(bool value) { return Expr(new BoolImm(value)); }
+Expr BoolImm::make(bool value) { return Expr(sealed(new BoolImm(value))); }
 
 Expr VarRef::make(VariableRef var) {
     EMBER_ASSERT(var, "VarRef of a null variable");
     EMBER_ASSERT(!var->type.is_void(), "VarRef of void variable");
-    return Expr(new VarRef(std::move(var)));
+    return Expr(sealed(new VarRef(std::move(var))));
 }
 
 Expr SpecialReg::make(SpecialRegKind reg, unsigned dim) {
     EMBER_ASSERT(reg <= SpecialRegKind::GridDim, "invalid SpecialRegKind");
     EMBER_ASSERT(dim < 3, "SpecialReg dimension must be 0, 1 or 2");
-    return Expr(new SpecialReg(reg, static_cast<uint8_t>(dim)));
+    return Expr(sealed(new SpecialReg(reg, static_cast<uint8_t>(dim))));
 }
 
 std::string_view operand_requirement(UnaryOp op, Type t) {
@@ -199,7 +330,7 @@ Expr Unary::make(UnaryOp op, Expr a) {
     std::string_view need = operand_requirement(op, a.type());
     EMBER_ASSERT(need.empty(), "Unary '" + std::string(to_string(op)) + "' needs " +
                                    std::string(need) + ", found " + a.type().to_string());
-    return Expr(new Unary(op, std::move(a)));
+    return Expr(sealed(new Unary(op, std::move(a))));
 }
 
 Expr Binary::make(BinaryOp op, Expr a, Expr b) {
@@ -210,7 +341,7 @@ Expr Binary::make(BinaryOp op, Expr a, Expr b) {
     std::string_view need = operand_requirement(op, t);
     EMBER_ASSERT(need.empty(), "Binary '" + std::string(to_string(op)) + "' needs " +
                                    std::string(need) + ", found " + t.to_string());
-    return Expr(new Binary(op, std::move(a), std::move(b)));
+    return Expr(sealed(new Binary(op, std::move(a), std::move(b))));
 }
 
 Expr Compare::make(CompareOp op, Expr a, Expr b) {
@@ -222,7 +353,7 @@ Expr Compare::make(CompareOp op, Expr a, Expr b) {
     std::string_view need = operand_requirement(op, t);
     EMBER_ASSERT(need.empty(), "Compare '" + std::string(to_string(op)) + "' needs " +
                                    std::string(need) + ", found " + t.to_string());
-    return Expr(new Compare(op, std::move(a), std::move(b)));
+    return Expr(sealed(new Compare(op, std::move(a), std::move(b))));
 }
 
 namespace {
@@ -319,7 +450,7 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
     EMBER_ASSERT(need.empty(), "Call '" + std::string(to_string(op)) + "' needs " +
                                    std::string(need) + ", found " + t.to_string());
     Type r = result_type(op, t);
-    return Expr(new Call(op, r, std::move(args)));
+    return Expr(sealed(new Call(op, r, std::move(args))));
 }
 
 namespace {
@@ -353,7 +484,7 @@ Expr Atomic::make(AtomicOp op, Expr ptr, Expr index, Expr value, Expr compare, F
     std::string_view need = operand_requirement(op, t);
     EMBER_ASSERT(need.empty(), "atomic_" + std::string(to_string(op)) + " needs " + std::string(need));
     EMBER_ASSERT(scope <= FenceScope::System, "invalid atomic scope");
-    return Expr(new Atomic(op, std::move(ptr), std::move(index), std::move(value), std::move(compare), scope));
+    return Expr(sealed(new Atomic(op, std::move(ptr), std::move(index), std::move(value), std::move(compare), scope)));
 }
 
 namespace {
@@ -375,11 +506,11 @@ Expr Warp::make(WarpOp op, Expr value, Expr lane) {
         EMBER_ASSERT(lane && lane.type() == Type(ScalarType::I32), "shuffle lane must be i32");
         EMBER_ASSERT((t.is_int() || t.is_float()) && (t.bits() == 32 || t.bits() == 64),
                      "shuffle of " + t.to_string());
-        return Expr(new Warp(op, t, std::move(value), std::move(lane)));
+        return Expr(sealed(new Warp(op, t, std::move(value), std::move(lane))));
     }
     EMBER_ASSERT(!lane && t.is_bool(), std::string(to_string(op)) + " takes one bool");
     Type r = op == WarpOp::Ballot ? Type(ScalarType::U32) : Type(ScalarType::Bool);
-    return Expr(new Warp(op, r, std::move(value), Expr()));
+    return Expr(sealed(new Warp(op, r, std::move(value), Expr())));
 }
 
 Expr Cast::make(Type to, Expr a) {
@@ -388,7 +519,7 @@ Expr Cast::make(Type to, Expr a) {
     EMBER_ASSERT(!a.type().is_pointer() && !lane(a.type()).is_void(), "Cast of " + a.type().to_string());
     EMBER_ASSERT(to.lanes() == a.type().lanes(),
                  "Cast of " + a.type().to_string() + " to " + to.to_string() + " changes the lane count");
-    return Expr(new Cast(to, std::move(a)));
+    return Expr(sealed(new Cast(to, std::move(a))));
 }
 
 Expr Select::make(Expr cond, Expr a, Expr b) {
@@ -398,7 +529,7 @@ Expr Select::make(Expr cond, Expr a, Expr b) {
                  "Select condition of type " + c.to_string() + " for arms of type " + a.type().to_string());
     EMBER_ASSERT(a.type() == b.type(), "Select arms of mismatched types " + a.type().to_string() +
                                            " and " + b.type().to_string());
-    return Expr(new Select(std::move(cond), std::move(a), std::move(b)));
+    return Expr(sealed(new Select(std::move(cond), std::move(a), std::move(b))));
 }
 
 Expr Load::make(Expr ptr, Expr index, unsigned lanes) {
@@ -406,7 +537,7 @@ Expr Load::make(Expr ptr, Expr index, unsigned lanes) {
     EMBER_ASSERT(ptr.type().is_pointer(), "Load from non-pointer " + ptr.type().to_string());
     EMBER_ASSERT(index.type().is_int(), "Load index of type " + index.type().to_string());
     EMBER_ASSERT(lanes == 1 || Type::valid_lanes(lanes), "Load of " + std::to_string(lanes) + " lanes");
-    return Expr(new Load(std::move(ptr), std::move(index), lanes));
+    return Expr(sealed(new Load(std::move(ptr), std::move(index), lanes)));
 }
 
 unsigned vector_alignment(Type t) { return std::min(t.bytes(), 16u); }
@@ -419,7 +550,7 @@ Expr MakeVector::make(Type type, std::vector<Expr> args) {
         EMBER_ASSERT(a && a.type() == type.lane_type(),
                      "MakeVector of " + type.to_string() + " from a value of type " +
                          (a ? a.type().to_string() : std::string("<null>")));
-    return Expr(new MakeVector(type, std::move(args)));
+    return Expr(sealed(new MakeVector(type, std::move(args))));
 }
 
 Expr MakeVector::broadcast(Expr scalar, unsigned lanes) {
@@ -432,7 +563,7 @@ Expr Extract::make(Expr vector, unsigned lane) {
     EMBER_ASSERT(vector && vector.type().is_vector(), "Extract from a non-vector");
     EMBER_ASSERT(lane < vector.type().lanes(), "Extract of lane " + std::to_string(lane) + " of " +
                                                    vector.type().to_string());
-    return Expr(new Extract(std::move(vector), lane));
+    return Expr(sealed(new Extract(std::move(vector), lane)));
 }
 
 namespace {
@@ -465,7 +596,7 @@ Expr Reduce::make(ReduceOp op, Expr value) {
     std::string_view need = operand_requirement(op, value.type());
     EMBER_ASSERT(need.empty(), "reduce_" + std::string(to_string(op)) + " needs " + std::string(need) +
                                    ", found " + value.type().to_string());
-    return Expr(new Reduce(op, std::move(value)));
+    return Expr(sealed(new Reduce(op, std::move(value))));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -473,7 +604,7 @@ Expr Reduce::make(ReduceOp op, Expr value) {
 
 Stmt Block::make(std::vector<Stmt> stmts) {
     for (const Stmt &s : stmts) EMBER_ASSERT(s, "Block with a null statement");
-    return Stmt(new Block(std::move(stmts)));
+    return Stmt(sealed(new Block(std::move(stmts))));
 }
 
 Stmt Let::make(VariableRef var, Expr value) {
@@ -481,7 +612,7 @@ Stmt Let::make(VariableRef var, Expr value) {
     EMBER_ASSERT(var->kind == VarKind::Let, "Let of a variable that is not of kind Let");
     EMBER_ASSERT(var->type == value.type(), "Let of " + var->type.to_string() + " variable to " +
                                                 value.type().to_string() + " value");
-    return Stmt(new Let(std::move(var), std::move(value)));
+    return Stmt(sealed(new Let(std::move(var), std::move(value))));
 }
 
 Stmt Declare::make(VariableRef var, Expr init) {
@@ -490,7 +621,7 @@ Stmt Declare::make(VariableRef var, Expr init) {
     EMBER_ASSERT(var->type == init.type(), "Declare of " + var->type.to_string() +
                                                " variable with " + init.type().to_string() +
                                                " value");
-    return Stmt(new Declare(std::move(var), std::move(init)));
+    return Stmt(sealed(new Declare(std::move(var), std::move(init))));
 }
 
 Stmt Assign::make(VariableRef var, Expr value) {
@@ -498,7 +629,7 @@ Stmt Assign::make(VariableRef var, Expr value) {
     EMBER_ASSERT(var->kind == VarKind::Mutable, "Assign to a variable that is not Mutable");
     EMBER_ASSERT(var->type == value.type(), "Assign of " + value.type().to_string() + " to " +
                                                 var->type.to_string() + " variable");
-    return Stmt(new Assign(std::move(var), std::move(value)));
+    return Stmt(sealed(new Assign(std::move(var), std::move(value))));
 }
 
 Stmt Store::make(Expr ptr, Expr index, Expr value) {
@@ -507,13 +638,13 @@ Stmt Store::make(Expr ptr, Expr index, Expr value) {
     EMBER_ASSERT(index.type().is_int(), "Store index of type " + index.type().to_string());
     EMBER_ASSERT(!value.type().is_pointer() && value.type().lane_type() == ptr.type().element_type(),
                  "Store of " + value.type().to_string() + " through " + ptr.type().to_string());
-    return Stmt(new Store(std::move(ptr), std::move(index), std::move(value)));
+    return Stmt(sealed(new Store(std::move(ptr), std::move(index), std::move(value))));
 }
 
 Stmt If::make(Expr cond, Stmt then_body, Stmt else_body) {
     EMBER_ASSERT(cond && then_body, "If with a null condition or then body");
     EMBER_ASSERT(cond.type().is_bool(), "If condition of type " + cond.type().to_string());
-    return Stmt(new If(std::move(cond), std::move(then_body), std::move(else_body)));
+    return Stmt(sealed(new If(std::move(cond), std::move(then_body), std::move(else_body))));
 }
 
 Stmt For::make(VariableRef var, Expr begin, Expr end, Expr step, Stmt body) {
@@ -524,14 +655,14 @@ Stmt For::make(VariableRef var, Expr begin, Expr end, Expr step, Stmt body) {
     EMBER_ASSERT(begin.type() == t && end.type() == t && step.type() == t,
                  "For bounds of types " + begin.type().to_string() + ", " + end.type().to_string() +
                      ", " + step.type().to_string() + " for " + t.to_string() + " index");
-    return Stmt(new For(std::move(var), std::move(begin), std::move(end), std::move(step),
-                        std::move(body)));
+    return Stmt(sealed(new For(std::move(var), std::move(begin), std::move(end), std::move(step),
+                        std::move(body))));
 }
 
 Stmt While::make(Expr cond, Stmt body) {
     EMBER_ASSERT(cond && body, "While with a null operand");
     EMBER_ASSERT(cond.type().is_bool(), "While condition of type " + cond.type().to_string());
-    return Stmt(new While(std::move(cond), std::move(body)));
+    return Stmt(sealed(new While(std::move(cond), std::move(body))));
 }
 
 Stmt SharedArray::make(VariableRef var, uint64_t count) {
@@ -540,7 +671,7 @@ Stmt SharedArray::make(VariableRef var, uint64_t count) {
     EMBER_ASSERT(var->type.is_pointer() && var->type.space() == AddressSpace::Shared &&
                      !var->type.readonly(),
                  "SharedArray variable must be a ptr<shared T>");
-    return Stmt(new SharedArray(std::move(var), count));
+    return Stmt(sealed(new SharedArray(std::move(var), count)));
 }
 
 Stmt LocalArray::make(VariableRef var, uint64_t count) {
@@ -548,7 +679,7 @@ Stmt LocalArray::make(VariableRef var, uint64_t count) {
     EMBER_ASSERT(var->type.is_pointer() && var->type.space() == AddressSpace::Local && !var->type.readonly(),
                  "LocalArray variable must be a ptr<local T>");
     EMBER_ASSERT(count > 0, "LocalArray of no elements");
-    return Stmt(new LocalArray(std::move(var), count));
+    return Stmt(sealed(new LocalArray(std::move(var), count)));
 }
 
 Stmt ConstantArray::make(VariableRef var, std::string name, uint64_t count, std::vector<Expr> init) {
@@ -561,7 +692,7 @@ Stmt ConstantArray::make(VariableRef var, std::string name, uint64_t count, std:
         EMBER_ASSERT(e && e.type() == var->type.element_type() &&
                          (e.as<IntImm>() || e.as<FloatImm>() || e.as<BoolImm>()),
                      "ConstantArray initialiser must hold immediates of the element type");
-    return Stmt(new ConstantArray(std::move(var), std::move(name), count, std::move(init)));
+    return Stmt(sealed(new ConstantArray(std::move(var), std::move(name), count, std::move(init))));
 }
 
 std::string_view to_string(FenceScope s) {
@@ -579,14 +710,14 @@ std::optional<FenceScope> parse_fence_scope(std::string_view s) {
     return std::nullopt;
 }
 
-Stmt Fence::make(FenceScope scope) { return Stmt(new Fence(scope)); }
+Stmt Fence::make(FenceScope scope) { return Stmt(sealed(new Fence(scope))); }
 
-Stmt Break::make() { return Stmt(new Break); }
-Stmt Return::make(Expr value) { return Stmt(new Return(std::move(value))); }
+Stmt Break::make() { return Stmt(sealed(new Break)); }
+Stmt Return::make(Expr value) { return Stmt(sealed(new Return(std::move(value)))); }
 
 Stmt Evaluate::make(Expr value) {
     EMBER_ASSERT(value, "Evaluate of a null expression");
-    return Stmt(new Evaluate(std::move(value)));
+    return Stmt(sealed(new Evaluate(std::move(value))));
 }
 
 Ref<Function> Function::make(std::string name, std::vector<VariableRef> params, Type ret, Stmt body) {
@@ -602,17 +733,17 @@ Expr Invoke::make(FunctionRef callee, std::vector<Expr> args) {
     for (size_t i = 0; i < args.size(); ++i)
         EMBER_ASSERT(args[i] && args[i].type() == callee->params[i]->type,
                      "Invoke of @" + callee->name + ": argument " + std::to_string(i) + " has the wrong type");
-    return Expr(new Invoke(std::move(callee), std::move(args)));
+    return Expr(sealed(new Invoke(std::move(callee), std::move(args))));
 }
 
 Stmt Print::make(std::vector<PrintItem> items, std::string sep, std::string end) {
     for (const PrintItem &i : items)
         EMBER_ASSERT(i.is_text() || (i.value.type().is_scalar() && !i.value.type().is_void()),
                      "Print of a non-scalar value");
-    return Stmt(new Print(std::move(items), std::move(sep), std::move(end)));
+    return Stmt(sealed(new Print(std::move(items), std::move(sep), std::move(end))));
 }
-Stmt Continue::make() { return Stmt(new Continue); }
-Stmt Barrier::make() { return Stmt(new Barrier); }
+Stmt Continue::make() { return Stmt(sealed(new Continue)); }
+Stmt Barrier::make() { return Stmt(sealed(new Barrier)); }
 
 // ---------------------------------------------------------------------------------------------
 // IRVisitor.
@@ -981,34 +1112,65 @@ uint64_t static_shared_bytes(const Kernel &k) {
 }
 
 namespace {
-/// Collects called functions depth first, callees before callers.
-class CallGraph final : public IRVisitor {
+/// The functions a body calls directly (not through another function), each once, in the order
+/// of their first call, and whether it waits at a barrier itself.
+class DirectCalls final : public IRVisitor {
 public:
     using IRVisitor::visit;
     void visit(const Invoke *op) override {
         IRVisitor::visit(op);
-        const Function *f = op->callee.get();
-        if (!seen.insert(f).second) return;
-        visit(f->body);
-        order.push_back(op->callee);
+        if (seen.insert(op->callee.get()).second) calls.push_back(op->callee);
     }
     void visit(const Barrier *) override { barrier = true; }
     std::unordered_set<const Function *> seen;
-    std::vector<FunctionRef> order;
+    std::vector<FunctionRef> calls;
     bool barrier = false;
 };
+
+std::vector<FunctionRef> direct_calls(const Stmt &body) {
+    DirectCalls c;
+    c.visit(body);
+    return std::move(c.calls);
+}
 } // namespace
 
 std::vector<FunctionRef> called_functions(const Stmt &body) {
-    CallGraph g;
-    g.visit(body);
-    return std::move(g.order);
+    // Depth first, callees before callers, with an explicit stack: a chain of functions each
+    // calling the next is as long as the program makes it.
+    struct Frame {
+        FunctionRef f;
+        std::vector<FunctionRef> callees;
+        size_t next = 0;
+    };
+    std::unordered_set<const Function *> seen;
+    std::vector<FunctionRef> order;
+    std::vector<Frame> stack;
+    stack.push_back({FunctionRef(), direct_calls(body)});
+    while (!stack.empty()) {
+        Frame &top = stack.back();
+        if (top.next == top.callees.size()) {
+            if (top.f) order.push_back(std::move(top.f));
+            stack.pop_back();
+            continue;
+        }
+        FunctionRef callee = top.callees[top.next++];
+        if (!seen.insert(callee.get()).second) continue;
+        std::vector<FunctionRef> callees = direct_calls(callee->body);
+        stack.push_back({std::move(callee), std::move(callees)});
+    }
+    return order;
 }
 
 bool uses_barrier(const Function &f) {
-    CallGraph g;
-    g.visit(f.body);
-    return g.barrier;
+    DirectCalls self;
+    self.visit(f.body);
+    if (self.barrier) return true;
+    for (const FunctionRef &g : called_functions(f.body)) {
+        DirectCalls c;
+        c.visit(g->body);
+        if (c.barrier) return true;
+    }
+    return false;
 }
 
 bool uses_dynamic_shared(const Kernel &k) {

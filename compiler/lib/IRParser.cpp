@@ -88,6 +88,34 @@ private:
 
     static std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
+    // -----------------------------------------------------------------------------------------
+    // Nesting. The parser recurses once per nested expression and per nested block; `depth_`
+    // counts those levels as the IR will (an expression one, a block and the statement holding
+    // it two), so that input within max_nesting_depth gives IR within it and deeper input stops
+    // here, at its place, before the stack or IR::make do.
+
+    [[noreturn]] void too_deep(const Token &t) const {
+        error(t, "nested deeper than " + std::to_string(max_nesting_depth) +
+                     " levels, the limit of ember's IR (expressions, and blocks with the "
+                     "statement holding them, count one level each)");
+    }
+
+    /// RAII: `levels` more levels of nesting, entered at `t`.
+    class Nesting {
+    public:
+        Nesting(Parser &p, const Token &t, unsigned levels) : p_(p), levels_(levels) {
+            if (p_.depth_ + levels_ > max_nesting_depth) p_.too_deep(t);
+            p_.depth_ += levels_;
+        }
+        ~Nesting() { p_.depth_ -= levels_; }
+        Nesting(const Nesting &) = delete;
+        Nesting &operator=(const Nesting &) = delete;
+
+    private:
+        Parser &p_;
+        unsigned levels_;
+    };
+
     static std::string describe(const Token &t) {
         switch (t.kind) {
         case Tok::Eof: return "end of input";
@@ -281,6 +309,7 @@ private:
 
     Expr parse_unary() {
         const Token &t = peek();
+        Nesting nest(*this, t, 1);
         if (is("-")) {
             const Token &next = peek(1);
             bool adjacent = next.offset == t.offset + 1;
@@ -318,6 +347,8 @@ private:
             if (!index.type().is_int())
                 error(index_tok, "index must be an integer, found " + index.type().to_string());
             expect("]");
+            // The element is one level deeper than the pointer expression before it.
+            if (depth_ + std::max(e.depth(), index.depth()) > max_nesting_depth) too_deep(bracket);
             e = Load::make(e, index);
         }
         return e;
@@ -834,6 +865,7 @@ private:
 
     /// `{ stmts }` in a new scope.
     Stmt parse_body() {
+        Nesting nest(*this, peek(), 2);
         expect("{");
         scopes_.emplace_back();
         std::vector<Stmt> stmts;
@@ -891,7 +923,10 @@ private:
             }
             if (t.text == "print") return parse_print();
         }
-        if (t.kind == Tok::KernName) return Evaluate::make(parse_invoke());
+        if (t.kind == Tok::KernName) {
+            Nesting nest(*this, t, 1);
+            return Evaluate::make(parse_invoke());
+        }
         if (t.kind != Tok::VarName && !is("select") && !is("("))
             error(t, "expected statement, found " + describe(t));
         Expr target = parse_expr();
@@ -1134,6 +1169,7 @@ private:
     size_t pos_ = 0;
     std::vector<std::unordered_map<std::string, VariableRef>> scopes_;
     int loop_depth_ = 0;
+    unsigned depth_ = 0; ///< see Nesting
     /// The functions defined so far, by name.
     std::unordered_map<std::string, FunctionRef> functions_;
     /// The function being parsed (empty in a kernel) and its return type.

@@ -9,6 +9,7 @@
 
 #include "ember/compiler/Verifier.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -69,6 +70,7 @@ void Builder::emit(ir::Stmt s, const std::source_location &loc) {
                        "declare variables (kernel '" + kernel_name_ + "')",
                        loc);
     EMBER_ASSERT(!blocks_.empty(), "emit with no open block");
+    check_depth(s.depth(), "this statement", loc);
     // [Note] Divergence: a Var is thread-dependent after a thread-dependent value, or any value
     // assigned in divergent code, went into it.
     const ir::Variable *var = nullptr;
@@ -90,22 +92,26 @@ void Builder::emit(ir::Stmt s, const std::source_location &loc) {
 }
 
 namespace {
-/// Does `body` (or a function it calls) read something that differs between threads?
+/// Does a body read something that differs between threads (calls aside)?
 class ReadsThread final : public ir::IRVisitor {
 public:
     using ir::IRVisitor::visit;
     void visit(const ir::SpecialReg *op) override { found |= op->reg == ir::SpecialRegKind::ThreadIdx; }
     void visit(const ir::Warp *) override { found = true; }
     void visit(const ir::Atomic *) override { found = true; }
-    void visit(const ir::Invoke *op) override {
-        ir::IRVisitor::visit(op);
-        if (seen_.insert(op->callee.get()).second) visit(op->callee->body);
-    }
     bool found = false;
-
-private:
-    std::unordered_set<const ir::Function *> seen_;
 };
+
+/// Does `f`, or a function it calls, read something that differs between threads?
+bool reads_thread(const ir::Function &f) {
+    ReadsThread r;
+    r.visit(f.body);
+    for (const ir::FunctionRef &g : ir::called_functions(f.body)) {
+        if (r.found) break;
+        r.visit(g->body);
+    }
+    return r.found;
+}
 } // namespace
 
 bool Builder::thread_dependent(const ir::Expr &e) const {
@@ -123,11 +129,7 @@ bool Builder::thread_dependent(const ir::Expr &e) const {
         for (const ir::Expr &a : op->args)
             if (thread_dependent(a)) return true;
         auto [it, fresh] = function_reads_thread_.try_emplace(op->callee.get(), false);
-        if (fresh) {
-            ReadsThread r;
-            r.visit(op->callee->body);
-            it->second = r.found;
-        }
+        if (fresh) it->second = reads_thread(*op->callee);
         return it->second;
     }
     default: break;
@@ -205,7 +207,40 @@ ir::Expr Builder::bind(ir::Expr value) {
     return ir::VarRef::make(v);
 }
 
-void Builder::push_block() { blocks_.emplace_back(); }
+void Builder::push_block(const char *construct, const std::source_location &loc) {
+    if (blocks_.size() > kMaxBlockNesting)
+        throw DslError(std::string(construct) + " nested " + std::to_string(blocks_.size()) +
+                           " deep in " + what() + ": if_, elif_, else_, for_ and while_ nest at most " +
+                           std::to_string(kMaxBlockNesting) + " deep (ember's IR nests at most " +
+                           std::to_string(ir::max_nesting_depth) + " levels)",
+                       loc);
+    blocks_.emplace_back();
+}
+
+void Builder::check_depth(uint32_t depth, const std::string &what, const std::source_location &loc) const {
+    // The statement sits in the open blocks, each (but the kernel's own) held by a statement.
+    const uint64_t total = uint64_t(depth) + 2 * blocks_.size() - 1;
+    if (total > ir::max_nesting_depth)
+        throw DslError(what + " nests " + std::to_string(total) + " levels deep in " + this->what() +
+                           " (blocks and the statements holding them, and expressions, count one "
+                           "level each): ember's IR nests at most " +
+                           std::to_string(ir::max_nesting_depth) + " levels",
+                       loc);
+}
+
+ir::Expr keep_shallow(ir::Expr e, uint32_t trace) {
+    if (!e || e.depth() <= kBindDepth) return e;
+    Builder *b = current_builder();
+    const std::string deep = "an expression nested " + std::to_string(e.depth()) + " levels deep";
+    if (!b) throw DslError(deep + " outside a kernel", std::source_location::current());
+    if (trace != 0 && trace != b->id()) check_trace(trace, std::source_location::current());
+    if (b->expression_only)
+        throw DslError("the condition of this while_ is " + deep + " (in " + b->what() +
+                           "): a while_ condition can nest at most " + std::to_string(kBindDepth) +
+                           " levels; compute deeper values into a Var before the loop",
+                       b->condition_loc);
+    return b->bind(std::move(e));
+}
 
 ir::Stmt Builder::pop_block() {
     EMBER_ASSERT(!blocks_.empty(), "pop_block with no open block");
@@ -452,6 +487,16 @@ std::vector<ir::Stmt> IfChain::take_condition_prelude(const std::source_location
 
 void IfChain::rebuild(const std::source_location &loc) {
     // if c0 {b0} else { <lets of c1>; if c1 {b1} else { ... else {else_body} } }
+    // Each arm nests two levels deeper than the one before it: check the depth of the whole
+    // chain before building it.
+    uint32_t depth = else_body_ ? else_body_.depth() : 0;
+    for (size_t i = arms_.size(); i-- > 0;) {
+        depth = 1 + std::max({arms_[i].cond.depth(), arms_[i].body.depth(), depth});
+        if (i == 0) break;
+        for (const ir::Stmt &s : arms_[i].prelude) depth = std::max(depth, s.depth());
+        ++depth; // the else block
+    }
+    builder_->check_depth(depth, "an if_ with " + std::to_string(arms_.size() - 1) + " elif_ arms", loc);
     ir::Stmt tail = else_body_;
     for (size_t i = arms_.size(); i-- > 1;) {
         std::vector<ir::Stmt> stmts = arms_[i].prelude;

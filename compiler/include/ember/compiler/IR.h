@@ -122,6 +122,11 @@
 /// * Fences order this thread's memory accesses as seen by other threads: `fence block` for the
 ///   threads of its block, `fence device` for the whole device, `fence system` also for the host
 ///   and other devices (CUDA's __threadfence_block / __threadfence / __threadfence_system).
+/// * Nesting. Every node has a depth: 1 without children, else 1 + its deepest child's, so a
+///   kernel's depth counts its nested statements (a block and the if, for or while holding it
+///   are two levels) and the expressions inside them. It is at most max_nesting_depth (1000);
+///   the parser and the DSL reject deeper input with an error naming the place and the limit.
+///   Within it, every stage (verify, print, parse, hash, code generation) runs on 1 MiB of stack.
 /// * Barrier waits for every thread of the block, and makes the shared and global memory writes
 ///   of each thread before it visible to the block's threads after it (CUDA's __syncthreads).
 ///   Every thread of the block must reach the same barrier; a thread that has returned counts as
@@ -163,11 +168,18 @@ public:
 
     void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
     void release() const noexcept {
-        if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+        if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(this);
     }
 
 private:
+    /// Deletes `p`. The nodes whose last reference that deletion drops are deleted one after the
+    /// other by the outermost call on this thread, not inside it: freeing a chain of any length
+    /// takes a constant amount of stack.
+    static void destroy(const RefCounted *p) noexcept;
+
     mutable std::atomic<uint32_t> refs_{0};
+    /// The next object waiting for `destroy` (once the count is 0).
+    mutable const RefCounted *next_pending_ = nullptr;
 };
 
 /// Owning pointer over a `RefCounted` object.
@@ -230,9 +242,18 @@ using VariableRef = Ref<Variable>;
 // ---------------------------------------------------------------------------------------------
 // Node bases and handles.
 
+/// The deepest nesting of IR nodes: the depth of a node (see IRNode::depth) is at most this. The
+/// parser and the DSL reject deeper user input with a CompileError or DslError naming the place
+/// and this limit; `make` asserts it. Every walk over the IR recurses at most this deep, so a
+/// kernel within the limit compiles on a thread with 1 MiB of stack ([Note] IR semantics: Nesting).
+inline constexpr uint32_t max_nesting_depth = 1000;
+
 struct IRNode : RefCounted {
     explicit IRNode(NodeKind k) : kind(k) {}
     const NodeKind kind;
+    /// 1 for a node without children, else 1 + the depth of its deepest child (expressions and
+    /// statements alike; an Invoke counts its arguments, not the callee's body). Set by `make`.
+    uint32_t depth = 1;
 };
 
 struct ExprNode : IRNode {
@@ -251,6 +272,7 @@ public:
     Expr(Ref<ExprNode> r) : Ref<ExprNode>(std::move(r)) {} // NOLINT
     Type type() const { return get()->type; }
     NodeKind kind() const { return get()->kind; }
+    uint32_t depth() const { return get()->depth; }
     /// The node as `T`, or null when it is another kind.
     template <class T> const T *as() const {
         return get() && get()->kind == T::static_kind ? static_cast<const T *>(get()) : nullptr;
@@ -263,6 +285,7 @@ public:
     using Ref<StmtNode>::Ref;
     Stmt(Ref<StmtNode> r) : Ref<StmtNode>(std::move(r)) {} // NOLINT
     NodeKind kind() const { return get()->kind; }
+    uint32_t depth() const { return get()->depth; }
     template <class T> const T *as() const {
         return get() && get()->kind == T::static_kind ? static_cast<const T *>(get()) : nullptr;
     }

@@ -17,8 +17,8 @@ namespace ember {
 
 namespace detail {
 /// Traces `body` into a fresh block and returns it; the block is discarded on exceptions.
-template <class F> ir::Stmt trace_block(Builder &b, F &&body) {
-    b.push_block();
+template <class F> ir::Stmt trace_block(Builder &b, F &&body, const char *what, const std::source_location &loc) {
+    b.push_block(what, loc);
     try {
         std::invoke(std::forward<F>(body));
     } catch (...) {
@@ -53,7 +53,7 @@ public:
         ir::Stmt block;
         {
             detail::DivergenceScope d(*builder_, divergent_, "elif_", loc);
-            block = detail::trace_block(*builder_, std::forward<F>(body));
+            block = detail::trace_block(*builder_, std::forward<F>(body), "elif_", loc);
         }
         arms_.push_back({std::move(prelude), c.expr(), std::move(block)});
         rebuild(loc);
@@ -66,7 +66,7 @@ public:
         if (!take_condition_prelude(loc).empty()) EMBER_UNREACHABLE("else_ has no condition");
         {
             detail::DivergenceScope d(*builder_, divergent_, "else_", loc);
-            else_body_ = detail::trace_block(*builder_, std::forward<F>(body));
+            else_body_ = detail::trace_block(*builder_, std::forward<F>(body), "else_", loc);
         }
         rebuild(loc);
         closed_ = true;
@@ -100,7 +100,7 @@ IfChain if_(const C &cond, F &&body, std::source_location loc = std::source_loca
     ir::Stmt then_body;
     {
         detail::DivergenceScope d(b, divergent, "if_", loc);
-        then_body = detail::trace_block(b, std::forward<F>(body));
+        then_body = detail::trace_block(b, std::forward<F>(body), "if_", loc);
     }
     ir::Stmt s = ir::If::make(c.expr(), then_body);
     b.emit(s, loc);
@@ -140,7 +140,7 @@ void trace_for(const Value<T> &begin, const Value<T> &end, const Value<T> &step,
     ir::Stmt block;
     try {
         DivergenceScope d(b, divergent, "for_", loc);
-        block = trace_block(b, [&] { std::invoke(body, index); });
+        block = trace_block(b, [&] { std::invoke(body, index); }, "for_", loc);
     } catch (...) {
         --b.loop_depth;
         throw;
@@ -179,6 +179,7 @@ void while_(C &&cond, F &&body, std::source_location loc = std::source_location:
     detail::check_body<F>();
     detail::Builder &b = detail::require_builder("while_", loc);
     ++b.expression_only;
+    b.condition_loc = loc;
     Bool c = [&] {
         try {
             auto r = std::invoke(cond);
@@ -193,7 +194,7 @@ void while_(C &&cond, F &&body, std::source_location loc = std::source_location:
     ir::Stmt block;
     try {
         detail::DivergenceScope d(b, b.thread_dependent(c.expr()), "while_", loc);
-        block = detail::trace_block(b, std::forward<F>(body));
+        block = detail::trace_block(b, std::forward<F>(body), "while_", loc);
     } catch (...) {
         --b.loop_depth;
         throw;

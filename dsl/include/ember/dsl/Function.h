@@ -142,7 +142,7 @@ DeviceFn<R(Params...)> trace_function(std::string name, std::vector<std::string>
         TraceScope scope(name, /*is_function=*/true);
         Builder &b = scope.builder();
         b.return_type = function_result<R>::type();
-        b.push_block();
+        b.push_block("device_function", loc);
         std::vector<ir::VariableRef> vars;
         auto args = [&]<size_t... I>(std::index_sequence<I...>) {
             return std::tuple<Params...>{make_param<Params>(names[I], vars, b.id())...};

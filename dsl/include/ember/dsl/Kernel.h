@@ -219,7 +219,7 @@ auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::t
         if (names.empty()) names.resize(sizeof...(P));
         TraceScope scope(name);
         Builder &b = scope.builder();
-        b.push_block();
+        b.push_block("kernel", loc);
         std::vector<ir::VariableRef> vars;
         // Braced initialisation creates the parameters left to right.
         auto args = [&]<size_t... I>(std::index_sequence<I...>) {

@@ -109,7 +109,7 @@ public:
     /// Wraps an IR expression of the vector type (for the DSL's own use). A template, so that a
     /// literal 0 (a null pointer constant) never picks it.
     template <std::same_as<ir::Expr> E>
-    SimdBase(E e, uint32_t trace) : expr_(std::move(e)), trace_(trace) {
+    SimdBase(E e, uint32_t trace) : expr_(detail::keep_shallow(std::move(e), trace)), trace_(trace) {
         EMBER_ASSERT(expr_.type() == ir::Type::vector(scalar_info<T>::ir_type, N), "SIMD<T, N> of the wrong IR type");
     }
 

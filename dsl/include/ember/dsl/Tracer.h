@@ -10,6 +10,12 @@
 ///   or assignment. Pure arithmetic stays as expression trees.
 /// * Inside a `while_` condition the builder is in expression-only mode: loads and reads stay
 ///   inline (the condition is re-evaluated every iteration) and statements are rejected.
+/// * Nesting (ember's IR nests at most ir::max_nesting_depth levels). A value whose expression
+///   is nested deeper than kBindDepth levels (a C++ loop that builds one long expression, say)
+///   is bound to a `let` where it is built, as a load is, so expressions stay shallow; inside a
+///   while_ condition, where nothing can be bound, such a value is a DslError at the while_.
+///   if_, elif_, else_, for_ and while_ nest at most kMaxBlockNesting deep (a DslError at the
+///   construct that goes deeper).
 /// * Every value remembers the trace it came from (0 = none: constants and special registers),
 ///   so a value of one kernel cannot leak into another. A device function is traced on its own
 ///   builder (its own trace), so a kernel's values cannot leak into it either.
@@ -40,6 +46,17 @@
 #include <vector>
 
 namespace ember::detail {
+
+/// [Note] Tracing: Nesting. Values are kept at most this deep, and blocks nest at most
+/// kMaxBlockNesting deep: together with the few levels a statement adds, a kernel's IR stays
+/// within ir::max_nesting_depth (two levels per block, one for the kernel's own).
+inline constexpr uint32_t kBindDepth = 64;
+inline constexpr uint32_t kMaxBlockNesting = 400;
+static_assert(2 * kMaxBlockNesting + kBindDepth + 64 <= ir::max_nesting_depth);
+
+/// `e`, or a reference to a `let` bound to it where it is built when it is nested deeper than
+/// kBindDepth ([Note] Tracing: Nesting). `trace` is the value's trace.
+ir::Expr keep_shallow(ir::Expr e, uint32_t trace);
 
 class Builder {
 public:
@@ -80,7 +97,8 @@ public:
     /// expression-only mode or when it is already a constant or variable reference.
     ir::Expr bind(ir::Expr value);
 
-    void push_block();
+    /// Opens the block of the construct `what` at `loc`; a DslError beyond kMaxBlockNesting.
+    void push_block(const char *what, const std::source_location &loc);
     ir::Stmt pop_block();
     /// Replaces the statement most recently emitted into the current block, which must be `old`
     /// (used by `else_`/`elif_` to complete an `if_`).
@@ -88,9 +106,16 @@ public:
     /// Removes and returns the statements emitted into the current block after `marker`; false
     /// when `marker` is not in the current block.
     bool take_after(const ir::Stmt &marker, std::vector<ir::Stmt> &out);
+    /// Throws a DslError at `loc` when a statement `depth` levels deep (`what`) cannot go into
+    /// the current block within ir::max_nesting_depth.
+    void check_depth(uint32_t depth, const std::string &what, const std::source_location &loc) const;
+    /// How many blocks are open (1 in the kernel's own body).
+    size_t block_nesting() const { return blocks_.size(); }
 
     int loop_depth = 0;
     int expression_only = 0;
+    /// The while_ whose condition is traced in expression-only mode.
+    std::source_location condition_loc;
     /// The constant arrays declared so far (constant_array), by name: where each was declared.
     std::unordered_map<std::string, std::string> constant_arrays;
     /// The static shared arrays declared so far (shared_array), for the message when they add up

@@ -183,7 +183,7 @@ public:
     Value &operator=(const Value &) = delete; // a traced value is immutable: use Var<T>
 
     /// Wraps an IR expression of type T (for the DSL's own use).
-    Value(ir::Expr e, uint32_t trace) : expr_(std::move(e)), trace_(trace) {
+    Value(ir::Expr e, uint32_t trace) : expr_(detail::keep_shallow(std::move(e), trace)), trace_(trace) {
         EMBER_ASSERT(expr_.type() == ir_type_of<T>(), "Value<T> of the wrong IR type");
     }
 
@@ -591,7 +591,7 @@ public:
     using element_type = std::remove_const_t<T>;
     static constexpr bool readonly = std::is_const_v<T>;
     using reference = std::conditional_t<readonly, ConstElementRef<element_type>, ElementRef<element_type>>;
-    Ptr(ir::Expr e, uint32_t trace) : expr_(std::move(e)), trace_(trace) {
+    Ptr(ir::Expr e, uint32_t trace) : expr_(detail::keep_shallow(std::move(e), trace)), trace_(trace) {
         EMBER_ASSERT(expr_.type() == ir_type(), "Ptr<T> of the wrong IR type");
     }
     Ptr(const Ptr &) = default;
