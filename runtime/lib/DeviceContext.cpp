@@ -99,6 +99,13 @@ void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRe
     if (r.shared_mem_bytes < 0)
         throw LogicError("kernel '" + k + "': shared_mem_bytes(" + std::to_string(r.shared_mem_bytes) +
                          ") is negative");
+    // No device has 4 GiB of shared memory per block: anything above is rejected before the sum
+    // below could overflow (the limits checked next are far lower).
+    if (r.shared_mem_bytes > int64_t(UINT32_MAX))
+        throw LogicError("kernel '" + k + "': shared_mem_bytes(" + std::to_string(r.shared_mem_bytes) +
+                         ") is more than " + std::to_string(UINT32_MAX) + " bytes, what a launch can ask for (" +
+                         dev() + " allows at most " + std::to_string(lim.max_shared_memory_per_block) +
+                         " per block without an opt-in)");
     const int64_t shared = static_cast<int64_t>(fn.static_shared_bytes) + r.shared_mem_bytes;
     // With the opt-in (FunctionAttribute::max_dynamic_shared_size_bytes) the kernel's own limit
     // applies (checked against the device's opt-in maximum when it was set).

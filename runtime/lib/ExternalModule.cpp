@@ -11,6 +11,7 @@
 #include <cctype>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 namespace ember {
@@ -140,14 +141,17 @@ size_t type_bytes(const std::string &s) {
     return 0;
 }
 
-/// One parameter's tokens (".param .align 8 .b8 s[16]") to its bytes; 0 when unknown.
+/// One parameter's tokens (".param .align 8 .b8 s[16]") to its bytes; 0 when unknown, SIZE_MAX
+/// (which no parameter type matches) when the declared array's bytes overflow.
 size_t param_bytes(const std::vector<std::string> &p) {
     size_t elem = 0, count = 1;
     for (size_t i = 0; i < p.size(); ++i) {
         if (size_t b = type_bytes(p[i])) elem = b;
         if (p[i] == "[" && i + 1 < p.size()) count = std::strtoull(p[i + 1].c_str(), nullptr, 10);
     }
-    return elem * count;
+    size_t bytes = 0;
+    if (__builtin_mul_overflow(elem, count, &bytes)) return std::numeric_limits<size_t>::max();
+    return bytes;
 }
 
 void scan_statement(const std::string &stmt, PtxSymbols &out) {

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -40,15 +41,19 @@ BackendStream &stream_of(ContextImpl &ctx, StreamImpl *stream) {
     return stream ? *stream->stream : *ctx.backend->default_stream();
 }
 
-/// a * b, or LogicError naming `what` when it overflows.
+/// a * b (a + b), or LogicError naming `what`, both operands and the limit when it overflows.
+[[noreturn]] void throw_overflow(const std::string &what, size_t a, const char *op, size_t b) {
+    throw LogicError(what + " (" + str(a) + op + str(b) + ") overflows the address space: more than " +
+                     str(std::numeric_limits<size_t>::max()) + " bytes (SIZE_MAX)");
+}
 size_t mul(size_t a, size_t b, const std::string &what) {
     size_t r = 0;
-    if (__builtin_mul_overflow(a, b, &r)) throw LogicError(what + " overflows the address space");
+    if (__builtin_mul_overflow(a, b, &r)) throw_overflow(what, a, " * ", b);
     return r;
 }
 size_t add(size_t a, size_t b, const std::string &what) {
     size_t r = 0;
-    if (__builtin_add_overflow(a, b, &r)) throw LogicError(what + " overflows the address space");
+    if (__builtin_add_overflow(a, b, &r)) throw_overflow(what, a, " + ", b);
     return r;
 }
 
@@ -182,7 +187,10 @@ std::shared_ptr<RawDeviceBuffer> create_pitched(const std::shared_ptr<ContextImp
         throw LogicError("create_pitched_buffer: width " + str(width) + " and height " + str(height) + " on " +
                          ctx->label + "; both must be at least 1");
     size_t width_bytes = mul(width, element_bytes, "create_pitched_buffer: width * sizeof(T)");
+    // Rows are padded to the pitch by the back end; unpadded, they must fit already.
+    (void)mul(width_bytes, height, "create_pitched_buffer: width * sizeof(T) * height");
     DeviceAddress p = ctx->backend->allocate_pitched(width_bytes, height, static_cast<unsigned>(element_bytes), pitch);
+    // The back end allocated pitch * height bytes, so the product fits.
     return std::make_shared<RawDeviceBuffer>(ctx, p, *pitch * height);
 }
 

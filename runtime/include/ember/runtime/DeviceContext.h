@@ -515,13 +515,17 @@ public:
     /// What kernels are compiled for on this device, e.g. "nvptx:sm_90" or "cpu".
     std::string target() const;
 
-    /// A device buffer of n elements (contents undefined until written).
+    /// A device buffer of n elements (contents undefined until written). LogicError when
+    /// n * sizeof(T) overflows size_t, MemoryError when the device is out of memory.
     template <class T> DeviceBuffer<T> enqueue_create_buffer(size_t n) const {
-        return DeviceBuffer<T>(std::make_shared<detail::RawDeviceBuffer>(impl_, n * sizeof(T)), n);
+        const size_t bytes = detail::checked_bytes(n, sizeof(T), "enqueue_create_buffer");
+        return DeviceBuffer<T>(std::make_shared<detail::RawDeviceBuffer>(impl_, bytes), n);
     }
     /// A host buffer of n elements, page-locked on GPUs (contents undefined until written).
+    /// LogicError when n * sizeof(T) overflows size_t.
     template <class T> HostBuffer<T> enqueue_create_host_buffer(size_t n) const {
-        return HostBuffer<T>(std::make_shared<detail::RawHostBuffer>(impl_, n * sizeof(T)), n);
+        const size_t bytes = detail::checked_bytes(n, sizeof(T), "enqueue_create_host_buffer");
+        return HostBuffer<T>(std::make_shared<detail::RawHostBuffer>(impl_, bytes), n);
     }
 
     /// Copies, in (destination, source) order as memcpy: between DeviceBuffers and HostBuffers of
