@@ -468,25 +468,28 @@ int DeviceContext::number_of_devices(std::string_view api_arg) {
     throw LogicError("unknown api '" + api + "': use cuda, hip, cpu or default");
 }
 
-std::string DeviceContext::name() const { return impl_->backend->name(); }
-std::string DeviceContext::api() const { return impl_->backend->api(); }
-int DeviceContext::id() const { return impl_->backend->device_id(); }
-std::string DeviceContext::target() const { return impl_->backend->target().to_string(); }
+std::string DeviceContext::name() const { return live("name").backend->name(); }
+std::string DeviceContext::api() const { return live("api").backend->api(); }
+int DeviceContext::id() const { return live("id").backend->device_id(); }
+std::string DeviceContext::target() const { return live("target").backend->target().to_string(); }
 void DeviceContext::synchronize() const {
-    detail::reject_while_capturing(*impl_->backend->default_stream(), *impl_, "synchronize");
-    impl_->backend->default_stream()->synchronize();
+    detail::ContextImpl &self = live("synchronize");
+    detail::reject_while_capturing(*self.backend->default_stream(), self, "synchronize");
+    self.backend->default_stream()->synchronize();
 }
 
 DeviceStream DeviceContext::stream() const {
-    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, impl_->backend->default_stream()}));
+    detail::ContextImpl &self = live("stream");
+    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, self.backend->default_stream()}));
 }
 
 DeviceStream DeviceContext::create_stream(int priority) const {
-    detail::reject_while_capturing(*impl_->backend->default_stream(), *impl_, "create_stream");
-    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, impl_->backend->create_stream(priority)}));
+    detail::ContextImpl &self = live("create_stream");
+    detail::reject_while_capturing(*self.backend->default_stream(), self, "create_stream");
+    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, self.backend->create_stream(priority)}));
 }
 
-std::pair<int, int> DeviceContext::stream_priority_range() const { return impl_->backend->stream_priority_range(); }
+std::pair<int, int> DeviceContext::stream_priority_range() const { return live("stream_priority_range").backend->stream_priority_range(); }
 
 namespace {
 detail::EventOptions event_options(EventFlags flags) {
@@ -498,26 +501,34 @@ detail::EventOptions event_options(EventFlags flags) {
 }
 
 const detail::EventImpl &require_event(const DeviceEvent &e, const char *call) {
-    if (!e) throw LogicError(std::string(call) + ": the DeviceEvent is empty (default-constructed); make one with create_event()");
+    if (!e) detail::throw_empty_handle("DeviceEvent", call, "make one with create_event()");
     return *e.impl();
 }
 } // namespace
 
 DeviceEvent DeviceContext::create_event(EventFlags flags) const {
-    return DeviceEvent(std::make_shared<detail::EventImpl>(detail::EventImpl{impl_, impl_->backend->create_event(event_options(flags))}));
+    detail::ContextImpl &self = live("create_event");
+    return DeviceEvent(std::make_shared<detail::EventImpl>(detail::EventImpl{impl_, self.backend->create_event(event_options(flags))}));
 }
 
-void DeviceContext::record_event(const DeviceEvent &event) const { stream().record_event(event); }
-void DeviceContext::enqueue_wait_for(const DeviceEvent &event) const { stream().enqueue_wait_for(event); }
+void DeviceContext::record_event(const DeviceEvent &event) const {
+    live("record_event");
+    stream().record_event(event);
+}
+void DeviceContext::enqueue_wait_for(const DeviceEvent &event) const {
+    live("enqueue_wait_for");
+    stream().enqueue_wait_for(event);
+}
 
 void DeviceContext::enqueue_wait_for(const DeviceContext &other) const {
-    if (other.impl_ == impl_) return; // one stream: already in order
+    if (other.live_ptr("enqueue_wait_for") == live_ptr("enqueue_wait_for")) return; // one stream: already in order
     DeviceEvent mark = other.create_event(EventFlags::disable_timing);
     other.record_event(mark);
     enqueue_wait_for(mark);
 }
 
 int64_t DeviceContext::time_iterations(const std::function<void(int)> &body, int num_iters) const {
+    live("execution_time");
     if (num_iters < 1)
         throw LogicError("execution_time: num_iters is " + std::to_string(num_iters) + "; it must be at least 1");
     DeviceEvent start = create_event(), end = create_event();
@@ -532,35 +543,44 @@ int64_t DeviceContext::time_iterations(const std::function<void(int)> &body, int
 // DeviceStream and DeviceEvent.
 
 void DeviceStream::synchronize() const {
-    detail::reject_while_capturing(*impl_->stream, *impl_->context, "synchronize");
-    impl_->stream->synchronize();
+    detail::StreamImpl &self = live("synchronize");
+    detail::reject_while_capturing(*self.stream, *self.context, "synchronize");
+    self.stream->synchronize();
 }
 bool DeviceStream::is_done() const {
-    detail::reject_while_capturing(*impl_->stream, *impl_->context, "is_done");
-    return impl_->stream->is_done();
+    detail::StreamImpl &self = live("is_done");
+    detail::reject_while_capturing(*self.stream, *self.context, "is_done");
+    return self.stream->is_done();
 }
-int DeviceStream::priority() const { return impl_->stream->priority(); }
-DeviceContext DeviceStream::context() const { return DeviceContext(impl_->context); }
-bool operator==(const DeviceStream &a, const DeviceStream &b) { return a.impl_->stream == b.impl_->stream; }
+int DeviceStream::priority() const { return live("priority").stream->priority(); }
+DeviceContext DeviceStream::context() const { return DeviceContext(live("context").context); }
+bool operator==(const DeviceStream &a, const DeviceStream &b) {
+    return a.live("operator==").stream == b.live("operator==").stream;
+}
 
 void DeviceStream::enqueue_wait_for(const DeviceEvent &event) const {
+    detail::StreamImpl &self = live("enqueue_wait_for");
     const detail::EventImpl &e = require_event(event, "enqueue_wait_for");
-    if (detail::BackendGraph *g = impl_->stream->capture_graph()) detail::keep_for_graph(*g, event.impl());
-    impl_->stream->wait(*e.event);
+    if (detail::BackendGraph *g = self.stream->capture_graph()) detail::keep_for_graph(*g, event.impl());
+    self.stream->wait(*e.event);
 }
 
 void DeviceStream::record_event(const DeviceEvent &event) const {
+    detail::StreamImpl &self = live("record_event");
     const detail::EventImpl &e = require_event(event, "record_event");
-    detail::reject_while_capturing(*impl_->stream, *impl_->context, "record_event");
-    if (e.context != impl_->context) {
-        auto [of, to] = detail::two_contexts(*e.context, *impl_->context);
+    detail::reject_while_capturing(*self.stream, *self.context, "record_event");
+    if (e.context != self.context) {
+        auto [of, to] = detail::two_contexts(*e.context, *self.context);
         throw LogicError("record_event: the event belongs to " + of + " but the stream to " + to +
                          "; record an event of the stream's own context");
     }
-    impl_->stream->record(*e.event);
+    self.stream->record(*e.event);
 }
 
-DeviceEvent DeviceStream::create_event(EventFlags flags) const { return context().create_event(flags); }
+DeviceEvent DeviceStream::create_event(EventFlags flags) const {
+    live("create_event");
+    return context().create_event(flags);
+}
 
 // [issue-4 anchor: devinfo] Device information and context limits.
 

@@ -364,6 +364,7 @@ std::shared_ptr<RawDeviceBuffer> module_global(const ModuleImpl &m, const std::s
 // DeviceContext::load_module and DeviceModule.
 
 DeviceModule DeviceContext::load_module(const ModuleImage &image) const {
+    detail::ContextImpl &self = live("load_module");
     if (image.bytes().empty()) throw LogicError("load_module: the image '" + image.name() + "' is empty");
     auto m = std::make_shared<detail::ModuleImpl>();
     m->context = impl_;
@@ -380,12 +381,12 @@ DeviceModule DeviceContext::load_module(const ModuleImage &image) const {
         m->ptx = detail::scan_ptx(image.bytes());
         m->ptx_text = image.bytes();
     }
-    m->loaded = impl_->backend->load_module(m->format, image.bytes(), image.name());
+    m->loaded = self.backend->load_module(m->format, image.bytes(), image.name());
     return DeviceModule(std::move(m));
 }
 
-const detail::ModuleImpl &DeviceModule::require() const {
-    if (!impl_) throw LogicError("DeviceModule: the module is empty (default-constructed); make one with load_module");
+const detail::ModuleImpl &DeviceModule::require(const char *method) const {
+    if (!impl_) detail::throw_empty_handle("DeviceModule", method, "make one with load_module");
     return *impl_;
 }
 
@@ -396,10 +397,10 @@ void DeviceModule::throw_global_size(const std::string &name, size_t bytes, size
 
 DeviceBuffer<std::byte> DeviceModule::get_global(const std::string &name) const { return get_global<std::byte>(name); }
 
-const std::string &DeviceModule::name() const { return require().name; }
+const std::string &DeviceModule::name() const { return require("name").name; }
 
 std::vector<std::string> DeviceModule::function_names() const {
-    const detail::ModuleImpl &m = require();
+    const detail::ModuleImpl &m = require("function_names");
     if (!m.loaded) {
         std::vector<std::string> names;
         for (const ir::Kernel &k : m.ir_kernels) names.push_back(k.name);
@@ -413,8 +414,8 @@ std::vector<std::string> DeviceModule::function_names() const {
     return m.loaded->function_names();
 }
 
-std::vector<std::string> DeviceModule::global_names() const { return require().ptx.globals; }
+std::vector<std::string> DeviceModule::global_names() const { return require("global_names").ptx.globals; }
 
-DeviceContext DeviceModule::context() const { return DeviceContext(require().context); }
+DeviceContext DeviceModule::context() const { return DeviceContext(require("context").context); }
 
 } // namespace ember

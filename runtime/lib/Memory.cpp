@@ -68,6 +68,15 @@ void throw_empty_buffer(const char *call, const char *what) {
     throw LogicError(std::string(call) + ": the " + what + " is empty (default-constructed or moved-from)");
 }
 
+void throw_moved_from(const char *what, const char *method, const char *hint) {
+    throw LogicError(std::string("use of a moved-from ") + what + " in " + method + ": " + hint);
+}
+
+void throw_empty_handle(const char *what, const char *method, const char *hint) {
+    throw LogicError(std::string("use of an empty ") + what + " (default-constructed or moved-from) in " + method +
+                     ": " + hint);
+}
+
 void check_sub_buffer(const char *kind, size_t size, size_t elem, size_t byte_offset, size_t offset, size_t count,
                       size_t view_elem, size_t view_align) {
     const std::string view = "create_sub_buffer(offset " + std::to_string(offset) + ", count " +

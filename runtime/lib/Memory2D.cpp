@@ -313,9 +313,9 @@ IpcMemHandle IpcMemHandle::from_string(std::string_view text) {
 void DeviceContext::enqueue_copy_2d(const Copy2D &c) const {
     Copy3D c3;
     static_cast<Copy2D &>(c3) = c;
-    detail::enqueue_copy_3d(*impl_, nullptr, c3, false);
+    detail::enqueue_copy_3d(live("enqueue_copy_2d"), nullptr, c3, false);
 }
-void DeviceContext::enqueue_copy_3d(const Copy3D &c) const { detail::enqueue_copy_3d(*impl_, nullptr, c, true); }
+void DeviceContext::enqueue_copy_3d(const Copy3D &c) const { detail::enqueue_copy_3d(live("enqueue_copy_3d"), nullptr, c, true); }
 void DeviceContext::copy_2d_sync(const Copy2D &c) const {
     enqueue_copy_2d(c);
     synchronize();
@@ -326,22 +326,24 @@ void DeviceContext::copy_3d_sync(const Copy3D &c) const {
 }
 
 bool DeviceContext::can_access(const DeviceContext &peer) const {
-    return impl_->backend->can_access_peer(*peer.impl()->backend);
+    return live("can_access").backend->can_access_peer(*peer.live("can_access").backend);
 }
 void DeviceContext::enable_peer_access(const DeviceContext &peer) const {
-    impl_->backend->enable_peer_access(*peer.impl()->backend);
+    live("enable_peer_access").backend->enable_peer_access(*peer.live("enable_peer_access").backend);
 }
 void DeviceContext::disable_peer_access(const DeviceContext &peer) const {
-    impl_->backend->disable_peer_access(*peer.impl()->backend);
+    live("disable_peer_access").backend->disable_peer_access(*peer.live("disable_peer_access").backend);
 }
 
 void DeviceStream::enqueue_copy_2d(const Copy2D &c) const {
+    detail::StreamImpl &self = live("enqueue_copy_2d");
     Copy3D c3;
     static_cast<Copy2D &>(c3) = c;
-    detail::enqueue_copy_3d(*impl_->context, impl_.get(), c3, false);
+    detail::enqueue_copy_3d(*self.context, &self, c3, false);
 }
 void DeviceStream::enqueue_copy_3d(const Copy3D &c) const {
-    detail::enqueue_copy_3d(*impl_->context, impl_.get(), c, true);
+    detail::StreamImpl &self = live("enqueue_copy_3d");
+    detail::enqueue_copy_3d(*self.context, &self, c, true);
 }
 
 } // namespace ember
