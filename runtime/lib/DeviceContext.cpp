@@ -200,6 +200,8 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     auto fn = std::make_shared<FunctionImpl>();
     fn->backend = ctx->backend;
     fn->context = ctx.get();
+    fn->context_ref = ctx;
+    fn->context_label = ctx->label;
     fn->kernel = kernel;
     fn->static_shared_bytes = ir::static_shared_bytes(kernel->ir);
     CompileOptions co;
@@ -300,11 +302,29 @@ FunctionImpl *compile_cached_slow(const std::shared_ptr<ContextImpl> &ctx,
     return fn.get(); // owned by ctx->cache for as long as the context lives
 }
 
+namespace {
+/// A DeviceFunction is loaded into the context that compiled it (a module of its own, per context,
+/// even on one device), so another context cannot launch it.
+[[noreturn]] void throw_foreign_function(const ContextImpl &ctx, const FunctionImpl &fn) {
+    const std::string &k = fn.kernel->ir.name;
+    const std::string what = "kernel '" + k + "' was compiled by " +
+                             (fn.context_label != ctx.label ? "a DeviceContext of " + fn.context_label
+                              : fn.context_ref.expired()    ? "a DeviceContext of " + ctx.label + " that no longer exists"
+                                                            : "another DeviceContext of the same device (" +
+                                                                  ctx.label + ")");
+    throw LogicError(what + " and cannot be launched on " +
+                     (fn.context_label == ctx.label ? "this one" : "one of " + ctx.label) +
+                     ": a DeviceFunction belongs to the context whose compile_function made it, even on one "
+                     "device. Call compile_function on the context that launches it, or launch it on the context "
+                     "that compiled it (enqueue_function(kernel, ...) with the Kernel compiles for each context "
+                     "itself)");
+}
+} // namespace
+
 void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const LaunchRequest &req, void **args,
             size_t n, const KernelArgsInfo *info) {
-    if (fn.context != &ctx)
-        throw LogicError("kernel '" + fn.kernel->ir.name + "' was compiled for " + fn.context->label +
-                         " and cannot be launched on " + ctx.label + "; compile it for this context");
+    if (fn.context != &ctx) [[unlikely]]
+        throw_foreign_function(ctx, fn);
     check_launch(ctx, fn, req);
     LaunchDims dims;
     dims.grid = {req.grid.x, req.grid.y, req.grid.z};

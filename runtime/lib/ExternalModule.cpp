@@ -334,6 +334,8 @@ std::shared_ptr<FunctionImpl> module_function(const ModuleImpl &m, const std::st
     auto fn = std::make_shared<FunctionImpl>();
     fn->backend = m.context->backend;
     fn->context = m.context.get();
+    fn->context_ref = m.context;
+    fn->context_label = m.context->label;
     fn->kernel = std::move(info);
     fn->compiled.kernel_name = name;
     fn->compiled.entry_symbol = name;
