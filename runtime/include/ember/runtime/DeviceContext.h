@@ -632,7 +632,7 @@ public:
     /// sees it, and the driver may round it (stack_size up to its granularity); printf_fifo_size
     /// and malloc_heap_size can only change before the first launch of a kernel that prints or
     /// allocates (LogicError after). On the CPU
-    /// device: stack_size is the smallest fiber stack of kernels with barriers (ember grows it
+    /// device: stack_size is the smallest stack of a GPU thread (kernel and fiber stacks; ember grows it
     /// for a kernel whose local arrays need more; at most 64 MiB, LogicError above);
     /// printf_fifo_size and malloc_heap_size are stored and returned but change nothing.
     void set_limit(Limit limit, size_t value) const;
