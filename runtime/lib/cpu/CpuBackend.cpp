@@ -28,6 +28,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -124,9 +125,39 @@ private:
     bool stop_ = false;
 };
 
+// [Note] CPU device and fork
+// ==========================
+// A child of fork() has one thread: the pool's workers do not exist there, and the pool's
+// mutexes may be held by parent threads (a launch in progress), so launching on the parent's
+// pool would wait forever. A pthread_atfork child handler therefore drops the pool (leaked on
+// purpose: its std::threads can be neither joined nor destroyed in the child) and the child's
+// first launch that needs one makes a new pool. The prepare handler holds pool_mutex over the
+// fork, so the child never sees a pool half made; it does not wait for a launch in progress,
+// which the child simply does not see. Other ember state (the compile caches, the JIT) is only
+// as consistent in the child as it was when fork() was called: fork while no other thread is
+// compiling.
+std::mutex pool_mutex;
+std::atomic<ThreadPool *> current_pool{nullptr};
+/// Joins the workers at exit, as a static pool did (the child's pool too; never the parent's).
+struct PoolOwner {
+    ~PoolOwner() { delete current_pool.exchange(nullptr); }
+} pool_owner;
+
+void before_fork() { pool_mutex.lock(); }
+void after_fork_in_parent() { pool_mutex.unlock(); }
+void after_fork_in_child() {
+    current_pool.store(nullptr);
+    pool_mutex.unlock();
+}
+
 ThreadPool &pool() {
-    static ThreadPool p(pool_size());
-    return p;
+    if (ThreadPool *p = current_pool.load(std::memory_order_acquire)) [[likely]]
+        return *p;
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    static const bool fork_handlers = pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child) == 0;
+    (void)fork_handlers;
+    if (!current_pool.load(std::memory_order_relaxed)) current_pool.store(new ThreadPool(pool_size()));
+    return *current_pool.load(std::memory_order_relaxed);
 }
 
 std::string cpu_model_name() {
