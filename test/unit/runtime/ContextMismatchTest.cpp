@@ -44,7 +44,7 @@ TEST_P(ContextMismatchTest, AFunctionOfAnotherContextOfTheSameDevice) {
                        ")"),
               std::string::npos)
         << msg;
-    EXPECT_NE(msg.find("call compile_function on the context that launches it"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Call compile_function on the context that launches it"), std::string::npos) << msg;
     EXPECT_EQ(msg.find("compiled for " + label + " and cannot be launched on " + label), std::string::npos) << msg;
     // What it advises works: the kernel itself compiles for each context.
     ctx().enqueue_function(inc, b, 4, grid_dim(1), block_dim(4));
