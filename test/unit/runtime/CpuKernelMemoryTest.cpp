@@ -10,6 +10,7 @@
 #include "ember/ember.h"
 
 #include "ContextImpl.h"
+#include "ExpectError.h"
 
 #include <gtest/gtest.h>
 
@@ -23,15 +24,8 @@ using namespace ember;
 
 namespace {
 
-/// Runs `f`, expecting a LaunchError whose message contains every part.
 template <class F> void expect_launch_error(F &&f, std::initializer_list<std::string> parts) {
-    try {
-        f();
-        ADD_FAILURE() << "no LaunchError";
-    } catch (const LaunchError &e) {
-        for (const std::string &p : parts)
-            EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "missing '" << p << "' in: " << e.what();
-    }
+    ember::testing::expect_error<LaunchError>(f, parts);
 }
 
 // Each thread writes dynamic shared element `at + thread_idx.x` and, after a barrier, thread 0

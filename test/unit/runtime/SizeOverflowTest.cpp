@@ -7,6 +7,7 @@
 #include "ember/ember.h"
 
 #include "DeviceTest.h"
+#include "ExpectError.h"
 #include "Functions.h"
 
 #include <gtest/gtest.h>
@@ -26,16 +27,7 @@ const std::string size_max = std::to_string(std::numeric_limits<size_t>::max());
 /// 2^61 + 4 doubles: 2^64 + 32 bytes, 32 once wrapped.
 constexpr size_t wraps_to_32 = (size_t(1) << 61) + 4;
 
-/// Runs `f`, expecting a LogicError whose message contains every part.
-template <class F> void expect_logic_error(F &&f, std::initializer_list<std::string> parts) {
-    try {
-        f();
-        ADD_FAILURE() << "no LogicError";
-    } catch (const LogicError &e) {
-        for (const std::string &p : parts)
-            EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "missing '" << p << "' in: " << e.what();
-    }
-}
+using ember::testing::expect_logic_error;
 
 class SizeOverflowTest : public ember::testing::DeviceTest {};
 
