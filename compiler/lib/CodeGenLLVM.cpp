@@ -50,6 +50,9 @@ private:
     /// A math library call, or a fast_ variant ([Note] Math library).
     llvm::Value *emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value *> args);
     llvm::Value *element_address(const ir::Expr &ptr, const ir::Expr &index);
+    /// element_address for a load, store or atomic of `type`: through a shared pointer, checked
+    /// by the target (Target::emit_shared_access_check).
+    llvm::Value *access_address(const ir::Expr &ptr, const ir::Expr &index, const ir::Type &type, bool is_store);
     /// `f` applied to the scalars of each lane of `args` (vectors of one lane count), the results
     /// put back together: for what only exists for scalars (the math library, exact fmod).
     llvm::Value *per_lane(llvm::ArrayRef<llvm::Value *> args,
@@ -365,7 +368,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
 }
 
 llvm::Value *CodeGenLLVM::visit(const ir::Atomic *op) {
-    llvm::Value *addr = element_address(op->ptr, op->index);
+    llvm::Value *addr = access_address(op->ptr, op->index, op->type, /*is_store=*/true);
     llvm::Value *compare = op->compare ? emit(op->compare) : nullptr;
     llvm::Value *value = emit(op->value);
     const ir::Type t = op->type;
@@ -553,8 +556,15 @@ llvm::Value *CodeGenLLVM::element_address(const ir::Expr &ptr, const ir::Expr &i
     return b_.CreateInBoundsGEP(memory_type(ptr.type().element_type()), p, i);
 }
 
+llvm::Value *CodeGenLLVM::access_address(const ir::Expr &ptr, const ir::Expr &index, const ir::Type &type,
+                                          bool is_store) {
+    llvm::Value *addr = element_address(ptr, index);
+    if (ptr.type().space() != ir::AddressSpace::Shared) return addr;
+    return target_.emit_shared_access_check(b_, addr, type.bytes(), is_store);
+}
+
 llvm::Value *CodeGenLLVM::visit(const ir::Load *op) {
-    llvm::Value *addr = element_address(op->ptr, op->index);
+    llvm::Value *addr = access_address(op->ptr, op->index, op->type, /*is_store=*/false);
     llvm::Type *ty = memory_type(op->type);
     auto load = [&](llvm::Align align) -> llvm::Value * {
         llvm::LoadInst *v = b_.CreateAlignedLoad(ty, addr, align);
@@ -800,7 +810,7 @@ llvm::Error CodeGenLLVM::visit(const ir::Assign *op) {
 }
 
 llvm::Error CodeGenLLVM::visit(const ir::Store *op) {
-    llvm::Value *addr = element_address(op->ptr, op->index);
+    llvm::Value *addr = access_address(op->ptr, op->index, op->value.type(), /*is_store=*/true);
     llvm::Value *v = emit(op->value);
     const ir::Type t = op->value.type();
     if (t.lane_type().is_bool()) v = b_.CreateZExt(v, memory_type(t));

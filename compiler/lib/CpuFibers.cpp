@@ -1,8 +1,7 @@
 /// \file
-/// The fiber scheduler of the CPU device (see [Note] CPU fibers in CpuFibers.h).
+/// The fiber scheduler of the CPU device (see [Note] CPU fibers in CpuFibers.h), and the stacks
+/// and shared memory every kernel runs in ([Note] CPU kernel memory).
 #include "CpuFibers.h"
-
-#include "ember/Error.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -18,7 +17,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <string>
+#include <new>
 #include <vector>
 
 #if EMBER_FIBER_ASM
@@ -28,6 +27,7 @@
 // one, which made every barrier cost a microsecond or more per thread).
 extern "C" void ember_fiber_switch(void **from, void *to);
 extern "C" void ember_fiber_entry();
+extern "C" void ember_kernel_stack_entry();
 asm(R"(
     .text
     .p2align 4
@@ -66,6 +66,15 @@ ember_fiber_entry:
     call ember_fiber_main
     ud2
     .size ember_fiber_entry, .-ember_fiber_entry
+
+    .p2align 4
+    .globl ember_kernel_stack_entry
+    .hidden ember_kernel_stack_entry
+    .type ember_kernel_stack_entry, @function
+ember_kernel_stack_entry:
+    call ember_kernel_stack_main
+    ud2
+    .size ember_kernel_stack_entry, .-ember_kernel_stack_entry
 )");
 #endif
 
@@ -107,36 +116,93 @@ public:
     ~Stacks() {
         for (Stack &s : stacks_) munmap(s.base, s.bytes + page_bytes());
     }
-    /// Stack `i`, with at least `bytes` usable bytes (a multiple of the page size).
-    const Stack &get(size_t i, size_t bytes) {
-        if (stacks_.size() <= i) stacks_.resize(i + 1);
+    /// Stack `i`, with at least `bytes` usable bytes (a multiple of the page size); null with
+    /// errno set when it cannot be reserved. Never throws: it is called from generated code.
+    const Stack *get(size_t i, size_t bytes) noexcept {
+        if (stacks_.size() <= i) {
+            try {
+                stacks_.resize(i + 1);
+            } catch (const std::bad_alloc &) {
+                errno = ENOMEM;
+                return nullptr;
+            }
+        }
         Stack &s = stacks_[i];
-        if (s.base && s.bytes >= bytes) return s;
+        if (s.base && s.bytes >= bytes) return &s;
         if (s.base) munmap(s.base, s.bytes + page_bytes());
         s = Stack{};
         const size_t total = bytes + page_bytes();
         void *p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
                        -1, 0);
-        if (p == MAP_FAILED)
-            throw MemoryError("the CPU device cannot reserve " + std::to_string(total) +
-                              " bytes for the fiber stack of GPU thread " + std::to_string(i) + " (" +
-                              std::strerror(errno) + "); lower Limit::stack_size or the kernel's local arrays");
+        if (p == MAP_FAILED) return nullptr;
         // The guard page: a frame that overflows the stack faults here (frames are probed page by
         // page, see [Note] CPU fibers) instead of writing into the memory below.
         if (mprotect(p, page_bytes(), PROT_NONE) != 0) {
             const int err = errno;
             munmap(p, total);
-            throw MemoryError(std::string("the CPU device cannot protect the guard page of a fiber stack (") +
-                              std::strerror(err) + ")");
+            errno = err;
+            return nullptr;
         }
         s.base = p;
         s.bytes = bytes;
-        return s;
+        return &s;
     }
 
 private:
     std::vector<Stack> stacks_;
 };
+
+/// The shared memory of the blocks a host thread runs ([Note] CPU kernel memory): one mapping,
+/// unmapped when the thread exits, whose last page is a guard page; a launch that needs more
+/// replaces it.
+class SharedArena {
+public:
+    ~SharedArena() {
+        if (base_) munmap(base_, usable_ + page_bytes());
+    }
+    /// `bytes` bytes, 64-byte aligned, ending where the guard page starts (as closely as the
+    /// alignment allows); null with errno set when they cannot be reserved.
+    void *get(uint64_t bytes) noexcept {
+        const size_t need = (bytes + 63) / 64 * 64;
+        if (need > usable_) {
+            if (base_) munmap(base_, usable_ + page_bytes());
+            base_ = nullptr;
+            usable_ = 0;
+            const size_t usable = (need + page_bytes() - 1) / page_bytes() * page_bytes();
+            void *p = mmap(nullptr, usable + page_bytes(), PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (p == MAP_FAILED) return nullptr;
+            if (mprotect(static_cast<char *>(p) + usable, page_bytes(), PROT_NONE) != 0) {
+                const int err = errno;
+                munmap(p, usable + page_bytes());
+                errno = err;
+                return nullptr;
+            }
+            base_ = p;
+            usable_ = usable;
+        }
+        return static_cast<char *>(base_) + usable_ - need;
+    }
+
+private:
+    void *base_ = nullptr;
+    size_t usable_ = 0;
+};
+
+/// Records that `bytes` of `resource` could not be reserved (errno `err`) as the launch's fault.
+void report_out_of_memory(CpuFault *fault, const char *resource, uint64_t bytes, int err) noexcept {
+    if (!fault) { // a launch without a record (a test calling the entry directly): say it at least
+        std::fprintf(stderr, "ember: the CPU device cannot reserve %llu bytes for %s (%s); blocks did not run\n",
+                     static_cast<unsigned long long>(bytes), resource, std::strerror(err));
+        return;
+    }
+    bool expected = false;
+    if (!fault->raised.compare_exchange_strong(expected, true)) return;
+    fault->kind = CpuFault::Kind::out_of_memory;
+    fault->resource = resource;
+    fault->resource_bytes = bytes;
+    fault->error = err;
+}
 
 struct Scheduler {
 #if EMBER_FIBER_ASM
@@ -152,6 +218,24 @@ struct Scheduler {
 
 thread_local Scheduler *active = nullptr;
 thread_local Stacks stacks;
+/// The host thread's kernel stack (stack 0) and shared memory ([Note] CPU kernel memory).
+thread_local Stacks kernel_stack;
+thread_local SharedArena shared_arena;
+
+/// What ember_cpu_enter runs on the kernel stack.
+struct KernelCall {
+    CpuBlocksFn blocks;
+    void **args;
+    const CpuLaunch *launch;
+    void *shared;
+#if EMBER_FIBER_ASM
+    void *return_sp = nullptr;
+    void *stack_sp = nullptr;
+#else
+    ucontext_t caller;
+#endif
+};
+thread_local KernelCall *kernel_call = nullptr;
 
 /// Switches from the scheduler to fiber `f`, and back when it waits or ends.
 void resume(Scheduler &s, Fiber &f) {
@@ -180,10 +264,10 @@ void run_current() {
 }
 
 #if EMBER_FIBER_ASM
-/// A fresh fiber's stack: what ember_fiber_switch pops (MXCSR and x87 control word, six
-/// registers), then the return address ember_fiber_entry, which leaves the stack pointer 16-byte
-/// aligned for its call, as the ABI wants.
-void *initial_stack(const Stack &stack) {
+/// A fresh stack for ember_fiber_switch to resume: what it pops (MXCSR and x87 control word, six
+/// registers), then the return address `entry` (ember_fiber_entry, ember_kernel_stack_entry),
+/// which leaves the stack pointer 16-byte aligned for its call, as the ABI wants.
+void *initial_stack(const Stack &stack, void (*entry)() = &ember_fiber_entry) {
     auto top = reinterpret_cast<uintptr_t>(stack.top());
     top &= ~uintptr_t(15);
     auto *sp = reinterpret_cast<uint64_t *>(top - 64);
@@ -193,7 +277,7 @@ void *initial_stack(const Stack &stack) {
     asm volatile("fnstcw %0" : "=m"(fcw));
     sp[0] = mxcsr | (uint64_t(fcw) << 32);
     for (int r = 1; r <= 6; ++r) sp[r] = 0; // r15 r14 r13 r12 rbx rbp
-    sp[7] = reinterpret_cast<uint64_t>(&ember_fiber_entry);
+    sp[7] = reinterpret_cast<uint64_t>(entry);
     return sp;
 }
 #else
@@ -201,6 +285,11 @@ void *initial_stack(const Stack &stack) {
 void trampoline(int) {
     run_current();
     // Returning resumes uc_link: the scheduler.
+}
+void kernel_stack_trampoline() {
+    KernelCall &c = *kernel_call;
+    c.blocks(c.args, c.launch, c.shared);
+    // Returning resumes uc_link: ember_cpu_enter.
 }
 #endif
 
@@ -213,7 +302,71 @@ extern "C" __attribute__((used, visibility("hidden"))) void ember_fiber_main() {
     ember_fiber_switch(&s.fibers[s.current].sp, s.main_sp); // never comes back
     __builtin_unreachable();
 }
+
+extern "C" __attribute__((used, visibility("hidden"))) void ember_kernel_stack_main() {
+    KernelCall &c = *kernel_call;
+    c.blocks(c.args, c.launch, c.shared);
+    ember_fiber_switch(&c.stack_sp, c.return_sp); // never comes back
+    __builtin_unreachable();
+}
 #endif
+
+void ember_cpu_enter(CpuBlocksFn blocks, void **args, const CpuLaunch *launch, uint64_t shared_bytes) {
+    void *shared = nullptr;
+    if (shared_bytes > 0) {
+        shared = shared_arena.get(shared_bytes);
+        if (!shared) return report_out_of_memory(launch->fault, "the shared memory of a block", shared_bytes, errno);
+    }
+    if (kernel_call) { // already on the kernel stack (a kernel does not launch kernels; be safe)
+        blocks(args, launch, shared);
+        return;
+    }
+    const int64_t asked = launch->stack_bytes;
+    size_t bytes = asked > 0 ? static_cast<size_t>(asked) : cpu_default_fiber_stack_bytes;
+    bytes = (bytes + page_bytes() - 1) / page_bytes() * page_bytes();
+    const Stack *stack = kernel_stack.get(0, bytes);
+    if (!stack) return report_out_of_memory(launch->fault, "the kernel stack of a host thread", bytes, errno);
+    KernelCall call{blocks, args, launch, shared};
+    kernel_call = &call;
+#if EMBER_FIBER_ASM
+    ember_fiber_switch(&call.return_sp, initial_stack(*stack, &ember_kernel_stack_entry));
+#else
+    ucontext_t callee;
+    getcontext(&callee);
+    callee.uc_stack.ss_sp = static_cast<char *>(stack->base) + page_bytes();
+    callee.uc_stack.ss_size = stack->bytes;
+    callee.uc_link = &call.caller;
+    makecontext(&callee, &kernel_stack_trampoline, 0);
+    swapcontext(&call.caller, &callee);
+#endif
+    kernel_call = nullptr;
+}
+
+void *ember_cpu_shared_fault(CpuFault *fault, int64_t offset, uint32_t bytes, uint64_t shared_bytes,
+                             uint32_t is_store, int64_t tx, int64_t ty, int64_t tz, int64_t bx, int64_t by,
+                             int64_t bz) {
+    // The widest access is a vector of 16 lanes of 8 bytes.
+    alignas(64) static thread_local unsigned char scratch[256];
+    if (!fault) { // a launch without a record (a test calling the entry directly): say it at least
+        std::fprintf(stderr,
+                     "ember: %u-byte shared-memory %s at offset %lld, outside the block's %llu bytes of shared "
+                     "memory (carried out on a scratch location)\n",
+                     bytes, is_store ? "store" : "load", static_cast<long long>(offset),
+                     static_cast<unsigned long long>(shared_bytes));
+        return scratch;
+    }
+    bool expected = false;
+    if (fault->raised.compare_exchange_strong(expected, true)) {
+        fault->kind = CpuFault::Kind::shared_out_of_bounds;
+        fault->bytes = bytes;
+        fault->is_store = is_store != 0;
+        fault->shared_offset = offset;
+        fault->shared_bytes = shared_bytes;
+        fault->thread_idx[0] = tx, fault->thread_idx[1] = ty, fault->thread_idx[2] = tz;
+        fault->block_idx[0] = bx, fault->block_idx[1] = by, fault->block_idx[2] = bz;
+    }
+    return scratch;
+}
 
 void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
     const int64_t bx = ctx[6], by = ctx[7], bz = ctx[8];
@@ -233,7 +386,13 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
         f.ctx[0] = linear % bx;
         f.ctx[1] = (linear / bx) % by;
         f.ctx[2] = linear / (bx * by);
-        f.stack = stacks.get(i, stack_bytes);
+        const Stack *stack = stacks.get(i, stack_bytes);
+        if (!stack) {
+            const int err = errno;
+            return report_out_of_memory(reinterpret_cast<CpuFault *>(ctx[cpu_ctx_fault_slot]),
+                                        "the fiber stacks of a block", stack_bytes * n, err);
+        }
+        f.stack = *stack;
 #if EMBER_FIBER_ASM
         f.sp = initial_stack(f.stack);
 #else

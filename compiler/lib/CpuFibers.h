@@ -1,7 +1,29 @@
 /// \file
 /// The CPU device's runtime for kernels with barriers: the threads of a block run as fibers that
 /// switch at every barrier. Called by generated code, through symbols CpuJit defines in every
-/// JITDylib (`__ember_cpu_run_block`, `__ember_cpu_barrier`).
+/// JITDylib (`__ember_cpu_run_block`, `__ember_cpu_barrier`); also the memory every kernel runs
+/// in (`__ember_cpu_enter`).
+///
+/// [Note] CPU kernel memory
+/// ========================
+/// No kernel runs on the stack of the thread that calls it (a pool thread, or the user's thread
+/// for a launch of one block), whose size ember does not choose and below which lies other
+/// memory: the exported entry of a kernel ([Note] CPU kernel ABI) calls `ember_cpu_enter`, which
+/// switches to a stack the host thread keeps for kernels (CpuLaunch::stack_bytes usable bytes,
+/// reserved with mmap, committed as touched, a guard page below; replaced by a bigger one when a
+/// launch needs more) and runs the blocks there. The runtime sizes it as fiber stacks are: the
+/// kernel's local arrays (CompiledKernel::local_bytes) plus a margin, at least Limit::stack_size,
+/// at most 64 MiB plus the margin (a LaunchError naming the kernel above). Every generated
+/// function probes its stack frame page by page ("probe-stack"), so a frame that still does not
+/// fit faults on the guard page instead of writing past it.
+/// A block's shared memory (its static arrays, then the launch's dynamic shared memory at the next
+/// 16-byte boundary) comes from an arena the host thread keeps, separate from every stack: the
+/// segment ends where a guard page starts, and the arena grows when a launch needs more. Every
+/// load, store and atomic through a shared pointer is checked against the segment (offset and
+/// size in the launch context); one outside it is recorded in the launch's CpuFault (the runtime
+/// throws a LaunchError naming the kernel, the offset and the size) and carried out on a scratch
+/// location instead, so it can neither corrupt memory nor crash. Memory that cannot be reserved
+/// is recorded as a fault too (MemoryError), never thrown through generated code.
 ///
 /// [Note] CPU fibers
 /// =================
@@ -12,7 +34,7 @@
 /// has reached the barrier (or ended), all of them continue. A warp operation is a rendezvous of
 /// the 32 fibers of one warp (linear thread index / 32): each posts its value, and when the
 /// warp's live fibers have all posted, each reads the lane it wants; a second rendezvous keeps
-/// the slots until every lane has read. Stacks (CpuLaunch::fiber_stack_bytes reserved, 256 KiB
+/// the slots until every lane has read. Stacks (CpuLaunch::stack_bytes reserved, 256 KiB
 /// by default, committed as used, with a guard page below) are cached per host thread and reused
 /// by later blocks; a launch that needs bigger ones replaces them. The runtime sizes them from
 /// the kernel's local arrays (CompiledKernel::local_bytes) plus a margin, and at least to the
@@ -26,6 +48,8 @@
 #ifndef EMBER_COMPILER_CPUFIBERS_H
 #define EMBER_COMPILER_CPUFIBERS_H
 
+#include "ember/compiler/CpuAbi.h"
+
 #include <cstdint>
 
 namespace ember::detail {
@@ -35,17 +59,35 @@ namespace ember::detail {
 using CpuThreadFn = void (*)(void **args, int64_t *ctx);
 
 /// Number of i64 slots in the CPU launch context (see [Note] CPU launch context).
-inline constexpr unsigned cpu_ctx_slots = 16;
+inline constexpr unsigned cpu_ctx_slots = 17;
 /// Slot of the block's shared memory base address.
 inline constexpr unsigned cpu_ctx_shared_slot = 12;
 /// Slot of the block's dynamic shared memory address (after the static arrays).
 inline constexpr unsigned cpu_ctx_dynamic_shared_slot = 13;
 /// Slot of the launch's `CpuFault *` (CpuAbi.h), where misaligned vector accesses are reported.
 inline constexpr unsigned cpu_ctx_fault_slot = 14;
-/// Slot of the launch's fiber stack size (CpuLaunch::fiber_stack_bytes; 0: the default).
+/// Slot of the launch's stack size (CpuLaunch::stack_bytes; 0: the default).
 inline constexpr unsigned cpu_ctx_stack_slot = 15;
-/// The fiber stack of a launch that asks for none (CpuLaunch::fiber_stack_bytes = 0).
+/// Slot of the bytes of the block's shared memory (static and dynamic), what shared-memory
+/// accesses are checked against ([Note] CPU kernel memory).
+inline constexpr unsigned cpu_ctx_shared_bytes_slot = 16;
+/// The stack of a launch that asks for none (CpuLaunch::stack_bytes = 0).
 inline constexpr uint64_t cpu_default_fiber_stack_bytes = 256 * 1024;
+
+/// The blocks of one launch: `<kernel>.blocks(args, launch, shared)`, run by ember_cpu_enter with
+/// `shared` the block's shared memory (null when the kernel has none).
+using CpuBlocksFn = void (*)(void **args, const CpuLaunch *launch, void *shared);
+
+/// Runs `blocks` on the calling host thread's kernel stack, with `shared_bytes` of shared memory
+/// from its arena ([Note] CPU kernel memory). When either cannot be reserved, records an
+/// out_of_memory fault in launch->fault and returns without running the blocks.
+void ember_cpu_enter(CpuBlocksFn blocks, void **args, const CpuLaunch *launch, uint64_t shared_bytes);
+/// Called by generated code on a shared-memory access of `bytes` bytes at `offset` from the
+/// block's shared memory of `shared_bytes` bytes: records it in `fault` (the first fault of the
+/// launch) and returns a scratch location of the host thread for the access to use instead.
+void *ember_cpu_shared_fault(CpuFault *fault, int64_t offset, uint32_t bytes, uint64_t shared_bytes,
+                             uint32_t is_store, int64_t tx, int64_t ty, int64_t tz, int64_t bx, int64_t by,
+                             int64_t bz);
 
 /// Runs every thread of the block described by `ctx` (block_idx, block_dim, grid_dim and the
 /// shared memory base set; thread_idx ignored).

@@ -247,10 +247,12 @@ llvm::Expected<std::unique_ptr<CpuModule>> load_object(const std::string &object
     }
     jd->addGenerator(std::move(*generator));
     {
-        // The fiber runtime for kernels with barriers ([Note] CPU fibers), and the report of
-        // misaligned vector accesses.
+        // The fiber runtime for kernels with barriers ([Note] CPU fibers), the kernel stacks and
+        // shared memory ([Note] CPU kernel memory), and the reports of faulting accesses.
         llvm::orc::SymbolMap fibers;
         const std::pair<const char *, void *> entries[] = {
+            {"__ember_cpu_enter", reinterpret_cast<void *>(&detail::ember_cpu_enter)},
+            {"__ember_cpu_shared_fault", reinterpret_cast<void *>(&detail::ember_cpu_shared_fault)},
             {"__ember_cpu_run_block", reinterpret_cast<void *>(&detail::ember_cpu_run_block)},
             {"__ember_cpu_barrier", reinterpret_cast<void *>(&detail::ember_cpu_barrier)},
             {"__ember_cpu_warp", reinterpret_cast<void *>(&detail::ember_cpu_warp)},

@@ -34,6 +34,9 @@ struct FunctionImpl : std::enable_shared_from_this<FunctionImpl> {
     /// Keeps the back end alive for as long as the loaded code (declared first: destroyed last).
     std::shared_ptr<Backend> backend;
     const ContextImpl *context = nullptr;
+    /// The same context, to tell in messages whether it still exists, and its label.
+    std::weak_ptr<const ContextImpl> context_ref;
+    std::string context_label;
     std::shared_ptr<const KernelInfo> kernel;
     CompiledKernel compiled;
     std::unique_ptr<LoadedFunction> loaded;

@@ -99,6 +99,13 @@ void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRe
     if (r.shared_mem_bytes < 0)
         throw LogicError("kernel '" + k + "': shared_mem_bytes(" + std::to_string(r.shared_mem_bytes) +
                          ") is negative");
+    // No device has 4 GiB of shared memory per block: anything above is rejected before the sum
+    // below could overflow (the limits checked next are far lower).
+    if (r.shared_mem_bytes > int64_t(UINT32_MAX))
+        throw LogicError("kernel '" + k + "': shared_mem_bytes(" + std::to_string(r.shared_mem_bytes) +
+                         ") is more than " + std::to_string(UINT32_MAX) + " bytes, what a launch can ask for (" +
+                         dev() + " allows at most " + std::to_string(lim.max_shared_memory_per_block) +
+                         " per block without an opt-in)");
     const int64_t shared = static_cast<int64_t>(fn.static_shared_bytes) + r.shared_mem_bytes;
     // With the opt-in (FunctionAttribute::max_dynamic_shared_size_bytes) the kernel's own limit
     // applies (checked against the device's opt-in maximum when it was set).
@@ -193,6 +200,8 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     auto fn = std::make_shared<FunctionImpl>();
     fn->backend = ctx->backend;
     fn->context = ctx.get();
+    fn->context_ref = ctx;
+    fn->context_label = ctx->label;
     fn->kernel = kernel;
     fn->static_shared_bytes = ir::static_shared_bytes(kernel->ir);
     CompileOptions co;
@@ -293,11 +302,29 @@ FunctionImpl *compile_cached_slow(const std::shared_ptr<ContextImpl> &ctx,
     return fn.get(); // owned by ctx->cache for as long as the context lives
 }
 
+namespace {
+/// A DeviceFunction is loaded into the context that compiled it (a module of its own, per context,
+/// even on one device), so another context cannot launch it.
+[[noreturn]] void throw_foreign_function(const ContextImpl &ctx, const FunctionImpl &fn) {
+    const std::string &k = fn.kernel->ir.name;
+    const std::string what = "kernel '" + k + "' was compiled by " +
+                             (fn.context_label != ctx.label ? "a DeviceContext of " + fn.context_label
+                              : fn.context_ref.expired()    ? "a DeviceContext of " + ctx.label + " that no longer exists"
+                                                            : "another DeviceContext of the same device (" +
+                                                                  ctx.label + ")");
+    throw LogicError(what + " and cannot be launched on " +
+                     (fn.context_label == ctx.label ? "this one" : "one of " + ctx.label) +
+                     ": a DeviceFunction belongs to the context whose compile_function made it, even on one "
+                     "device. Call compile_function on the context that launches it, or launch it on the context "
+                     "that compiled it (enqueue_function(kernel, ...) with the Kernel compiles for each context "
+                     "itself)");
+}
+} // namespace
+
 void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const LaunchRequest &req, void **args,
             size_t n, const KernelArgsInfo *info) {
-    if (fn.context != &ctx)
-        throw LogicError("kernel '" + fn.kernel->ir.name + "' was compiled for " + fn.context->label +
-                         " and cannot be launched on " + ctx.label + "; compile it for this context");
+    if (fn.context != &ctx) [[unlikely]]
+        throw_foreign_function(ctx, fn);
     check_launch(ctx, fn, req);
     LaunchDims dims;
     dims.grid = {req.grid.x, req.grid.y, req.grid.z};
@@ -461,25 +488,28 @@ int DeviceContext::number_of_devices(std::string_view api_arg) {
     throw LogicError("unknown api '" + api + "': use cuda, hip, cpu or default");
 }
 
-std::string DeviceContext::name() const { return impl_->backend->name(); }
-std::string DeviceContext::api() const { return impl_->backend->api(); }
-int DeviceContext::id() const { return impl_->backend->device_id(); }
-std::string DeviceContext::target() const { return impl_->backend->target().to_string(); }
+std::string DeviceContext::name() const { return live("name").backend->name(); }
+std::string DeviceContext::api() const { return live("api").backend->api(); }
+int DeviceContext::id() const { return live("id").backend->device_id(); }
+std::string DeviceContext::target() const { return live("target").backend->target().to_string(); }
 void DeviceContext::synchronize() const {
-    detail::reject_while_capturing(*impl_->backend->default_stream(), *impl_, "synchronize");
-    impl_->backend->default_stream()->synchronize();
+    detail::ContextImpl &self = live("synchronize");
+    detail::reject_while_capturing(*self.backend->default_stream(), self, "synchronize");
+    self.backend->default_stream()->synchronize();
 }
 
 DeviceStream DeviceContext::stream() const {
-    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, impl_->backend->default_stream()}));
+    detail::ContextImpl &self = live("stream");
+    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, self.backend->default_stream()}));
 }
 
 DeviceStream DeviceContext::create_stream(int priority) const {
-    detail::reject_while_capturing(*impl_->backend->default_stream(), *impl_, "create_stream");
-    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, impl_->backend->create_stream(priority)}));
+    detail::ContextImpl &self = live("create_stream");
+    detail::reject_while_capturing(*self.backend->default_stream(), self, "create_stream");
+    return DeviceStream(std::make_shared<detail::StreamImpl>(detail::StreamImpl{impl_, self.backend->create_stream(priority)}));
 }
 
-std::pair<int, int> DeviceContext::stream_priority_range() const { return impl_->backend->stream_priority_range(); }
+std::pair<int, int> DeviceContext::stream_priority_range() const { return live("stream_priority_range").backend->stream_priority_range(); }
 
 namespace {
 detail::EventOptions event_options(EventFlags flags) {
@@ -491,26 +521,34 @@ detail::EventOptions event_options(EventFlags flags) {
 }
 
 const detail::EventImpl &require_event(const DeviceEvent &e, const char *call) {
-    if (!e) throw LogicError(std::string(call) + ": the DeviceEvent is empty (default-constructed); make one with create_event()");
+    if (!e) detail::throw_empty_handle("DeviceEvent", call, "make one with create_event()");
     return *e.impl();
 }
 } // namespace
 
 DeviceEvent DeviceContext::create_event(EventFlags flags) const {
-    return DeviceEvent(std::make_shared<detail::EventImpl>(detail::EventImpl{impl_, impl_->backend->create_event(event_options(flags))}));
+    detail::ContextImpl &self = live("create_event");
+    return DeviceEvent(std::make_shared<detail::EventImpl>(detail::EventImpl{impl_, self.backend->create_event(event_options(flags))}));
 }
 
-void DeviceContext::record_event(const DeviceEvent &event) const { stream().record_event(event); }
-void DeviceContext::enqueue_wait_for(const DeviceEvent &event) const { stream().enqueue_wait_for(event); }
+void DeviceContext::record_event(const DeviceEvent &event) const {
+    live("record_event");
+    stream().record_event(event);
+}
+void DeviceContext::enqueue_wait_for(const DeviceEvent &event) const {
+    live("enqueue_wait_for");
+    stream().enqueue_wait_for(event);
+}
 
 void DeviceContext::enqueue_wait_for(const DeviceContext &other) const {
-    if (other.impl_ == impl_) return; // one stream: already in order
+    if (other.live_ptr("enqueue_wait_for") == live_ptr("enqueue_wait_for")) return; // one stream: already in order
     DeviceEvent mark = other.create_event(EventFlags::disable_timing);
     other.record_event(mark);
     enqueue_wait_for(mark);
 }
 
 int64_t DeviceContext::time_iterations(const std::function<void(int)> &body, int num_iters) const {
+    live("execution_time");
     if (num_iters < 1)
         throw LogicError("execution_time: num_iters is " + std::to_string(num_iters) + "; it must be at least 1");
     DeviceEvent start = create_event(), end = create_event();
@@ -525,35 +563,44 @@ int64_t DeviceContext::time_iterations(const std::function<void(int)> &body, int
 // DeviceStream and DeviceEvent.
 
 void DeviceStream::synchronize() const {
-    detail::reject_while_capturing(*impl_->stream, *impl_->context, "synchronize");
-    impl_->stream->synchronize();
+    detail::StreamImpl &self = live("synchronize");
+    detail::reject_while_capturing(*self.stream, *self.context, "synchronize");
+    self.stream->synchronize();
 }
 bool DeviceStream::is_done() const {
-    detail::reject_while_capturing(*impl_->stream, *impl_->context, "is_done");
-    return impl_->stream->is_done();
+    detail::StreamImpl &self = live("is_done");
+    detail::reject_while_capturing(*self.stream, *self.context, "is_done");
+    return self.stream->is_done();
 }
-int DeviceStream::priority() const { return impl_->stream->priority(); }
-DeviceContext DeviceStream::context() const { return DeviceContext(impl_->context); }
-bool operator==(const DeviceStream &a, const DeviceStream &b) { return a.impl_->stream == b.impl_->stream; }
+int DeviceStream::priority() const { return live("priority").stream->priority(); }
+DeviceContext DeviceStream::context() const { return DeviceContext(live("context").context); }
+bool operator==(const DeviceStream &a, const DeviceStream &b) {
+    return a.live("operator==").stream == b.live("operator==").stream;
+}
 
 void DeviceStream::enqueue_wait_for(const DeviceEvent &event) const {
+    detail::StreamImpl &self = live("enqueue_wait_for");
     const detail::EventImpl &e = require_event(event, "enqueue_wait_for");
-    if (detail::BackendGraph *g = impl_->stream->capture_graph()) detail::keep_for_graph(*g, event.impl());
-    impl_->stream->wait(*e.event);
+    if (detail::BackendGraph *g = self.stream->capture_graph()) detail::keep_for_graph(*g, event.impl());
+    self.stream->wait(*e.event);
 }
 
 void DeviceStream::record_event(const DeviceEvent &event) const {
+    detail::StreamImpl &self = live("record_event");
     const detail::EventImpl &e = require_event(event, "record_event");
-    detail::reject_while_capturing(*impl_->stream, *impl_->context, "record_event");
-    if (e.context != impl_->context) {
-        auto [of, to] = detail::two_contexts(*e.context, *impl_->context);
+    detail::reject_while_capturing(*self.stream, *self.context, "record_event");
+    if (e.context != self.context) {
+        auto [of, to] = detail::two_contexts(*e.context, *self.context);
         throw LogicError("record_event: the event belongs to " + of + " but the stream to " + to +
                          "; record an event of the stream's own context");
     }
-    impl_->stream->record(*e.event);
+    self.stream->record(*e.event);
 }
 
-DeviceEvent DeviceStream::create_event(EventFlags flags) const { return context().create_event(flags); }
+DeviceEvent DeviceStream::create_event(EventFlags flags) const {
+    live("create_event");
+    return context().create_event(flags);
+}
 
 // [issue-4 anchor: devinfo] Device information and context limits.
 

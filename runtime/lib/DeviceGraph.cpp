@@ -141,37 +141,45 @@ void update_kernel_node(GraphExecImpl &exec, size_t index, FunctionImpl &fn, con
 // Capture.
 
 void DeviceStream::begin_capture() const {
-    detail::BackendStream &s = *impl_->stream;
+    detail::StreamImpl &self = live("begin_capture");
+    detail::BackendStream &s = *self.stream;
     if (s.capture_graph())
-        throw LogicError("begin_capture: " + detail::stream_label(*impl_->context, s) +
+        throw LogicError("begin_capture: " + detail::stream_label(*self.context, s) +
                          " is capturing already; call end_capture() first");
     s.begin_capture();
 }
 
 DeviceGraph DeviceStream::end_capture() const {
-    detail::BackendStream &s = *impl_->stream;
+    detail::StreamImpl &self = live("end_capture");
+    detail::BackendStream &s = *self.stream;
     if (!s.capture_graph())
-        throw LogicError("end_capture: " + detail::stream_label(*impl_->context, s) +
+        throw LogicError("end_capture: " + detail::stream_label(*self.context, s) +
                          " is not capturing; call begin_capture() first");
     std::shared_ptr<detail::BackendGraph> g = s.end_capture();
-    return DeviceGraph(std::make_shared<detail::GraphImpl>(detail::GraphImpl{impl_->context, std::move(g)}));
+    return DeviceGraph(std::make_shared<detail::GraphImpl>(detail::GraphImpl{self.context, std::move(g)}));
 }
 
-bool DeviceStream::is_capturing() const { return impl_->stream->capture_graph() != nullptr; }
+bool DeviceStream::is_capturing() const { return live("is_capturing").stream->capture_graph() != nullptr; }
 
-void DeviceContext::begin_capture() const { stream().begin_capture(); }
-DeviceGraph DeviceContext::end_capture() const { return stream().end_capture(); }
-bool DeviceContext::is_capturing() const { return stream().is_capturing(); }
+void DeviceContext::begin_capture() const {
+    live("begin_capture");
+    stream().begin_capture();
+}
+DeviceGraph DeviceContext::end_capture() const {
+    live("end_capture");
+    return stream().end_capture();
+}
+bool DeviceContext::is_capturing() const {
+    live("is_capturing");
+    return stream().is_capturing();
+}
 
 // ---------------------------------------------------------------------------------------------
 // DeviceGraph.
 
 namespace {
 const detail::GraphImpl &require_graph(const std::shared_ptr<detail::GraphImpl> &g, const char *call) {
-    if (!g)
-        throw LogicError(std::string("DeviceGraph::") + call +
-                         ": the graph is empty (default-constructed); make one with end_capture() or "
-                         "capture()");
+    if (!g) detail::throw_empty_handle("DeviceGraph", call, "make one with end_capture() or capture()");
     return *g;
 }
 } // namespace
@@ -203,19 +211,17 @@ DeviceContext DeviceGraph::context() const { return DeviceContext(require_graph(
 // ---------------------------------------------------------------------------------------------
 // DeviceGraphExec.
 
-detail::GraphExecImpl &DeviceGraphExec::checked() const {
-    if (!impl_)
-        throw LogicError("DeviceGraphExec: the instance is empty (default-constructed); make one with "
-                         "graph.instantiate()");
+detail::GraphExecImpl &DeviceGraphExec::checked(const char *method) const {
+    if (!impl_) detail::throw_empty_handle("DeviceGraphExec", method, "make one with graph.instantiate()");
     return *impl_;
 }
 
-void DeviceGraphExec::launch() const { launch(DeviceContext(checked().graph->context).stream()); }
+void DeviceGraphExec::launch() const { launch(DeviceContext(checked("launch").graph->context).stream()); }
 
 void DeviceGraphExec::launch(const DeviceStream &stream) const {
-    detail::GraphExecImpl &e = checked();
+    detail::GraphExecImpl &e = checked("launch");
     const detail::ContextImpl &ctx = *e.graph->context;
-    if (stream.impl()->context.get() != &ctx) {
+    if (stream.checked_impl("DeviceGraphExec::launch")->context.get() != &ctx) {
         auto [on, of] = detail::two_contexts(ctx, *stream.impl()->context);
         throw LogicError("DeviceGraphExec::launch: the graph was captured on " + on + " but the stream belongs to " +
                          of + "; launch it on a stream of its own context");
@@ -229,10 +235,10 @@ void DeviceGraphExec::launch(const DeviceStream &stream) const {
     e.exec->launch(s);
 }
 
-size_t DeviceGraphExec::num_nodes() const { return checked().graph->graph->num_nodes(); }
+size_t DeviceGraphExec::num_nodes() const { return checked("num_nodes").graph->graph->num_nodes(); }
 
 std::vector<KernelNode> DeviceGraphExec::kernel_nodes() const {
-    detail::GraphExecImpl &e = checked();
+    detail::GraphExecImpl &e = checked("kernel_nodes");
     std::lock_guard<std::mutex> lock(e.mutex);
     std::vector<KernelNode> nodes;
     for (size_t i = 0; i < e.kernels.size(); ++i) nodes.push_back(detail::public_node(i, e.kernels[i]));

@@ -102,12 +102,13 @@ int cuda_version_for_ptx_isa(int major, int minor) {
 } // namespace detail
 
 int DeviceContext::get_attribute(DeviceAttribute attribute) const {
+    detail::ContextImpl &self = live("get_attribute");
     if (!detail::is_attribute(attribute))
         throw LogicError("get_attribute: " + std::string(to_string(attribute)) +
                          " names no device attribute (see ember/runtime/DeviceAttributes.def)");
     int value = 0;
-    if (!impl_->backend->query_attribute(attribute, value)) {
-        std::string msg = "get_attribute: " + impl_->label + " (" + name() + ") does not know attribute '" +
+    if (!self.backend->query_attribute(attribute, value)) {
+        std::string msg = "get_attribute: " + self.label + " (" + name() + ") does not know attribute '" +
                           std::string(to_string(attribute)) + "' (CUdevice_attribute " +
                           std::to_string(static_cast<int>(attribute)) + ")";
         if (int v = get_driver_version()) msg += "; its driver (" + detail::cuda_version_text(v) + ") predates it";
@@ -120,7 +121,7 @@ std::map<DeviceAttribute, int> DeviceContext::get_attributes() const {
     std::map<DeviceAttribute, int> out;
     for (DeviceAttribute a : all_device_attributes) {
         int value = 0;
-        if (impl_->backend->query_attribute(a, value)) out.emplace(a, value);
+        if (live("get_attributes").backend->query_attribute(a, value)) out.emplace(a, value);
     }
     return out;
 }
@@ -130,14 +131,14 @@ std::pair<int, int> DeviceContext::compute_capability() const {
             get_attribute(DeviceAttribute::compute_capability_minor)};
 }
 
-int DeviceContext::get_driver_version() const { return impl_->backend->driver_version(); }
-int DeviceContext::get_api_version() const { return impl_->backend->api_version(); }
-std::pair<size_t, size_t> DeviceContext::get_memory_info() const { return impl_->backend->memory_info(); }
-size_t DeviceContext::total_memory() const { return impl_->backend->total_memory(); }
-std::string DeviceContext::pci_bus_id() const { return impl_->backend->pci_bus_id(); }
+int DeviceContext::get_driver_version() const { return live("get_driver_version").backend->driver_version(); }
+int DeviceContext::get_api_version() const { return live("get_api_version").backend->api_version(); }
+std::pair<size_t, size_t> DeviceContext::get_memory_info() const { return live("get_memory_info").backend->memory_info(); }
+size_t DeviceContext::total_memory() const { return live("total_memory").backend->total_memory(); }
+std::string DeviceContext::pci_bus_id() const { return live("pci_bus_id").backend->pci_bus_id(); }
 
 bool DeviceContext::is_compatible() const {
-    const TargetSpec target = impl_->backend->target();
+    const TargetSpec target = live("is_compatible").backend->target();
     if (target.arch == Arch::CPU) return true; // compiled for this very host
     if (target.arch != Arch::NVPTX) return false;
     auto [major, minor] = compute_capability();
@@ -150,12 +151,12 @@ bool DeviceContext::is_compatible() const {
 
 size_t DeviceContext::get_limit(Limit limit) const {
     detail::check_limit(limit, "get_limit");
-    return impl_->backend->get_limit(limit);
+    return live("get_limit").backend->get_limit(limit);
 }
 
 void DeviceContext::set_limit(Limit limit, size_t value) const {
     detail::check_limit(limit, "set_limit");
-    impl_->backend->set_limit(limit, value);
+    live("set_limit").backend->set_limit(limit, value);
 }
 
 } // namespace ember

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 namespace ember {
@@ -140,14 +141,17 @@ size_t type_bytes(const std::string &s) {
     return 0;
 }
 
-/// One parameter's tokens (".param .align 8 .b8 s[16]") to its bytes; 0 when unknown.
+/// One parameter's tokens (".param .align 8 .b8 s[16]") to its bytes; 0 when unknown, SIZE_MAX
+/// (which no parameter type matches) when the declared array's bytes overflow.
 size_t param_bytes(const std::vector<std::string> &p) {
     size_t elem = 0, count = 1;
     for (size_t i = 0; i < p.size(); ++i) {
         if (size_t b = type_bytes(p[i])) elem = b;
         if (p[i] == "[" && i + 1 < p.size()) count = std::strtoull(p[i + 1].c_str(), nullptr, 10);
     }
-    return elem * count;
+    size_t bytes = 0;
+    if (__builtin_mul_overflow(elem, count, &bytes)) return std::numeric_limits<size_t>::max();
+    return bytes;
 }
 
 void scan_statement(const std::string &stmt, PtxSymbols &out) {
@@ -330,6 +334,8 @@ std::shared_ptr<FunctionImpl> module_function(const ModuleImpl &m, const std::st
     auto fn = std::make_shared<FunctionImpl>();
     fn->backend = m.context->backend;
     fn->context = m.context.get();
+    fn->context_ref = m.context;
+    fn->context_label = m.context->label;
     fn->kernel = std::move(info);
     fn->compiled.kernel_name = name;
     fn->compiled.entry_symbol = name;
@@ -360,6 +366,7 @@ std::shared_ptr<RawDeviceBuffer> module_global(const ModuleImpl &m, const std::s
 // DeviceContext::load_module and DeviceModule.
 
 DeviceModule DeviceContext::load_module(const ModuleImage &image) const {
+    detail::ContextImpl &self = live("load_module");
     if (image.bytes().empty()) throw LogicError("load_module: the image '" + image.name() + "' is empty");
     auto m = std::make_shared<detail::ModuleImpl>();
     m->context = impl_;
@@ -376,12 +383,12 @@ DeviceModule DeviceContext::load_module(const ModuleImage &image) const {
         m->ptx = detail::scan_ptx(image.bytes());
         m->ptx_text = image.bytes();
     }
-    m->loaded = impl_->backend->load_module(m->format, image.bytes(), image.name());
+    m->loaded = self.backend->load_module(m->format, image.bytes(), image.name());
     return DeviceModule(std::move(m));
 }
 
-const detail::ModuleImpl &DeviceModule::require() const {
-    if (!impl_) throw LogicError("DeviceModule: the module is empty (default-constructed); make one with load_module");
+const detail::ModuleImpl &DeviceModule::require(const char *method) const {
+    if (!impl_) detail::throw_empty_handle("DeviceModule", method, "make one with load_module");
     return *impl_;
 }
 
@@ -392,10 +399,10 @@ void DeviceModule::throw_global_size(const std::string &name, size_t bytes, size
 
 DeviceBuffer<std::byte> DeviceModule::get_global(const std::string &name) const { return get_global<std::byte>(name); }
 
-const std::string &DeviceModule::name() const { return require().name; }
+const std::string &DeviceModule::name() const { return require("name").name; }
 
 std::vector<std::string> DeviceModule::function_names() const {
-    const detail::ModuleImpl &m = require();
+    const detail::ModuleImpl &m = require("function_names");
     if (!m.loaded) {
         std::vector<std::string> names;
         for (const ir::Kernel &k : m.ir_kernels) names.push_back(k.name);
@@ -409,8 +416,8 @@ std::vector<std::string> DeviceModule::function_names() const {
     return m.loaded->function_names();
 }
 
-std::vector<std::string> DeviceModule::global_names() const { return require().ptx.globals; }
+std::vector<std::string> DeviceModule::global_names() const { return require("global_names").ptx.globals; }
 
-DeviceContext DeviceModule::context() const { return DeviceContext(require().context); }
+DeviceContext DeviceModule::context() const { return DeviceContext(require("context").context); }
 
 } // namespace ember

@@ -68,6 +68,15 @@ void throw_empty_buffer(const char *call, const char *what) {
     throw LogicError(std::string(call) + ": the " + what + " is empty (default-constructed or moved-from)");
 }
 
+void throw_moved_from(const char *what, const char *method, const char *hint) {
+    throw LogicError(std::string("use of a moved-from ") + what + " in " + method + ": " + hint);
+}
+
+void throw_empty_handle(const char *what, const char *method, const char *hint) {
+    throw LogicError(std::string("use of an empty ") + what + " (default-constructed or moved-from) in " + method +
+                     ": " + hint);
+}
+
 void check_sub_buffer(const char *kind, size_t size, size_t elem, size_t byte_offset, size_t offset, size_t count,
                       size_t view_elem, size_t view_align) {
     const std::string view = "create_sub_buffer(offset " + std::to_string(offset) + ", count " +
@@ -89,10 +98,12 @@ void check_sub_buffer(const char *kind, size_t size, size_t elem, size_t byte_of
 }
 
 size_t checked_bytes(size_t elements, size_t width, const char *call) {
-    if (width != 0 && elements > std::numeric_limits<size_t>::max() / width)
+    size_t bytes = 0;
+    if (__builtin_mul_overflow(elements, width, &bytes))
         throw LogicError(std::string(call) + ": " + std::to_string(elements) + " elements of " +
-                         std::to_string(width) + " bytes overflow the address space");
-    return elements * width;
+                         std::to_string(width) + " bytes overflow the address space: more than " +
+                         std::to_string(std::numeric_limits<size_t>::max()) + " bytes (SIZE_MAX)");
+    return bytes;
 }
 
 void throw_short_source(const char *call, size_t dst_elems, size_t src_elems) {

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -40,15 +41,19 @@ BackendStream &stream_of(ContextImpl &ctx, StreamImpl *stream) {
     return stream ? *stream->stream : *ctx.backend->default_stream();
 }
 
-/// a * b, or LogicError naming `what` when it overflows.
+/// a * b (a + b), or LogicError naming `what`, both operands and the limit when it overflows.
+[[noreturn]] void throw_overflow(const std::string &what, size_t a, const char *op, size_t b) {
+    throw LogicError(what + " (" + str(a) + op + str(b) + ") overflows the address space: more than " +
+                     str(std::numeric_limits<size_t>::max()) + " bytes (SIZE_MAX)");
+}
 size_t mul(size_t a, size_t b, const std::string &what) {
     size_t r = 0;
-    if (__builtin_mul_overflow(a, b, &r)) throw LogicError(what + " overflows the address space");
+    if (__builtin_mul_overflow(a, b, &r)) throw_overflow(what, a, " * ", b);
     return r;
 }
 size_t add(size_t a, size_t b, const std::string &what) {
     size_t r = 0;
-    if (__builtin_add_overflow(a, b, &r)) throw LogicError(what + " overflows the address space");
+    if (__builtin_add_overflow(a, b, &r)) throw_overflow(what, a, " + ", b);
     return r;
 }
 
@@ -182,7 +187,10 @@ std::shared_ptr<RawDeviceBuffer> create_pitched(const std::shared_ptr<ContextImp
         throw LogicError("create_pitched_buffer: width " + str(width) + " and height " + str(height) + " on " +
                          ctx->label + "; both must be at least 1");
     size_t width_bytes = mul(width, element_bytes, "create_pitched_buffer: width * sizeof(T)");
+    // Rows are padded to the pitch by the back end; unpadded, they must fit already.
+    (void)mul(width_bytes, height, "create_pitched_buffer: width * sizeof(T) * height");
     DeviceAddress p = ctx->backend->allocate_pitched(width_bytes, height, static_cast<unsigned>(element_bytes), pitch);
+    // The back end allocated pitch * height bytes, so the product fits.
     return std::make_shared<RawDeviceBuffer>(ctx, p, *pitch * height);
 }
 
@@ -305,9 +313,9 @@ IpcMemHandle IpcMemHandle::from_string(std::string_view text) {
 void DeviceContext::enqueue_copy_2d(const Copy2D &c) const {
     Copy3D c3;
     static_cast<Copy2D &>(c3) = c;
-    detail::enqueue_copy_3d(*impl_, nullptr, c3, false);
+    detail::enqueue_copy_3d(live("enqueue_copy_2d"), nullptr, c3, false);
 }
-void DeviceContext::enqueue_copy_3d(const Copy3D &c) const { detail::enqueue_copy_3d(*impl_, nullptr, c, true); }
+void DeviceContext::enqueue_copy_3d(const Copy3D &c) const { detail::enqueue_copy_3d(live("enqueue_copy_3d"), nullptr, c, true); }
 void DeviceContext::copy_2d_sync(const Copy2D &c) const {
     enqueue_copy_2d(c);
     synchronize();
@@ -318,22 +326,24 @@ void DeviceContext::copy_3d_sync(const Copy3D &c) const {
 }
 
 bool DeviceContext::can_access(const DeviceContext &peer) const {
-    return impl_->backend->can_access_peer(*peer.impl()->backend);
+    return live("can_access").backend->can_access_peer(*peer.live("can_access").backend);
 }
 void DeviceContext::enable_peer_access(const DeviceContext &peer) const {
-    impl_->backend->enable_peer_access(*peer.impl()->backend);
+    live("enable_peer_access").backend->enable_peer_access(*peer.live("enable_peer_access").backend);
 }
 void DeviceContext::disable_peer_access(const DeviceContext &peer) const {
-    impl_->backend->disable_peer_access(*peer.impl()->backend);
+    live("disable_peer_access").backend->disable_peer_access(*peer.live("disable_peer_access").backend);
 }
 
 void DeviceStream::enqueue_copy_2d(const Copy2D &c) const {
+    detail::StreamImpl &self = live("enqueue_copy_2d");
     Copy3D c3;
     static_cast<Copy2D &>(c3) = c;
-    detail::enqueue_copy_3d(*impl_->context, impl_.get(), c3, false);
+    detail::enqueue_copy_3d(*self.context, &self, c3, false);
 }
 void DeviceStream::enqueue_copy_3d(const Copy3D &c) const {
-    detail::enqueue_copy_3d(*impl_->context, impl_.get(), c, true);
+    detail::StreamImpl &self = live("enqueue_copy_3d");
+    detail::enqueue_copy_3d(*self.context, &self, c, true);
 }
 
 } // namespace ember

@@ -70,11 +70,14 @@ std::string strict_fp_features(const std::string &triple, std::string features) 
 // =========================
 // The body function `<kernel>.body` takes the kernel's parameters and then one `ptr %ctx` to
 //     struct { i64 thread_idx[3]; i64 block_idx[3]; i64 block_dim[3]; i64 grid_dim[3];
-//              ptr shared; ptr dynamic_shared; ptr fault; i64 fiber_stack_bytes; }
-// (16 x 8 bytes: the registers in SpecialRegKind order, then the block's shared memory, its
-// dynamic part, the launch's CpuFault record for misaligned vector accesses, and the size of
-// the fiber stacks, set for kernels that run as fibers only), written
-// by the entry wrapper before each call. The body is internal and alwaysinline: after inlining,
+//              ptr shared; ptr dynamic_shared; ptr fault; i64 stack_bytes; i64 shared_bytes; }
+// (17 x 8 bytes: the registers in SpecialRegKind order, then the block's shared memory, its
+// dynamic part, the launch's CpuFault record for faulting accesses, the size of the fiber
+// stacks (set for kernels that run as fibers only), and the bytes of the block's shared memory,
+// which every shared-memory access is checked against), written by `<kernel>.blocks` before
+// each call. The exported `<kernel>` runs `<kernel>.blocks` through __ember_cpu_enter, on the
+// host thread's kernel stack with shared memory from its arena ([Note] CPU kernel memory in
+// CpuFibers.h). The body is internal and alwaysinline: after inlining,
 // SROA turns the context into plain SSA values and the per-thread calls into loops. Kernels with
 // a barrier run their threads as fibers instead ([Note] CPU fibers in CpuFibers.h). The layout is
 // private to this file and CpuFibers; only CpuAbi.h is an ABI.
@@ -87,10 +90,11 @@ static_assert(cpu_ctx_shared_slot == 12, "the shared base follows the 12 special
 static_assert(offsetof(CpuLaunch, grid_dim) == 0 && offsetof(CpuLaunch, block_dim) == 24 &&
                   offsetof(CpuLaunch, block_begin) == 48 && offsetof(CpuLaunch, block_end) == 56 &&
                   offsetof(CpuLaunch, shared_mem_bytes) == 64 && offsetof(CpuLaunch, fault) == 72 &&
-                  offsetof(CpuLaunch, fiber_stack_bytes) == 80 && sizeof(CpuFault *) == 8,
+                  offsetof(CpuLaunch, stack_bytes) == 80 && sizeof(CpuFault *) == 8,
               "finish_module reads CpuLaunch as 9 consecutive i64 fields, a pointer and an i64");
 static_assert(cpu_ctx_fault_slot == 14, "the fault record follows the shared memory slots");
-static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_slots == 16, "the fiber stack size comes last");
+static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_shared_bytes_slot == 16 && cpu_ctx_slots == 17,
+              "the stack size and the shared memory's size come last");
 
 class CPUTarget final : public Target {
 public:
@@ -201,6 +205,51 @@ public:
         return b.CreateAlignedLoad(b.getPtrTy(), slot, llvm::Align(8), name);
     }
 
+    /// [Note] CPU kernel memory: an access of `bytes` at `addr` must lie in the block's shared
+    /// memory [shared, shared + shared_bytes) (context slots). Outside it,
+    /// `__ember_cpu_shared_fault(fault, offset, bytes, shared_bytes, is_store, thread_idx.xyz,
+    /// block_idx.xyz)` records the fault and returns a scratch location the access uses instead.
+    llvm::Value *emit_shared_access_check(llvm::IRBuilderBase &b, llvm::Value *addr, unsigned bytes,
+                                          bool is_store) const override {
+        llvm::LLVMContext &c = b.getContext();
+        llvm::Type *i64 = b.getInt64Ty(), *i32 = b.getInt32Ty();
+        llvm::Function *f = b.GetInsertBlock()->getParent();
+        llvm::Value *ctx = f->getArg(f->arg_size() - 1);
+        llvm::Value *base = b.CreateAlignedLoad(
+            b.getPtrTy(), b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_slot), llvm::Align(8), "shared.base");
+        llvm::Value *size = b.CreateAlignedLoad(
+            i64, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_bytes_slot), llvm::Align(8), "shared.bytes");
+        llvm::Value *offset = b.CreateSub(b.CreatePtrToInt(addr, i64), b.CreatePtrToInt(base, i64), "shared.offset");
+        // offset < size first (a negative offset is a huge unsigned one), so offset + bytes
+        // cannot wrap in the second comparison.
+        llvm::Value *inside = b.CreateAnd(b.CreateICmpULT(offset, size),
+                                          b.CreateICmpULE(b.CreateAdd(offset, b.getInt64(bytes)), size), "shared.inside");
+        llvm::BasicBlock *from = b.GetInsertBlock();
+        llvm::BasicBlock *bad = llvm::BasicBlock::Create(c, "shared.outside", f);
+        llvm::BasicBlock *ok = llvm::BasicBlock::Create(c, "shared.access", f);
+        b.CreateCondBr(inside, ok, bad, llvm::MDBuilder(c).createLikelyBranchWeights());
+        b.SetInsertPoint(bad);
+        llvm::Module &m = *f->getParent();
+        llvm::FunctionCallee report = m.getOrInsertFunction(
+            "__ember_cpu_shared_fault",
+            llvm::FunctionType::get(b.getPtrTy(), {b.getPtrTy(), i64, i32, i64, i32, i64, i64, i64, i64, i64, i64},
+                                    false));
+        llvm::Value *fault = b.CreateAlignedLoad(
+            b.getPtrTy(), b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_fault_slot), llvm::Align(8), "fault");
+        std::vector<llvm::Value *> args{fault, offset, b.getInt32(bytes), size, b.getInt32(is_store)};
+        for (ir::SpecialRegKind reg : {ir::SpecialRegKind::ThreadIdx, ir::SpecialRegKind::BlockIdx})
+            for (unsigned d = 0; d < 3; ++d) args.push_back(emit_special_reg(b, reg, d));
+        llvm::CallInst *scratch = b.CreateCall(report, args, "shared.scratch");
+        scratch->addFnAttr(llvm::Attribute::Cold);
+        scratch->addFnAttr(llvm::Attribute::NoUnwind);
+        b.CreateBr(ok);
+        b.SetInsertPoint(ok);
+        llvm::PHINode *where = b.CreatePHI(b.getPtrTy(), 2, "shared.addr");
+        where->addIncoming(addr, from);
+        where->addIncoming(scratch, bad);
+        return where;
+    }
+
     /// `__ember_cpu_misaligned(fault, address, alignment, bytes, is_store, thread_idx.xyz,
     /// block_idx.xyz)`: records the fault in the launch's CpuFault (a context slot) for the
     /// runtime's LaunchError. Values, not the context, are passed, so that it stays promotable.
@@ -235,6 +284,17 @@ private:
     std::string triple_, cpu_, features_;
 };
 
+/// The kernel stacks and fiber stacks are as big as the kernel's local arrays need ([Note] CPU
+/// kernel memory); should a frame still not fit, probing it page by page faults on the stack's
+/// guard page instead of skipping over it into other memory. (Inline probes exist on x86-64 and
+/// AArch64; elsewhere the value would name a function.)
+void probe_stacks(llvm::Module &m, const std::string &triple) {
+    const llvm::Triple host(triple);
+    if (host.getArch() == llvm::Triple::x86_64 || host.getArch() == llvm::Triple::aarch64)
+        for (llvm::Function &f : m)
+            if (!f.isDeclaration()) f.addFnAttr("probe-stack", "inline-asm");
+}
+
 llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, const KernelFacts &facts) const {
     using namespace llvm;
     LLVMContext &c = m.getContext();
@@ -254,21 +314,44 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     body.addParamAttr(ctx_arg, Attribute::NoCapture);
     body.addParamAttr(ctx_arg, Attribute::ReadOnly);
 
-    // void <kernel>(ptr %args, ptr %launch); see [Note] CPU kernel ABI.
-    FunctionType *entry_ty = FunctionType::get(Type::getVoidTy(c), {ptr, ptr}, false);
-    Function *entry = Function::Create(entry_ty, GlobalValue::ExternalLinkage, kernel, m);
-    if (entry->getName() != kernel)
+    // void <kernel>(ptr %args, ptr %launch); see [Note] CPU kernel ABI. It runs
+    // <kernel>.blocks(%args, %launch, %shared) on the host thread's kernel stack, with the block's
+    // shared memory from its arena ([Note] CPU kernel memory in CpuFibers.h).
+    FunctionType *exported_ty = FunctionType::get(Type::getVoidTy(c), {ptr, ptr}, false);
+    Function *exported = Function::Create(exported_ty, GlobalValue::ExternalLinkage, kernel, m);
+    if (exported->getName() != kernel)
         return make_compile_failure("kernel '" + kernel +
                                     "': its entry symbol clashes with another function");
-    entry->addFnAttr(Attribute::NoUnwind);
+    FunctionType *entry_ty = FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr}, false);
+    Function *entry = Function::Create(entry_ty, GlobalValue::InternalLinkage, kernel + ".blocks", m);
+    for (Function *f : {exported, entry}) {
+        f->addFnAttr(Attribute::NoUnwind);
+        for (unsigned i = 0; i < 2; ++i) {
+            f->getArg(i)->setName(i == 0 ? "args" : "launch");
+            f->addParamAttr(i, Attribute::NoUndef);
+            f->addParamAttr(i, Attribute::NoCapture);
+            f->addParamAttr(i, Attribute::ReadOnly);
+        }
+    }
     Argument *args = entry->getArg(0);
     Argument *launch = entry->getArg(1);
-    args->setName("args");
-    launch->setName("launch");
-    for (Argument *a : {args, launch}) {
-        entry->addParamAttr(a->getArgNo(), Attribute::NoUndef);
-        entry->addParamAttr(a->getArgNo(), Attribute::NoCapture);
-        entry->addParamAttr(a->getArgNo(), Attribute::ReadOnly);
+    Argument *shared = entry->getArg(2);
+    shared->setName("shared");
+    const bool uses_shared = facts.static_shared_bytes > 0 || facts.uses_dynamic_shared;
+    // The static arrays, then the launch's dynamic shared memory at the next 16-byte boundary.
+    const uint64_t dynamic_at = (facts.static_shared_bytes + 15) / 16 * 16;
+    auto shared_bytes = [&](IRBuilder<> &ib, Value *from) -> Value * {
+        if (!uses_shared) return ib.getInt64(0);
+        Value *dynamic_bytes = ib.CreateAlignedLoad(i64, ib.CreateConstInBoundsGEP1_64(i64, from, 8), Align(8),
+                                                    "shared_mem_bytes");
+        return ib.CreateAdd(ib.getInt64(dynamic_at), dynamic_bytes, "shared.bytes");
+    };
+    {
+        IRBuilder<> eb(BasicBlock::Create(c, "entry", exported));
+        FunctionCallee enter = m.getOrInsertFunction(
+            "__ember_cpu_enter", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr, i64}, false));
+        eb.CreateCall(enter, {entry, exported->getArg(0), exported->getArg(1), shared_bytes(eb, exported->getArg(1))});
+        eb.CreateRetVoid();
     }
 
     BasicBlock *bb_entry = BasicBlock::Create(c, "entry", entry);
@@ -319,19 +402,16 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         store_ctx(ir::SpecialRegKind::GridDim, d, grid[d]);
     }
     b.CreateAlignedStore(fault, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_fault_slot), Align(8));
-    if (facts.static_shared_bytes > 0 || facts.uses_dynamic_shared) {
-        // One block at a time runs in this call, so one buffer serves them all (its contents are
-        // undefined at the start of a block, as on GPUs): the static arrays, then the launch's
-        // dynamic shared memory at the next 16-byte boundary.
-        const uint64_t dynamic_at = (facts.static_shared_bytes + 15) / 16 * 16;
-        Value *dynamic_bytes = launch_field(8, "shared_mem_bytes");
-        Value *total = b.CreateAdd(b.getInt64(dynamic_at), dynamic_bytes, "shared.bytes");
-        AllocaInst *shared = b.CreateAlloca(Type::getInt8Ty(c), total, "shared");
-        shared->setAlignment(Align(64));
-        b.CreateAlignedStore(shared, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_slot), Align(8));
-        b.CreateAlignedStore(b.CreateConstInBoundsGEP1_64(Type::getInt8Ty(c), shared, dynamic_at),
-                             b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_dynamic_shared_slot), Align(8));
-    }
+    // One block at a time runs in this call, so one piece of shared memory serves them all (its
+    // contents are undefined at the start of a block, as on GPUs). Without shared memory the
+    // base is null and the size 0, so that any access through a shared pointer is reported.
+    b.CreateAlignedStore(uses_shared ? static_cast<Value *>(shared) : ConstantPointerNull::get(ptr),
+                         b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_slot), Align(8));
+    b.CreateAlignedStore(uses_shared ? b.CreateConstInBoundsGEP1_64(Type::getInt8Ty(c), shared, dynamic_at)
+                                     : static_cast<Value *>(ConstantPointerNull::get(ptr)),
+                         b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_dynamic_shared_slot), Align(8));
+    b.CreateAlignedStore(shared_bytes(b, launch), b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_bytes_slot),
+                         Align(8));
     call_args.push_back(ctx);
     b.CreateCondBr(b.CreateICmpSLT(begin, end), bb_block, bb_exit);
 
@@ -363,16 +443,8 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         thread_args.push_back(thread->getArg(1));
         tb.CreateCall(&body, thread_args);
         tb.CreateRetVoid();
-        // The fibers' stacks are as big as the kernel's local arrays need ([Note] CPU fibers);
-        // should a frame still not fit, probing it page by page faults on the stack's guard
-        // page instead of skipping over it into another fiber's stack.
-        // (Inline probes exist on x86-64 and AArch64; elsewhere the value would name a function.)
-        const llvm::Triple host(triple_);
-        if (host.getArch() == llvm::Triple::x86_64 || host.getArch() == llvm::Triple::aarch64)
-            for (Function &f : m)
-                if (!f.isDeclaration()) f.addFnAttr("probe-stack", "inline-asm");
         b.CreateAlignedStore(b.CreateAlignedLoad(i64, b.CreateConstInBoundsGEP1_64(i64, launch, 10), Align(8),
-                                                 "fiber_stack_bytes"),
+                                                 "stack_bytes"),
                              b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_stack_slot), Align(8));
         FunctionCallee run_block = m.getOrInsertFunction(
             "__ember_cpu_run_block", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr}, false));
@@ -380,6 +452,7 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         b.CreateBr(bb_block_latch);
         for (BasicBlock *unused : {bb_tz, bb_ty, bb_tx, bb_ty_latch, bb_tz_latch}) unused->eraseFromParent();
         close_blocks();
+        probe_stacks(m, triple_);
         return llvm::Error::success();
     }
     b.CreateBr(bb_tz);
@@ -410,6 +483,7 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     close_loop(tz, 2, bb_tz, bb_block_latch);
 
     close_blocks();
+    probe_stacks(m, triple_);
     return llvm::Error::success();
 }
 

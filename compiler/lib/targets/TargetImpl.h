@@ -103,6 +103,16 @@ public:
     virtual void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const = 0;
     /// The address of the dynamic shared memory (sized by the launch).
     virtual llvm::Value *emit_dynamic_shared(llvm::IRBuilderBase &b, const llvm::Twine &name) const = 0;
+    /// The address a load, store (`is_store`) or atomic of `bytes` bytes through a shared pointer
+    /// uses, given its computed address `addr`. The default uses `addr` (GPUs keep shared memory
+    /// apart from everything else); the CPU device checks it against the block's shared memory
+    /// and reports an access outside it ([Note] CPU kernel memory). The builder may be left in a
+    /// new block.
+    virtual llvm::Value *emit_shared_access_check(llvm::IRBuilderBase &b, llvm::Value *addr, unsigned bytes,
+                                                  bool is_store) const {
+        (void)b, (void)bytes, (void)is_store;
+        return addr;
+    }
 
     /// A warp operation ([Note] IR semantics). Shuffles get and return the value's bits as an
     /// i32 or i64 and an i32 lane; ballot returns i32; warp_any/warp_all get and return i1.

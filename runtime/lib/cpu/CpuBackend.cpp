@@ -28,6 +28,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -124,9 +125,39 @@ private:
     bool stop_ = false;
 };
 
+// [Note] CPU device and fork
+// ==========================
+// A child of fork() has one thread: the pool's workers do not exist there, and the pool's
+// mutexes may be held by parent threads (a launch in progress), so launching on the parent's
+// pool would wait forever. A pthread_atfork child handler therefore drops the pool (leaked on
+// purpose: its std::threads can be neither joined nor destroyed in the child) and the child's
+// first launch that needs one makes a new pool. The prepare handler holds pool_mutex over the
+// fork, so the child never sees a pool half made; it does not wait for a launch in progress,
+// which the child simply does not see. Other ember state (the compile caches, the JIT) is only
+// as consistent in the child as it was when fork() was called: fork while no other thread is
+// compiling.
+std::mutex pool_mutex;
+std::atomic<ThreadPool *> current_pool{nullptr};
+/// Joins the workers at exit, as a static pool did (the child's pool too; never the parent's).
+struct PoolOwner {
+    ~PoolOwner() { delete current_pool.exchange(nullptr); }
+} pool_owner;
+
+void before_fork() { pool_mutex.lock(); }
+void after_fork_in_parent() { pool_mutex.unlock(); }
+void after_fork_in_child() {
+    current_pool.store(nullptr);
+    pool_mutex.unlock();
+}
+
 ThreadPool &pool() {
-    static ThreadPool p(pool_size());
-    return p;
+    if (ThreadPool *p = current_pool.load(std::memory_order_acquire)) [[likely]]
+        return *p;
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    static const bool fork_handlers = pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child) == 0;
+    (void)fork_handlers;
+    if (!current_pool.load(std::memory_order_relaxed)) current_pool.store(new ThreadPool(pool_size()));
+    return *current_pool.load(std::memory_order_relaxed);
 }
 
 std::string cpu_model_name() {
@@ -151,7 +182,7 @@ public:
         : module_(std::move(m)), entry_(reinterpret_cast<CpuKernelFn>(module_->entry())),
           local_bytes_(local_bytes), constants_(std::move(constants)) {}
     CpuKernelFn entry() const { return entry_; }
-    /// CompiledKernel::local_bytes: sizes the fiber stacks ([Note] CPU fibers).
+    /// CompiledKernel::local_bytes: sizes the kernel and fiber stacks ([Note] CPU kernel memory).
     uint64_t local_bytes() const { return local_bytes_; }
 
     /// [issue-4: modules] A constant array is an ordinary global of the JIT'd object, under
@@ -694,8 +725,8 @@ public:
     static void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args) {
         auto &f = static_cast<CpuFunction &>(fn);
         CpuFault fault;
-        run(f.entry(), dims, args, &fault, fiber_stack_bytes(kernel_name, f.local_bytes()));
-        if (fault.raised.load()) throw_misaligned(kernel_name, fault);
+        run(f.entry(), dims, args, &fault, stack_bytes(kernel_name, f.local_bytes()));
+        if (fault.raised.load()) throw_fault(kernel_name, fault);
     }
 
 private:
@@ -703,7 +734,7 @@ private:
                     uint64_t stack_bytes) {
         CpuLaunch base{};
         base.fault = fault;
-        base.fiber_stack_bytes = static_cast<int64_t>(stack_bytes);
+        base.stack_bytes = static_cast<int64_t>(stack_bytes);
         base.shared_mem_bytes = dims.shared_mem_bytes;
         for (int i = 0; i < 3; ++i) {
             base.grid_dim[i] = dims.grid[i];
@@ -724,9 +755,10 @@ private:
         });
     }
 
-    /// The fiber stack of a launch of `kernel` (used if it has barriers or warp operations):
-    /// big enough for its local arrays, at least Limit::stack_size ([Note] CPU fibers).
-    static uint64_t fiber_stack_bytes(const std::string &kernel, uint64_t local_bytes) {
+    /// The stack of each GPU thread of a launch of `kernel` (the host thread's kernel stack, and
+    /// the fibers of a kernel with barriers or warp operations): big enough for its local
+    /// arrays, at least Limit::stack_size ([Note] CPU kernel memory).
+    static uint64_t stack_bytes(const std::string &kernel, uint64_t local_bytes) {
         const uint64_t bytes = cpu_fiber_stack_bytes(local_bytes);
         if (bytes > cpu_max_stack_size + cpu_fiber_stack_margin)
             throw LaunchError("kernel '" + kernel + "': its threads hold up to " + std::to_string(local_bytes) +
@@ -736,15 +768,29 @@ private:
         return bytes;
     }
 
-    /// The launch's first misaligned vector access ([Note] IR semantics: Vector memory). The
-    /// generated code carried it (and any later one) out unaligned after reporting it, so the
-    /// launch ran to its end and the process goes on; on a GPU the same kernel would fault.
-    [[noreturn]] static void throw_misaligned(const std::string &kernel, const CpuFault &f) {
-        char address[32];
-        std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(f.address));
+    /// The launch's first fault (CpuFault). The generated code carried a faulting access out
+    /// (a misaligned one unaligned, one outside the shared memory on a scratch location) after
+    /// reporting it, so the launch ran to its end and the process goes on; on a GPU the same
+    /// kernel would fault, or silently read and write another block's memory.
+    [[noreturn]] static void throw_fault(const std::string &kernel, const CpuFault &f) {
         auto triple = [](const int64_t v[3]) {
             return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) + ")";
         };
+        if (f.kind == CpuFault::Kind::out_of_memory)
+            throw MemoryError("kernel '" + kernel + "': the CPU device cannot reserve " +
+                              std::to_string(f.resource_bytes) + " bytes for " + f.resource + " (" +
+                              std::strerror(f.error) +
+                              "); the launch did not run completely. Lower Limit::stack_size, the kernel's local "
+                              "arrays or its shared memory");
+        if (f.kind == CpuFault::Kind::shared_out_of_bounds)
+            throw LaunchError("kernel '" + kernel + "': shared-memory " + (f.is_store ? "store" : "load") + " of " +
+                              std::to_string(f.bytes) + " bytes at offset " + std::to_string(f.shared_offset) +
+                              " in thread " + triple(f.thread_idx) + " of block " + triple(f.block_idx) +
+                              " is outside the block's " + std::to_string(f.shared_bytes) +
+                              " bytes of shared memory (its static arrays and the launch's shared_mem_bytes); "
+                              "the CPU device checks every shared-memory access and fails the launch");
+        char address[32];
+        std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(f.address));
         throw LaunchError("kernel '" + kernel + "': misaligned vector " + (f.is_store ? "store" : "load") + " of " +
                               std::to_string(f.bytes) + " bytes at address " + address + " in thread " +
                               triple(f.thread_idx) + " of block " + triple(f.block_idx) +

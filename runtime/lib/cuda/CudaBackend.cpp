@@ -57,6 +57,7 @@ public:
                    " for " + where_);
     }
     ~CudaPrimaryContext() {
+        if (CudaDriver::is_forked_child()) return; // [Note] CUDA and fork
         drv_.log_if_error(drv_.cuDevicePrimaryCtxRelease(dev_), "cuDevicePrimaryCtxRelease",
                           " for " + where_);
     }
@@ -83,13 +84,17 @@ class ScopedCurrent {
 public:
     /// Throws when the context cannot be made current.
     explicit ScopedCurrent(const CudaPrimaryContext &ctx) : ctx_(ctx) {
+        // [Note] CUDA and fork: refused before the driver is called.
+        if (CudaDriver::is_forked_child()) [[unlikely]]
+            CudaDriver::throw_forked_child("using " + ctx_.where());
         // Every launch passes here: the message is built only on failure.
         if (cu::CUresult rc = enter(); rc != cu::CUDA_SUCCESS) [[unlikely]]
             ctx_.driver().check(rc, "cuCtxSetCurrent", " making " + ctx_.where() + " current on this thread");
     }
     /// For noexcept paths: logs a failure; see ok().
     ScopedCurrent(const CudaPrimaryContext &ctx, std::nothrow_t) noexcept : ctx_(ctx) {
-        ok_ = ctx_.driver().log_if_error(enter(), "cuCtxSetCurrent");
+        // [Note] CUDA and fork: nothing to release in a child (the driver is not called there).
+        ok_ = !CudaDriver::is_forked_child() && ctx_.driver().log_if_error(enter(), "cuCtxSetCurrent");
     }
     ~ScopedCurrent() {
         if (restore_)
@@ -853,6 +858,12 @@ public:
     }
 
     ~CudaBackend() override {
+        // [Note] CUDA and fork: in a child, the helper thread and the driver's state are the
+        // parent's; nothing is joined, freed or written there (members release nothing either).
+        if (CudaDriver::is_forked_child()) [[unlikely]] {
+            if (helper_.joinable()) helper_.detach();
+            return;
+        }
         // The preloading helper first ([Note] Preload): it uses this back end until joined.
         {
             std::lock_guard<std::mutex> lock(preload_mutex_);

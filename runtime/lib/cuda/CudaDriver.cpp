@@ -4,8 +4,11 @@
 
 #include "ember/Error.h"
 
+#include <atomic>
 #include <cstdio>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -230,6 +233,25 @@ void throw_cuda_error(int code, std::string_view what_failed, std::string_view c
     throw RuntimeError(msg, code, std::move(code_name));
 }
 
+namespace {
+/// The process that initialised CUDA, recorded in a child of fork() ([Note] CUDA and fork); 0 in
+/// the process that initialised it.
+std::atomic<int> cuda_parent_pid{0};
+void note_forked_child() noexcept { cuda_parent_pid.store(static_cast<int>(getppid()), std::memory_order_relaxed); }
+std::string forked_child_message(std::string_view what) {
+    return std::string(what) + ": this process is a child of fork(), made after process " +
+           std::to_string(cuda_parent_pid.load(std::memory_order_relaxed)) +
+           " initialised CUDA; the CUDA driver does not support its use in such a child (calls fail or "
+           "hang). Use CUDA in the parent only, start the child with exec (posix_spawn, a new program) "
+           "before it uses CUDA, or fork before the first CUDA call. The CPU device (api 'cpu') works "
+           "in the child";
+}
+} // namespace
+
+bool CudaDriver::is_forked_child() noexcept { return cuda_parent_pid.load(std::memory_order_relaxed) != 0; }
+
+void CudaDriver::throw_forked_child(std::string_view what) { throw RuntimeError(forked_child_message(what)); }
+
 CudaDriver &CudaDriver::instance() noexcept {
     // Leaked on purpose: buffers and contexts released by static destructors at exit still need
     // the entry points.
@@ -242,12 +264,23 @@ CudaDriver &CudaDriver::instance() noexcept {
 }
 
 const CudaDriver &CudaDriver::get() {
+    if (is_forked_child()) [[unlikely]]
+        throw_forked_child("a CUDA DeviceContext");
     const CudaDriver &d = instance();
     if (!d.error_.empty()) throw RuntimeError(d.error_, d.error_code_, d.error_code_name_);
     return d;
 }
 
 const CudaDriver *CudaDriver::try_get(std::string *why) noexcept {
+    if (is_forked_child()) [[unlikely]] {
+        if (why) {
+            try {
+                *why = forked_child_message("CUDA");
+            } catch (...) {
+            }
+        }
+        return nullptr;
+    }
     const CudaDriver &d = instance();
     if (d.error_.empty()) return &d;
     if (why) {
@@ -401,6 +434,8 @@ void CudaDriver::load() noexcept {
             return;
         }
         if (cuDriverGetVersion(&version_) != cu::CUDA_SUCCESS) version_ = 0;
+        // [Note] CUDA and fork.
+        pthread_atfork(nullptr, nullptr, &note_forked_child);
     } catch (...) {
         // Only std::bad_alloc can get here.
         error_ = "cannot load libcuda.so.1: out of host memory";

@@ -267,6 +267,20 @@ public:
     /// The driver, or nullptr with the reason in `*why` (when given) instead of throwing.
     static const CudaDriver *try_get(std::string *why = nullptr) noexcept;
 
+    /// [Note] CUDA and fork
+    /// CUDA does not support a child of fork() using the driver that its parent initialised:
+    /// calls fail or hang there. So once cuInit succeeded, a pthread_atfork child handler marks
+    /// the process, and in a child every use is refused with a RuntimeError before the driver is
+    /// called: get() (so new CUDA contexts; try_get returns nullptr, and the child counts no CUDA
+    /// device, so the "default" api is the CPU device there), and every ScopedCurrent, which all
+    /// work on a context goes through. The nothrow ScopedCurrent of destructors does nothing
+    /// there, so a child that exits normally does not call the driver either. A process that
+    /// forks before its first CUDA call may use CUDA in the child as usual.
+    /// Whether this process is a child of fork() made after CUDA was initialised.
+    static bool is_forked_child() noexcept;
+    /// RuntimeError: CUDA cannot be used in this child of fork(); `what` names the use.
+    [[noreturn]] static void throw_forked_child(std::string_view what);
+
     /// Throws for `rc` != CUDA_SUCCESS (see [Note] CUDA errors): `<call> failed: ...<context>`.
     /// `context` is appended as is; start it with "; " or " (".
     void check(cu::CUresult rc, const char *call, std::string_view context = {}) const {

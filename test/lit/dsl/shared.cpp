@@ -1,5 +1,6 @@
 // Static shared arrays and barriers: .shared globals and bar.sync on NVPTX, the block's buffer and
-// the fiber runtime on the CPU ([Note] CPU fibers).
+// the fiber runtime on the CPU ([Note] CPU fibers), with every shared-memory access checked
+// ([Note] CPU kernel memory).
 // RUN: lit-shared --emit=ir | FileCheck %s --check-prefix=IR
 // RUN: lit-shared --emit=llvm --target=nvptx:sm_90 | FileCheck %s --check-prefixes=LLVM,LLVM-NV
 // RUN: lit-shared --emit=llvm --target=cpu | FileCheck %s --check-prefixes=LLVM,LLVM-CPU
@@ -33,10 +34,26 @@ EMBER_LIT_KERNEL(tile_sum, {"in", "out"}, [](Ptr<float> in, Ptr<float> out) {
 // The CPU body finds the block's shared memory in its context; the arrays are 16-aligned in it.
 // LLVM-CPU:  %shared.base = load ptr
 // LLVM-CPU:  getelementptr inbounds i8, ptr %shared.base{{[0-9]*}}, i64 1024
+// Every access is checked against the block's shared memory ([Note] CPU kernel memory): one
+// outside it is reported and goes to a scratch location.
+// LLVM-CPU:  %shared.bytes = load i64
+// LLVM-CPU:  %shared.offset = sub i64
+// LLVM-CPU:  %shared.inside = and i1
+// LLVM-CPU:  br i1 %shared.inside, label %shared.access, label %shared.outside
+// LLVM-CPU:  shared.outside:
+// LLVM-CPU:  %shared.scratch = call ptr @__ember_cpu_shared_fault(ptr %fault, i64 %shared.offset, i32 4, i64 %shared.bytes, i32 1,
+// LLVM-CPU:  shared.access:
+// LLVM-CPU:  %shared.addr = phi ptr [ %{{[0-9]+}}, %entry ], [ %shared.scratch, %shared.outside ]
+// LLVM-CPU:  store float %{{[0-9]+}}, ptr %shared.addr, align 4
 // LLVM-CPU:  call void @__ember_cpu_barrier()
-// The static arrays (1056 bytes), then the launch's dynamic shared memory at a 16-byte boundary.
+// The static arrays (1056 bytes), then the launch's dynamic shared memory at a 16-byte boundary,
+// from the host thread's arena; the blocks run on its kernel stack.
+// LLVM-CPU:  define void @tile_sum(
 // LLVM-CPU:  %shared.bytes = add i64 1056, %shared_mem_bytes
-// LLVM-CPU:  %shared = alloca i8, i64 %shared.bytes, align 64
+// LLVM-CPU:  call void @__ember_cpu_enter(ptr @tile_sum.blocks, ptr %args, ptr %launch, i64 %shared.bytes)
+// LLVM-CPU:  define internal void @tile_sum.blocks({{.*}}, ptr %shared)
+// LLVM-CPU-NOT: alloca i8
+// LLVM-CPU:  store ptr %shared, ptr
 // LLVM-CPU:  call void @__ember_cpu_run_block(ptr @tile_sum.thread
 // LLVM:      ret void
 // PTX-LABEL: kernel: tile_sum
@@ -60,7 +77,9 @@ EMBER_LIT_KERNEL(dynamic, {"out"}, [](Ptr<float> out) {
 // Both views alias the one dynamic array (CUDA's extern __shared__).
 // LLVM-NV:  @dynamic_dynamic_shared = external addrspace(3) global [0 x i8], align 16
 // LLVM-CPU: %dynamic_dynamic_shared = load ptr
+// LLVM-CPU: call ptr @__ember_cpu_shared_fault(
 // LLVM-CPU: %shared.bytes = add i64 0, %shared_mem_bytes
+// LLVM-CPU: call void @__ember_cpu_enter(ptr @dynamic.blocks
 // LLVM:     ret void
 // PTX-LABEL: kernel: dynamic
 // PTX:      .extern .shared .align 16 .b8 dynamic_dynamic_shared[];

@@ -1209,7 +1209,7 @@ TEST(CpuModuleTest, UnloadedModulesCanBeLoadedAgain) {
     for (int i = 0; i < 20; ++i) {
         auto m = CpuModule::load(ck.binary, ck.entry_symbol);
         std::vector<float> v(4, 1.0f);
-        CpuLaunch l{{1, 1, 1}, {4, 1, 1}, 0, 1, 0, /*fault=*/nullptr, /*fiber_stack_bytes=*/0};
+        CpuLaunch l{{1, 1, 1}, {4, 1, 1}, 0, 1, 0, /*fault=*/nullptr, /*stack_bytes=*/0};
         float *p = v.data();
         int64_t n = 4;
         float s = 2.0f;

@@ -241,7 +241,7 @@ TEST(ConstantArrayIRTest, CpuGlobalIsFoundByItsSymbolAndRewritable) {
     auto run = [&](std::vector<float> &out) {
         float *out_ptr = out.data();
         void *args[] = {&out_ptr};
-        CpuLaunch launch{{1, 1, 1}, {4, 1, 1}, 0, 1, 0, /*fault=*/nullptr, /*fiber_stack_bytes=*/0};
+        CpuLaunch launch{{1, 1, 1}, {4, 1, 1}, 0, 1, 0, /*fault=*/nullptr, /*stack_bytes=*/0};
         reinterpret_cast<CpuKernelFn>(m->entry())(args, &launch);
     };
     std::vector<float> out(4, -1.0f);

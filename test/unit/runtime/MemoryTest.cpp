@@ -8,6 +8,7 @@
 #include "ember/ember.h"
 
 #include "DeviceTest.h"
+#include "ExpectError.h"
 
 #include <gtest/gtest.h>
 
@@ -26,16 +27,7 @@ namespace {
 
 bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
 
-/// Runs `f`, expecting a LogicError whose message contains every part.
-template <class F> void expect_logic_error(F &&f, std::initializer_list<std::string> parts) {
-    try {
-        f();
-        ADD_FAILURE() << "no LogicError";
-    } catch (const LogicError &e) {
-        for (const std::string &p : parts)
-            EXPECT_TRUE(contains(e.what(), p)) << "missing '" << p << "' in: " << e.what();
-    }
-}
+using ember::testing::expect_logic_error;
 
 const auto add_f32 = kernel("mem_add_f32", {"v", "n", "x"}, [](Ptr<float> v, Int n, Float32 x) {
     auto i = global_idx.x;

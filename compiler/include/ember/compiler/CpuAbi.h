@@ -10,6 +10,9 @@
 /// The function runs the blocks with linear indices [block_begin, block_end) of the grid
 /// (x fastest, then y, then z) and, inside each block, every thread in order (x fastest), with
 /// the special registers set as on a GPU. The runtime spreads ranges of blocks over threads.
+/// The function does not run the blocks on the caller's stack: it switches to a stack of
+/// `stack_bytes` that the host thread keeps for kernels, and takes the block's shared memory from
+/// an arena the host thread keeps too ([Note] CPU kernel memory in compiler/lib/CpuFibers.h).
 #ifndef EMBER_COMPILER_CPUABI_H
 #define EMBER_COMPILER_CPUABI_H
 
@@ -20,18 +23,35 @@
 
 namespace ember {
 
-/// The first misaligned vector access of a launch ([Note] IR semantics: Vector memory). The
-/// generated code checks the address of every vector load and store and reports a misaligned one
-/// through `__ember_cpu_misaligned`, which fills this record once (later faults are dropped); the
-/// runtime reads it after the launch and throws a LaunchError.
+/// The first fault of a launch, which the runtime reads after the launch and turns into an
+/// exception; later faults are dropped:
+/// * a misaligned vector access ([Note] IR semantics: Vector memory): the generated code checks
+///   the address of every vector load and store and reports a misaligned one through
+///   `__ember_cpu_misaligned` (LaunchError);
+/// * a shared-memory access outside the block's shared memory (its static arrays and the launch's
+///   dynamic shared memory): the generated code checks every load, store and atomic through a
+///   shared pointer and reports through `__ember_cpu_shared_fault` (LaunchError), then carries
+///   the access out on a scratch location instead;
+/// * memory the CPU device could not reserve for the launch (a kernel stack, fiber stacks, shared
+///   memory): the blocks concerned do not run (MemoryError).
 struct CpuFault {
+    enum class Kind : uint8_t { misaligned, shared_out_of_bounds, out_of_memory };
     std::atomic<bool> raised{false};
+    Kind kind = Kind::misaligned;
     uint64_t address = 0;
-    uint32_t alignment = 0; ///< the bytes the address had to be a multiple of
+    uint32_t alignment = 0; ///< misaligned: the bytes the address had to be a multiple of
     uint32_t bytes = 0;     ///< the size of the access
-    bool is_store = false;
+    bool is_store = false;  ///< a store or an atomic (misaligned, shared_out_of_bounds)
     int64_t thread_idx[3] = {0, 0, 0};
     int64_t block_idx[3] = {0, 0, 0};
+    /// shared_out_of_bounds: the access's offset from the start of the block's shared memory
+    /// (negative before it) and the bytes of shared memory the block has.
+    int64_t shared_offset = 0;
+    uint64_t shared_bytes = 0;
+    /// out_of_memory: what could not be reserved ("the kernel stack", ...), its bytes, errno.
+    const char *resource = nullptr;
+    uint64_t resource_bytes = 0;
+    int error = 0;
 };
 
 struct CpuLaunch {
@@ -41,11 +61,12 @@ struct CpuLaunch {
     int64_t block_end;
     /// Bytes of dynamic shared memory per block (the launch's shared_mem_bytes).
     int64_t shared_mem_bytes;
-    /// Where a misaligned vector access is recorded; null: reported on stderr only.
+    /// Where the launch's first fault is recorded; null: reported on stderr only.
     CpuFault *fault;
-    /// Bytes of stack for each fiber of a kernel with barriers or warp operations ([Note] CPU
-    /// fibers), guard page excluded; 0 selects the default (256 KiB).
-    int64_t fiber_stack_bytes;
+    /// Bytes of stack for each GPU thread, guard page excluded ([Note] CPU kernel memory): the
+    /// host thread's kernel stack, and the fibers of a kernel with barriers or warp operations
+    /// ([Note] CPU fibers); 0 selects the default (256 KiB).
+    int64_t stack_bytes;
 };
 
 using CpuKernelFn = void (*)(void **args, const CpuLaunch *launch);

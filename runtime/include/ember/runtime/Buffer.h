@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace ember {
 
@@ -94,6 +95,11 @@ void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const 
 /// bytes, which starts `byte_offset` bytes into its allocation, fits and is aligned.
 /// LogicError: `<call>: the <what> is empty (default-constructed or moved-from)`.
 [[noreturn]] void throw_empty_buffer(const char *call, const char *what);
+/// LogicError `use of a moved-from <what> in <method>: <hint>`, for handles that are never
+/// default-constructed empty (DeviceContext, DeviceStream).
+[[noreturn]] void throw_moved_from(const char *what, const char *method, const char *hint);
+/// LogicError `use of an empty <what> (default-constructed or moved-from) in <method>: <hint>`.
+[[noreturn]] void throw_empty_handle(const char *what, const char *method, const char *hint);
 void check_sub_buffer(const char *kind, size_t size, size_t elem, size_t byte_offset, size_t offset,
                       size_t count, size_t view_elem, size_t view_align);
 
@@ -131,6 +137,17 @@ public:
     /// A view of `n` elements starting `byte_offset` bytes into `raw` (see create_sub_buffer).
     DeviceBuffer(std::shared_ptr<detail::RawDeviceBuffer> raw, size_t n, size_t byte_offset)
         : raw_(std::move(raw)), size_(n), offset_(byte_offset) {}
+    DeviceBuffer(const DeviceBuffer &) = default;
+    DeviceBuffer &operator=(const DeviceBuffer &) = default;
+    /// A moved-from buffer is empty: no memory, 0 elements.
+    DeviceBuffer(DeviceBuffer &&o) noexcept
+        : raw_(std::move(o.raw_)), size_(std::exchange(o.size_, 0)), offset_(std::exchange(o.offset_, 0)) {}
+    DeviceBuffer &operator=(DeviceBuffer &&o) noexcept {
+        raw_ = std::move(o.raw_);
+        size_ = std::exchange(o.size_, 0);
+        offset_ = std::exchange(o.offset_, 0);
+        return *this;
+    }
 
     size_t size() const { return size_; }
     size_t bytes() const { return size_ * sizeof(T); }
@@ -185,6 +202,17 @@ public:
     /// A view of `n` elements starting `byte_offset` bytes into `raw` (see create_sub_buffer).
     HostBuffer(std::shared_ptr<detail::RawHostBuffer> raw, size_t n, size_t byte_offset)
         : raw_(std::move(raw)), size_(n), offset_(byte_offset) {}
+    HostBuffer(const HostBuffer &) = default;
+    HostBuffer &operator=(const HostBuffer &) = default;
+    /// A moved-from buffer is empty: no memory, 0 elements (begin() == end()).
+    HostBuffer(HostBuffer &&o) noexcept
+        : raw_(std::move(o.raw_)), size_(std::exchange(o.size_, 0)), offset_(std::exchange(o.offset_, 0)) {}
+    HostBuffer &operator=(HostBuffer &&o) noexcept {
+        raw_ = std::move(o.raw_);
+        size_ = std::exchange(o.size_, 0);
+        offset_ = std::exchange(o.offset_, 0);
+        return *this;
+    }
 
     size_t size() const { return size_; }
     size_t bytes() const { return size_ * sizeof(T); }

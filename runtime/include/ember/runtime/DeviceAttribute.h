@@ -35,7 +35,8 @@ std::string_view to_string(DeviceAttribute attribute);
 /// `DeviceContext::get_limit` and changed with `set_limit`.
 enum class Limit : int {
     /// Bytes of stack per GPU thread (CU_LIMIT_STACK_SIZE). On the CPU device: the smallest
-    /// fiber stack of a thread of a kernel with barriers or warp operations.
+    /// stack of a GPU thread (the kernel stacks, and the fibers of kernels with barriers or warp
+    /// operations).
     stack_size = 0,
     /// Bytes of the FIFO that `print(...)` in kernels writes to (CU_LIMIT_PRINTF_FIFO_SIZE).
     printf_fifo_size = 1,

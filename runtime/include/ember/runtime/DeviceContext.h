@@ -339,9 +339,12 @@ void enqueue_checked(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, Tup
 } // namespace detail
 
 /// A kernel compiled and loaded for one DeviceContext. Typed by the kernel's parameters, so
-/// `enqueue_function` checks its arguments at compile time. Cheap to copy.
+/// `enqueue_function` checks its arguments at compile time. Cheap to copy. A default-constructed
+/// (or moved-from) DeviceFunction is empty: every use of it is a LogicError until a compiled
+/// function is assigned to it.
 template <class... Params> class DeviceFunction : public FunctionQueries<DeviceFunction<Params...>> {
 public:
+    DeviceFunction() = default;
     DeviceFunction(std::shared_ptr<detail::FunctionImpl> impl) : impl_(std::move(impl)) {} // NOLINT
 
     /// The kernel's name.
@@ -356,9 +359,20 @@ public:
     /// The kernel's constant array `name` (`constant_array<T, N>(name)`) in this context, to copy
     /// to and from with enqueue_copy (PyCUDA's get_global). LogicError listing the kernel's
     /// constant arrays when it has none of that name.
-    DeviceGlobal get_global(std::string_view name) const { return detail::get_global(impl_, name); }
+    DeviceGlobal get_global(std::string_view name) const {
+        checked("get_global");
+        return detail::get_global(impl_, name);
+    }
 
+    explicit operator bool() const { return impl_ != nullptr; }
     const std::shared_ptr<detail::FunctionImpl> &impl() const { return impl_; }
+    /// The function's state; LogicError naming `method` when this DeviceFunction is empty.
+    detail::FunctionImpl &checked(const char *method) const {
+        if (!impl_) [[unlikely]]
+            detail::throw_empty_handle("DeviceFunction", method,
+                                       "assign it a function from compile_function or DeviceModule::get_function");
+        return *impl_;
+    }
 
 private:
     std::shared_ptr<detail::FunctionImpl> impl_;
@@ -373,19 +387,19 @@ CompileReport function_report(const FunctionImpl &fn);
 } // namespace detail
 
 template <class... P> const std::string &DeviceFunction<P...>::name() const {
-    return detail::function_name(*impl_);
+    return detail::function_name(checked("name"));
 }
 template <class... P> std::string DeviceFunction<P...>::assembly() const {
-    return detail::function_assembly(*impl_);
+    return detail::function_assembly(checked("assembly"));
 }
 template <class... P> double DeviceFunction<P...>::compile_seconds() const {
-    return detail::function_compile_seconds(*impl_);
+    return detail::function_compile_seconds(checked("compile_seconds"));
 }
 template <class... P> double DeviceFunction<P...>::load_seconds() const {
-    return detail::function_load_seconds(*impl_);
+    return detail::function_load_seconds(checked("load_seconds"));
 }
 template <class... P> CompileReport DeviceFunction<P...>::report() const {
-    return detail::function_report(*impl_);
+    return detail::function_report(checked("report"));
 }
 
 /// How an event is made (PyCUDA's event_flags, CUevent_flags); combine with `|`.
@@ -488,10 +502,23 @@ public:
     template <class T> void enqueue_memset(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const;
 
     const std::shared_ptr<detail::StreamImpl> &impl() const { return impl_; }
+    /// impl(); LogicError naming `method` when this DeviceStream was moved from.
+    const std::shared_ptr<detail::StreamImpl> &checked_impl(const char *method) const {
+        live(method);
+        return impl_;
+    }
     /// Whether both are the same stream.
     friend bool operator==(const DeviceStream &a, const DeviceStream &b);
 
 private:
+    detail::StreamImpl &live(const char *method) const {
+        if (!impl_) [[unlikely]]
+            detail::throw_moved_from("DeviceStream", method,
+                                     "use the DeviceStream it was moved to, or assign it ctx.stream() or "
+                                     "ctx.create_stream()");
+        return *impl_;
+    }
+
     std::shared_ptr<detail::StreamImpl> impl_;
 };
 
@@ -515,20 +542,24 @@ public:
     /// What kernels are compiled for on this device, e.g. "nvptx:sm_90" or "cpu".
     std::string target() const;
 
-    /// A device buffer of n elements (contents undefined until written).
+    /// A device buffer of n elements (contents undefined until written). LogicError when
+    /// n * sizeof(T) overflows size_t, MemoryError when the device is out of memory.
     template <class T> DeviceBuffer<T> enqueue_create_buffer(size_t n) const {
-        return DeviceBuffer<T>(std::make_shared<detail::RawDeviceBuffer>(impl_, n * sizeof(T)), n);
+        const size_t bytes = detail::checked_bytes(n, sizeof(T), "enqueue_create_buffer");
+        return DeviceBuffer<T>(std::make_shared<detail::RawDeviceBuffer>(live_ptr("enqueue_create_buffer"), bytes), n);
     }
     /// A host buffer of n elements, page-locked on GPUs (contents undefined until written).
+    /// LogicError when n * sizeof(T) overflows size_t.
     template <class T> HostBuffer<T> enqueue_create_host_buffer(size_t n) const {
-        return HostBuffer<T>(std::make_shared<detail::RawHostBuffer>(impl_, n * sizeof(T)), n);
+        const size_t bytes = detail::checked_bytes(n, sizeof(T), "enqueue_create_host_buffer");
+        return HostBuffer<T>(std::make_shared<detail::RawHostBuffer>(live_ptr("enqueue_create_host_buffer"), bytes), n);
     }
 
     /// Copies, in (destination, source) order as memcpy: between DeviceBuffers and HostBuffers of
     /// one element type, or a DeviceBuffer and a raw host pointer to its size() elements.
     /// Buffer-to-buffer copies need equal sizes (LogicError otherwise).
     template <class Dst, class Src> void enqueue_copy(const Dst &dst, const Src &src) const {
-        detail::typed_copy(*impl_, nullptr, dst, src);
+        detail::typed_copy(live("enqueue_copy"), nullptr, dst, src);
     }
 
     /// Blocks until every operation queued on this context's stream has finished. Errors of
@@ -601,7 +632,7 @@ public:
     /// sees it, and the driver may round it (stack_size up to its granularity); printf_fifo_size
     /// and malloc_heap_size can only change before the first launch of a kernel that prints or
     /// allocates (LogicError after). On the CPU
-    /// device: stack_size is the smallest fiber stack of kernels with barriers (ember grows it
+    /// device: stack_size is the smallest stack of a GPU thread (kernel and fiber stacks; ember grows it
     /// for a kernel whose local arrays need more; at most 64 MiB, LogicError above);
     /// printf_fifo_size and malloc_heap_size are stored and returned but change nothing.
     void set_limit(Limit limit, size_t value) const;
@@ -619,15 +650,15 @@ public:
     /// Enqueues setting every element of `dst` (a buffer or sub-buffer of this context) to
     /// `value`. T is any type of 1, 2, 4 or 8 bytes (larger ones fail to compile).
     template <class T> void enqueue_memset(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const {
-        detail::typed_memset<T>(*impl_, nullptr, dst, value, "enqueue_memset");
+        detail::typed_memset<T>(live("enqueue_memset"), nullptr, dst, value, "enqueue_memset");
     }
     /// Mojo's other name for enqueue_memset.
     template <class T> void memset(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const {
-        detail::typed_memset<T>(*impl_, nullptr, dst, value, "memset");
+        detail::typed_memset<T>(live("memset"), nullptr, dst, value, "memset");
     }
     /// As enqueue_memset, and waits for it.
     template <class T> void memset_sync(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const {
-        detail::typed_memset<T>(*impl_, nullptr, dst, value, "memset_sync");
+        detail::typed_memset<T>(live("memset_sync"), nullptr, dst, value, "memset_sync");
         synchronize();
     }
     /// PyCUDA's memset_d8/d16/d32: sets `count` 8/16/32-bit units of `dst`'s memory, starting
@@ -635,17 +666,17 @@ public:
     /// or its address is not aligned to the unit.
     template <class T>
     void memset_d8(const DeviceBuffer<T> &dst, uint8_t value, size_t count, size_t offset = 0) const {
-        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 1, count, offset,
+        detail::memset_units(live("memset_d8"), nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 1, count, offset,
                              "memset_d8", true);
     }
     template <class T>
     void memset_d16(const DeviceBuffer<T> &dst, uint16_t value, size_t count, size_t offset = 0) const {
-        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 2, count, offset,
+        detail::memset_units(live("memset_d16"), nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 2, count, offset,
                              "memset_d16", true);
     }
     template <class T>
     void memset_d32(const DeviceBuffer<T> &dst, uint32_t value, size_t count, size_t offset = 0) const {
-        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 4, count, offset,
+        detail::memset_units(live("memset_d32"), nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 4, count, offset,
                              "memset_d32", true);
     }
     /// As memset_d8/d16/d32, enqueued on `stream` (a stream of this context), or on the
@@ -660,15 +691,15 @@ public:
     void memset_d32_async(const DeviceBuffer<T> &dst, uint32_t value, size_t count, const DeviceStream &stream,
                           size_t offset = 0) const;
     template <class T> void memset_d8_async(const DeviceBuffer<T> &dst, uint8_t value, size_t count) const {
-        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 1, count, 0,
+        detail::memset_units(live("memset_d8_async"), nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 1, count, 0,
                              "memset_d8_async", false);
     }
     template <class T> void memset_d16_async(const DeviceBuffer<T> &dst, uint16_t value, size_t count) const {
-        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 2, count, 0,
+        detail::memset_units(live("memset_d16_async"), nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 2, count, 0,
                              "memset_d16_async", false);
     }
     template <class T> void memset_d32_async(const DeviceBuffer<T> &dst, uint32_t value, size_t count) const {
-        detail::memset_units(*impl_, nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 4, count, 0,
+        detail::memset_units(live("memset_d32_async"), nullptr, dst.raw().get(), dst.address(), dst.bytes(), value, 4, count, 0,
                              "memset_d32_async", false);
     }
 
@@ -682,7 +713,7 @@ public:
     /// Copies dst.size() elements: `src` must have at least as many (LogicError otherwise).
     template <class T>
     void enqueue_copy_device_to_device(const DeviceBuffer<T> &dst, const DeviceBuffer<T> &src) const {
-        detail::check_own(*impl_, src.raw().get(), "source");
+        detail::check_own(live("enqueue_copy_device_to_device"), src.raw().get(), "source");
         if (src.size() < dst.size())
             detail::throw_short_source("enqueue_copy_device_to_device", dst.size(), src.size());
         enqueue_copy(dst, src.template create_sub_buffer<T>(0, dst.size()));
@@ -711,37 +742,37 @@ public:
     /// copies; release it with free_host. On the CPU device: ordinary host memory.
     template <class T> T *malloc_host(size_t n) const {
         static_assert(std::is_trivially_copyable_v<T>, "malloc_host: T must be trivially copyable");
-        return static_cast<T *>(detail::malloc_host(impl_, detail::checked_bytes(n, sizeof(T), "malloc_host")));
+        return static_cast<T *>(detail::malloc_host(live_ptr("malloc_host"), detail::checked_bytes(n, sizeof(T), "malloc_host")));
     }
     /// Frees memory of malloc_host of this context (nullptr: nothing); LogicError for any other
     /// pointer. Free it before the context goes away.
-    void free_host(const void *p) const { detail::free_host(*impl_, p); }
+    void free_host(const void *p) const { detail::free_host(live("free_host"), p); }
 
     /// `n` elements of unified memory, valid on the host and in kernels (cuMemAllocManaged;
     /// PyCUDA's managed_empty). `attach` is global or host (LogicError for single: attach a
     /// stream later with ManagedBuffer::attach).
     template <class T> ManagedBuffer<T> create_managed_buffer(size_t n, MemAttach attach = MemAttach::global) const {
         const size_t bytes = detail::checked_bytes(n, sizeof(T), "create_managed_buffer");
-        return ManagedBuffer<T>(DeviceBuffer<T>(detail::allocate_managed(impl_, bytes, attach), n));
+        return ManagedBuffer<T>(DeviceBuffer<T>(detail::allocate_managed(live_ptr("create_managed_buffer"), bytes, attach), n));
     }
     /// `n` elements of page-locked host memory that kernels access in place (cuMemHostAlloc
     /// DEVICEMAP), as PyCUDA's pagelocked_empty(..., mem_flags=DEVICEMAP).
     template <class T> HostMappedBuffer<T> create_host_mapped_buffer(size_t n) const {
         uint64_t device = 0;
-        auto raw = detail::allocate_host_mapped(impl_, detail::checked_bytes(n, sizeof(T), "create_host_mapped_buffer"),
+        auto raw = detail::allocate_host_mapped(live_ptr("create_host_mapped_buffer"), detail::checked_bytes(n, sizeof(T), "create_host_mapped_buffer"),
                                                 &device);
         return HostMappedBuffer<T>(HostBuffer<T>(std::move(raw), n), device);
     }
     /// Page-locks the caller's host memory [p, p + bytes) for this device until the result is
     /// destroyed (PyCUDA's register_host_memory; cuMemHostRegister).
     RegisteredHostMemory register_host_memory(void *p, size_t bytes) const {
-        uint64_t device = detail::register_host(*impl_, p, bytes);
-        return RegisteredHostMemory(impl_, p, bytes, device);
+        uint64_t device = detail::register_host(live("register_host_memory"), p, bytes);
+        return RegisteredHostMemory(live_ptr("register_host_memory"), p, bytes, device);
     }
     /// The host copy of `buf` (a buffer of this context) for one scope: see MappedHostView.
     template <class T> MappedHostView<T> map_to_host(const DeviceBuffer<T> &buf) const {
-        detail::check_own(*impl_, buf.raw().get(), "mapped");
-        detail::check_same_context(*impl_, *buf.raw(), "map_to_host");
+        detail::check_own(live("map_to_host"), buf.raw().get(), "mapped");
+        detail::check_same_context(live("map_to_host"), *buf.raw(), "map_to_host");
         return MappedHostView<T>(buf);
     }
 
@@ -751,7 +782,7 @@ public:
     /// zero width or height, MemoryError when the device is out of memory.
     template <class T> PitchedBuffer<T> create_pitched_buffer(size_t width, size_t height) const {
         size_t pitch = 0;
-        auto raw = detail::create_pitched(impl_, width, height, sizeof(T), &pitch);
+        auto raw = detail::create_pitched(live_ptr("create_pitched_buffer"), width, height, sizeof(T), &pitch);
         return PitchedBuffer<T>(std::move(raw), width, height, pitch);
     }
     /// Enqueues the 2-D copy `c` (cuMemcpy2DAsync) on this context's stream, after checking
@@ -779,19 +810,19 @@ public:
     /// A device buffer of n elements that `ipc_handle` can share with another process (CUDA:
     /// cuMemAlloc, never the stream-ordered pool; CPU device: shared memory, see docs/runtime.md).
     template <class T> DeviceBuffer<T> create_ipc_buffer(size_t n) const {
-        return DeviceBuffer<T>(detail::create_shareable(impl_, n, sizeof(T)), n);
+        return DeviceBuffer<T>(detail::create_shareable(live_ptr("create_ipc_buffer"), n, sizeof(T)), n);
     }
     /// The handle another process passes to open_ipc_buffer (cuIpcGetMemHandle). `buffer` must
     /// come from create_ipc_buffer of this context (LogicError otherwise).
     template <class T> IpcMemHandle ipc_handle(const DeviceBuffer<T> &buffer) const {
-        return detail::ipc_handle(*impl_, buffer.raw().get(), buffer.address(), buffer.bytes());
+        return detail::ipc_handle(live("ipc_handle"), buffer.raw().get(), buffer.address(), buffer.bytes());
     }
     /// Opens another process's buffer as n elements of T (cuIpcOpenMemHandle; unmapped when the
     /// last copy of the returned buffer goes away). LogicError when the handle is of another api,
     /// malformed, or its buffer holds fewer than n elements; on CUDA a process cannot open its
     /// own handles.
     template <class T> DeviceBuffer<T> open_ipc_buffer(const IpcMemHandle &handle, size_t n) const {
-        return DeviceBuffer<T>(detail::open_ipc(impl_, handle, n, sizeof(T)), n);
+        return DeviceBuffer<T>(detail::open_ipc(live_ptr("open_ipc_buffer"), handle, n, sizeof(T)), n);
     }
 
     // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
@@ -816,28 +847,40 @@ public:
     template <class... P>
     DeviceFunction<P...> compile_function(const Kernel<P...> &k,
                                           const CompileFunctionOptions &options = {}) const {
-        return DeviceFunction<P...>(detail::compile(impl_, k.info(), options));
+        return DeviceFunction<P...>(detail::compile(live_ptr("compile_function"), k.info(), options));
     }
 
     /// Enqueues `f` with `args...`, followed by `grid_dim(...)` and `block_dim(...)` (or one
     /// `LaunchConfig`), and optionally `shared_mem_bytes(...)`, `constant_memory(...)`, `cluster_dim(...)`
     /// and `LaunchAttribute` values. Argument types are checked at compile time (see [Note] Argument checking).
     template <class... P, class... A> void enqueue_function(const DeviceFunction<P...> &f, A &&...a) const {
-        detail::enqueue_checked(*impl_, nullptr, *f.impl(), std::forward_as_tuple(std::forward<A>(a)...),
+        detail::enqueue_checked(live("enqueue_function"), nullptr, f.checked("enqueue_function"), std::forward_as_tuple(std::forward<A>(a)...),
                                 static_cast<std::tuple<P...> *>(nullptr));
     }
     /// Compiles `k` on first use (once per context) and enqueues it.
     template <class... P, class... A> void enqueue_function(const Kernel<P...> &k, A &&...a) const {
-        detail::FunctionImpl *fn = detail::cached_function(impl_, k.info());
-        detail::enqueue_checked(*impl_, nullptr, *fn, std::forward_as_tuple(std::forward<A>(a)...),
+        detail::FunctionImpl *fn = detail::cached_function(live_ptr("enqueue_function"), k.info());
+        detail::enqueue_checked(live("enqueue_function"), nullptr, *fn, std::forward_as_tuple(std::forward<A>(a)...),
                                 static_cast<std::tuple<P...> *>(nullptr));
     }
 
     const std::shared_ptr<detail::ContextImpl> &impl() const { return impl_; }
+    /// impl(); LogicError naming `method` when this DeviceContext was moved from.
+    const std::shared_ptr<detail::ContextImpl> &checked_impl(const char *method) const { return live_ptr(method); }
 
     explicit DeviceContext(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
 
 private:
+    /// The context's state; LogicError naming `method` when this DeviceContext was moved from
+    /// (destroying or assigning to it is fine).
+    const std::shared_ptr<detail::ContextImpl> &live_ptr(const char *method) const {
+        if (!impl_) [[unlikely]]
+            detail::throw_moved_from("DeviceContext", method,
+                                     "it refers to no device; use the DeviceContext it was moved to, or "
+                                     "assign it a new one");
+        return impl_;
+    }
+    detail::ContextImpl &live(const char *method) const { return *live_ptr(method); }
     int64_t time_iterations(const std::function<void(int)> &body, int num_iters) const;
 
     std::shared_ptr<detail::ContextImpl> impl_;
@@ -850,42 +893,54 @@ const std::shared_ptr<ContextImpl> &stream_context_ptr(const StreamImpl &s);
 
 template <class... P, class... A>
 void DeviceStream::enqueue_function(const DeviceFunction<P...> &f, A &&...a) const {
-    detail::enqueue_checked(detail::stream_context(*impl_), impl_.get(), *f.impl(),
+    detail::StreamImpl &self = live("enqueue_function");
+    detail::enqueue_checked(detail::stream_context(self), &self, f.checked("enqueue_function"),
                             std::forward_as_tuple(std::forward<A>(a)...), static_cast<std::tuple<P...> *>(nullptr));
 }
 template <class... P, class... A> void DeviceStream::enqueue_function(const Kernel<P...> &k, A &&...a) const {
-    detail::FunctionImpl *fn = detail::cached_function(detail::stream_context_ptr(*impl_), k.info());
-    detail::enqueue_checked(detail::stream_context(*impl_), impl_.get(), *fn,
+    detail::StreamImpl &self = live("enqueue_function");
+    detail::FunctionImpl *fn = detail::cached_function(detail::stream_context_ptr(self), k.info());
+    detail::enqueue_checked(detail::stream_context(self), &self, *fn,
                             std::forward_as_tuple(std::forward<A>(a)...), static_cast<std::tuple<P...> *>(nullptr));
 }
 template <class Dst, class Src> void DeviceStream::enqueue_copy(const Dst &dst, const Src &src) const {
-    detail::typed_copy(detail::stream_context(*impl_), impl_.get(), dst, src);
+    detail::StreamImpl &self = live("enqueue_copy");
+    detail::typed_copy(detail::stream_context(self), &self, dst, src);
 }
 template <class T> void ManagedBuffer<T>::attach(MemAttach attach, const DeviceStream &stream) const {
     if (!buf_) detail::throw_empty_buffer("attach", "ManagedBuffer");
     detail::attach_managed(buf_.raw().get(),
-                           detail::stream_of(*buf_.raw()->context(), stream.impl(), "ManagedBuffer::attach"), attach);
+                           detail::stream_of(*buf_.raw()->context(), stream.checked_impl("ManagedBuffer::attach"),
+                                             "ManagedBuffer::attach"),
+                           attach);
 }
 template <class T>
 void DeviceStream::enqueue_memset(const DeviceBuffer<T> &dst, std::type_identity_t<T> value) const {
-    detail::typed_memset<T>(detail::stream_context(*impl_), impl_.get(), dst, value, "enqueue_memset");
+    detail::StreamImpl &self = live("enqueue_memset");
+    detail::typed_memset<T>(detail::stream_context(self), &self, dst, value, "enqueue_memset");
 }
 template <class T>
 void DeviceContext::memset_d8_async(const DeviceBuffer<T> &dst, uint8_t value, size_t count, const DeviceStream &stream,
                                     size_t offset) const {
-    detail::memset_units(*impl_, detail::stream_of(*impl_, stream.impl(), "memset_d8_async"), dst.raw().get(),
+    detail::ContextImpl &self = live("memset_d8_async");
+    detail::memset_units(self, detail::stream_of(self, stream.checked_impl("memset_d8_async"), "memset_d8_async"),
+                         dst.raw().get(),
                          dst.address(), dst.bytes(), value, 1, count, offset, "memset_d8_async", false);
 }
 template <class T>
 void DeviceContext::memset_d16_async(const DeviceBuffer<T> &dst, uint16_t value, size_t count,
                                      const DeviceStream &stream, size_t offset) const {
-    detail::memset_units(*impl_, detail::stream_of(*impl_, stream.impl(), "memset_d16_async"), dst.raw().get(),
+    detail::ContextImpl &self = live("memset_d16_async");
+    detail::memset_units(self, detail::stream_of(self, stream.checked_impl("memset_d16_async"), "memset_d16_async"),
+                         dst.raw().get(),
                          dst.address(), dst.bytes(), value, 2, count, offset, "memset_d16_async", false);
 }
 template <class T>
 void DeviceContext::memset_d32_async(const DeviceBuffer<T> &dst, uint32_t value, size_t count,
                                      const DeviceStream &stream, size_t offset) const {
-    detail::memset_units(*impl_, detail::stream_of(*impl_, stream.impl(), "memset_d32_async"), dst.raw().get(),
+    detail::ContextImpl &self = live("memset_d32_async");
+    detail::memset_units(self, detail::stream_of(self, stream.checked_impl("memset_d32_async"), "memset_d32_async"),
+                         dst.raw().get(),
                          dst.address(), dst.bytes(), value, 4, count, offset, "memset_d32_async", false);
 }
 

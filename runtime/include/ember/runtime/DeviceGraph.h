@@ -104,7 +104,7 @@ public:
     /// the node's dimensions too; without them they stay as captured.
     template <class... P, class... A>
     void update_kernel_arguments(size_t kernel_node, const DeviceFunction<P...> &f, A &&...args) const {
-        update(kernel_node, detail::function_kernel_info(*f.impl()), static_cast<std::tuple<P...> *>(nullptr),
+        update(kernel_node, detail::function_kernel_info(f.checked("update_kernel_arguments")), static_cast<std::tuple<P...> *>(nullptr),
                std::forward_as_tuple(std::forward<A>(args)...));
     }
     template <class... P, class... A>
@@ -123,7 +123,7 @@ public:
 private:
     template <class... P, class Tuple>
     void update(size_t kernel_node, const detail::KernelInfo &kernel, std::tuple<P...> *tag, Tuple &&all) const {
-        detail::GraphExecImpl &exec = checked();
+        detail::GraphExecImpl &exec = checked("update_kernel_arguments");
         detail::FunctionImpl &fn = detail::kernel_node_function(exec, kernel_node, kernel);
         detail::with_kernel_params<true>(
             detail::graph_exec_context(exec), fn, std::forward<Tuple>(all), tag,
@@ -131,7 +131,8 @@ private:
                 detail::update_kernel_node(exec, kernel_node, fn, req, ptrs, n, info);
             });
     }
-    detail::GraphExecImpl &checked() const;
+    /// The instance; LogicError naming `method` when it is empty.
+    detail::GraphExecImpl &checked(const char *method) const;
 
     std::shared_ptr<detail::GraphExecImpl> impl_;
 };

@@ -171,12 +171,12 @@ BlockSizeSuggestion function_suggested_block_size(FunctionImpl *fn, size_t dynam
 template <class Derived> class FunctionQueries {
 public:
     /// The value of `a` for this kernel on its device.
-    int get_attribute(FunctionAttribute a) const { return detail::function_get_attribute(fn(), a); }
+    int get_attribute(FunctionAttribute a) const { return detail::function_get_attribute(fn("get_attribute"), a); }
     /// Sets a settable attribute (see FunctionAttribute); LogicError for the others or for a
     /// value outside the device's limits, naming both.
-    void set_attribute(FunctionAttribute a, int value) const { detail::function_set_attribute(fn(), a, value); }
+    void set_attribute(FunctionAttribute a, int value) const { detail::function_set_attribute(fn("set_attribute"), a, value); }
     /// The kernel's cache preference (cuFuncSetCacheConfig); a hint.
-    void set_cache_config(CacheConfig c) const { detail::function_set_cache_config(fn(), c); }
+    void set_cache_config(CacheConfig c) const { detail::function_set_cache_config(fn("set_cache_config"), c); }
 
     int num_regs() const { return get_attribute(FunctionAttribute::num_regs); }
     int shared_size_bytes() const { return get_attribute(FunctionAttribute::shared_size_bytes); }
@@ -190,16 +190,17 @@ public:
     /// one multiprocessor at once (cuOccupancyMaxActiveBlocksPerMultiprocessor); 0 when such a
     /// block cannot run at all.
     int max_active_blocks_per_multiprocessor(int block_size, size_t dynamic_shared_bytes = 0) const {
-        return detail::function_max_active_blocks(fn(), block_size, dynamic_shared_bytes);
+        return detail::function_max_active_blocks(fn("max_active_blocks_per_multiprocessor"), block_size, dynamic_shared_bytes);
     }
     /// The block size with the best occupancy and the grid that fills the device with it
     /// (cuOccupancyMaxPotentialBlockSize). `block_size_limit` 0 means the kernel's maximum.
     BlockSizeSuggestion suggested_block_size(size_t dynamic_shared_bytes = 0, int block_size_limit = 0) const {
-        return detail::function_suggested_block_size(fn(), dynamic_shared_bytes, block_size_limit);
+        return detail::function_suggested_block_size(fn("suggested_block_size"), dynamic_shared_bytes, block_size_limit);
     }
 
 private:
-    detail::FunctionImpl *fn() const { return static_cast<const Derived *>(this)->impl().get(); }
+    /// LogicError naming `method` when the function is empty (default-constructed or moved-from).
+    detail::FunctionImpl *fn(const char *method) const { return &static_cast<const Derived *>(this)->checked(method); }
 };
 
 /// The code of an external module, for `DeviceContext::load_module` (PyCUDA's module_from_buffer

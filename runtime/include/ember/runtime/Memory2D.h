@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 namespace ember {
 
@@ -38,6 +39,19 @@ public:
     PitchedBuffer() = default;
     PitchedBuffer(std::shared_ptr<detail::RawDeviceBuffer> raw, size_t width, size_t height, size_t pitch)
         : raw_(std::move(raw)), width_(width), height_(height), pitch_(pitch) {}
+    PitchedBuffer(const PitchedBuffer &) = default;
+    PitchedBuffer &operator=(const PitchedBuffer &) = default;
+    /// A moved-from buffer is empty: no memory, no rows.
+    PitchedBuffer(PitchedBuffer &&o) noexcept
+        : raw_(std::move(o.raw_)), width_(std::exchange(o.width_, 0)), height_(std::exchange(o.height_, 0)),
+          pitch_(std::exchange(o.pitch_, 0)) {}
+    PitchedBuffer &operator=(PitchedBuffer &&o) noexcept {
+        raw_ = std::move(o.raw_);
+        width_ = std::exchange(o.width_, 0);
+        height_ = std::exchange(o.height_, 0);
+        pitch_ = std::exchange(o.pitch_, 0);
+        return *this;
+    }
 
     /// Elements per row.
     size_t width() const { return width_; }

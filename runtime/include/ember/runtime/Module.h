@@ -60,7 +60,7 @@ public:
         constexpr bool ok = (detail::check_external_param<P>() && ...);
         if constexpr (ok)
             return DeviceFunction<P...>(
-                detail::module_function(require(), name, {detail::param_traits<P>::type()...}, std::move(param_names)));
+                detail::module_function(require("get_function"), name, {detail::param_traits<P>::type()...}, std::move(param_names)));
         else
             return DeviceFunction<P...>(nullptr);
     }
@@ -73,7 +73,7 @@ public:
     DeviceBuffer<std::byte> get_global(const std::string &name) const;
     /// As get_global, viewed as elements of T (LogicError when the size is no multiple of T's).
     template <class T> DeviceBuffer<T> get_global(const std::string &name) const {
-        std::shared_ptr<detail::RawDeviceBuffer> raw = detail::module_global(require(), name);
+        std::shared_ptr<detail::RawDeviceBuffer> raw = detail::module_global(require("get_global"), name);
         if (raw->bytes() % sizeof(T) != 0) throw_global_size(name, raw->bytes(), sizeof(T));
         return DeviceBuffer<T>(raw, raw->bytes() / sizeof(T));
     }
@@ -92,7 +92,8 @@ public:
     const std::shared_ptr<detail::ModuleImpl> &impl() const { return impl_; }
 
 private:
-    const detail::ModuleImpl &require() const;
+    /// The module; LogicError naming `method` when it is empty.
+    const detail::ModuleImpl &require(const char *method) const;
     [[noreturn]] void throw_global_size(const std::string &name, size_t bytes, size_t elem) const;
     std::shared_ptr<detail::ModuleImpl> impl_;
 };
