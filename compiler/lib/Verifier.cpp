@@ -110,7 +110,7 @@ private:
         for (const Stmt &st : shared_arrays_) {
             const auto *op = st.as<SharedArray>();
             msg += "\n  " + printer().stmt_line(st) + " (" +
-                   std::to_string(op->count * op->var->type.element_type().bytes()) + " bytes)";
+                   std::to_string(add_bytes(0, op->count, op->var->type.element_type().bytes())) + " bytes)";
         }
         report(msg);
     }
@@ -291,7 +291,7 @@ private:
             check_kind(op->var, VarKind::Let, s);
             if (!k_.is_kernel)
                 report("shared arrays are declared in kernels; pass the pointer to the function", s);
-            shared_bytes_ += op->count * op->var->type.element_type().bytes();
+            shared_bytes_ = add_bytes(shared_bytes_, op->count, op->var->type.element_type().bytes());
             if (op->count > 0) shared_arrays_.push_back(s); // count 0: the dynamic shared memory
             define(op->var);
             return;
@@ -299,7 +299,7 @@ private:
         case NodeKind::LocalArray: {
             const auto *op = s.as<LocalArray>();
             check_kind(op->var, VarKind::Let, s);
-            local_bytes_ += op->count * op->var->type.element_type().bytes();
+            local_bytes_ = add_bytes(local_bytes_, op->count, op->var->type.element_type().bytes());
             if (local_bytes_ > max_local_bytes && !local_reported_) {
                 local_reported_ = true;
                 report("local arrays add up to more than " + std::to_string(max_local_bytes) +
@@ -475,6 +475,14 @@ private:
     std::unordered_set<const Variable *> defined_;  // defined so far in the walk
     std::unordered_set<const Variable *> all_defs_; // defined anywhere in the body
     int loop_depth_ = 0;
+    /// total + count * element_bytes, saturating at UINT64_MAX (an array of 2^61 doubles must not
+    /// wrap to 0 bytes and slip under a limit).
+    static uint64_t add_bytes(uint64_t total, uint64_t count, uint64_t element_bytes) {
+        if (element_bytes != 0 && count > UINT64_MAX / element_bytes) return UINT64_MAX;
+        const uint64_t bytes = count * element_bytes;
+        return bytes > UINT64_MAX - total ? UINT64_MAX : total + bytes;
+    }
+
     uint64_t shared_bytes_ = 0;
     std::vector<Stmt> shared_arrays_; ///< the static ones, in order
     uint64_t local_bytes_ = 0;

@@ -6,6 +6,7 @@
 
 #include "ember/runtime/Module.h"
 
+#include "ember/compiler/FileIO.h"
 #include "ember/compiler/IRPrinter.h"
 
 #include <cctype>
@@ -42,10 +43,15 @@ ModuleImage ModuleImage::ember_ir(std::string text, std::string name) {
 }
 
 ModuleImage ModuleImage::file(const std::filesystem::path &path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw RuntimeError("ModuleImage::file: cannot open '" + path.string() + "'");
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw RuntimeError("ModuleImage::file: cannot read '" + path.string() + "'");
+    // A regular file of bounded size: a directory or /dev/zero is a LogicError naming the path.
+    std::optional<std::string> read;
+    try {
+        read = read_regular_file_if_exists(path.string());
+    } catch (const LogicError &e) {
+        throw LogicError(std::string("ModuleImage::file: ") + e.what());
+    }
+    if (!read) throw RuntimeError("ModuleImage::file: cannot open '" + path.string() + "': no such file");
+    std::string bytes = std::move(*read);
     const std::string ext = path.extension().string();
     const std::string name = path.string();
     if (ext == ".ptx") return ModuleImage(Format::ptx, std::move(bytes), name);

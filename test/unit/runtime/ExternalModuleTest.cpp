@@ -402,6 +402,9 @@ TEST(ExternalModuleCpuTest, ModuleImageFileFormats) {
     EXPECT_EQ(ModuleImage::file(ir).format(), ModuleImage::Format::ember_ir);
     for (const auto &p : {ptx, elf, cubin, other, ir}) std::filesystem::remove(p);
     EXPECT_THROW(ModuleImage::file(dir / ("ember_no_such_" + pid + ".ptx")), RuntimeError);
+    // Not regular files: an error naming the path, not std::ios_failure or an endless read.
+    EXPECT_THROW(ModuleImage::file(dir), LogicError);
+    EXPECT_THROW(ModuleImage::file("/dev/zero"), LogicError);
 }
 
 TEST(ExternalModuleCpuTest, PtxScanFindsEntriesParametersAndGlobals) {
