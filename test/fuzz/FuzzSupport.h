@@ -14,7 +14,9 @@
 #define EMBER_TEST_FUZZ_FUZZSUPPORT_H
 
 #include "ember/Error.h"
+#include "ember/compiler/IRPrinter.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -48,6 +50,13 @@ template <class F> bool expected_outcome(std::string_view stage, F &&step) {
     } catch (...) {
         finding(std::string(stage) + ": an exception of unknown type");
     }
+}
+
+/// Parses the fuzzer's input as textual IR into `module`: false when that ends in a typed ember
+/// error (the input is malformed), true when the module parsed (and is verified).
+inline bool parse_input(const uint8_t *data, size_t size, ember::ir::Module &module) {
+    const std::string_view text(reinterpret_cast<const char *>(data), size);
+    return expected_outcome("parse", [&] { module = ember::ir::parse_module(text, "<fuzz>"); });
 }
 
 } // namespace ember::fuzz

@@ -21,7 +21,6 @@
 
 namespace {
 
-using ember::fuzz::expected_outcome;
 using ember::fuzz::finding;
 
 struct Job {
@@ -45,10 +44,8 @@ const std::vector<Job> &jobs() {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const std::string_view text(reinterpret_cast<const char *>(data), size);
     ember::ir::Module module;
-    if (!expected_outcome("parse", [&] { module = ember::ir::parse_module(text, "<fuzz>"); }))
-        return 0;
+    if (!ember::fuzz::parse_input(data, size, module)) return 0;
 
     for (const ember::ir::Kernel &k : module.kernels) {
         for (const Job &job : jobs()) {

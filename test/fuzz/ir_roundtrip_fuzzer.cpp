@@ -52,10 +52,8 @@ void check_same(const std::string &first, const std::string &second, std::string
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const std::string_view text(reinterpret_cast<const char *>(data), size);
     ember::ir::Module module;
-    if (!expected_outcome("parse", [&] { module = ember::ir::parse_module(text, "<fuzz>"); }))
-        return 0;
+    if (!ember::fuzz::parse_input(data, size, module)) return 0;
 
     // The parser's result is verified: the verifier must agree.
     for (const ember::ir::Kernel &k : module.kernels) {
