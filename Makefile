@@ -10,12 +10,13 @@ DEBIAN_PACKAGES := cmake ninja-build g++ python3 llvm-19-dev llvm-19-tools lld-1
 # libFuzzer is part of clang (libclang-rt-19-dev holds the sanitizer and libFuzzer runtimes).
 CLANG_PACKAGES := clang-19 libclang-rt-19-dev
 CLANG_CMAKE_ARGS := -DCMAKE_CXX_COMPILER=clang++-19
+ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 # `make fuzz`: seconds per fuzzer; findings go to $(FUZZ_BUILD)/fuzz/artifacts/<fuzzer>/.
 FUZZ_SECONDS ?= 300
 FUZZ_ARGS ?=
 
-.PHONY: all deps deps-clang configure build run test bench fuzz-build fuzz clean
+.PHONY: all deps deps-clang configure build run test bench test-asan fuzz-build fuzz clean
 
 all: build
 
@@ -47,6 +48,17 @@ bench: build
 	$(BUILD)/bench/first_launch
 	$(BUILD)/bench/compile_cache
 
+# ASan + UBSan (clang) over the compiler, DSL and runtime unit tests and lit, on the CPU device.
+# ASAN_OPTIONS/UBSAN_OPTIONS from the environment are kept.
+test-asan: deps-clang
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CLANG_CMAKE_ARGS) \
+	  -DEMBER_SANITIZE=address,undefined -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_BUILD_BENCH=OFF \
+	  $(CMAKE_ARGS) >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+	UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
 # The libFuzzer harnesses of test/fuzz (only ember_compiler and the harnesses are built).
 fuzz-build: deps-clang
 	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CLANG_CMAKE_ARGS) \
@@ -60,4 +72,4 @@ fuzz: fuzz-build
 	scripts/fuzz.sh --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS)
 
 clean:
-	rm -rf $(BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
