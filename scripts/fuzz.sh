@@ -81,7 +81,8 @@ run_one() {
   local found
   found=$(find "$artifacts" -type f -newer "$stamp" ! -name 'slow-unit-*' | wc -l)
   local stats
-  stats=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE)' "$log" | tail -1)
+  # The last status line: `#N DONE cov: ...` (one process) or `#N: cov: ... crash: ...` (fork mode).
+  stats=$(grep -E '^#[0-9]+(:| +(DONE|pulse|NEW|REDUCE))' "$log" | tail -1)
   local deep_failed=""
   if ((deep > 0)); then
     deep_failed=$(grep -E '^== deep input .*: exit [1-9]' "$log" | sed 's/^== deep input //' | tr '\n' ' ')
