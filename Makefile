@@ -6,13 +6,24 @@ JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 DEBIAN_PACKAGES := cmake ninja-build g++ python3 llvm-19-dev llvm-19-tools lld-19 liblld-19-dev \
                    libgtest-dev zlib1g-dev libzstd-dev
+# The sanitizer and fuzzer builds use clang: GCC 12's UBSan mis-instruments CodeGenLLVM.cpp, and
+# libFuzzer is part of clang (libclang-rt-19-dev holds the sanitizer and libFuzzer runtimes).
+CLANG_PACKAGES := clang-19 libclang-rt-19-dev
+CLANG_CMAKE_ARGS := -DCMAKE_CXX_COMPILER=clang++-19
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+# `make fuzz`: seconds per fuzzer; findings go to $(FUZZ_BUILD)/fuzz/artifacts/<fuzzer>/.
+FUZZ_SECONDS ?= 300
+FUZZ_ARGS ?=
 
-.PHONY: all deps configure build run test bench clean
+.PHONY: all deps deps-clang configure build run test bench test-asan fuzz-build fuzz clean
 
 all: build
 
-deps:
-	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+deps: PACKAGES = $(DEBIAN_PACKAGES)
+deps-clang: PACKAGES = $(DEBIAN_PACKAGES) $(CLANG_PACKAGES)
+deps deps-clang:
+	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -37,5 +48,30 @@ bench: build
 	$(BUILD)/bench/first_launch
 	$(BUILD)/bench/compile_cache
 
+# ASan + UBSan (clang) over the compiler, DSL and runtime unit tests and lit, on the CPU device.
+# ASAN_OPTIONS/UBSAN_OPTIONS from the environment are kept. By default: allocator_may_return_null,
+# since tests ask for impossible sizes and expect a MemoryError; alloc_dealloc_mismatch=0, since
+# LLVM's own (uninstrumented) PredicateInfo frees with free() what operator new allocated.
+test-asan: deps-clang
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CLANG_CMAKE_ARGS) \
+	  -DEMBER_SANITIZE=address,undefined -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_BUILD_BENCH=OFF \
+	  $(CMAKE_ARGS) >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:alloc_dealloc_mismatch=0} \
+	UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
+
+# The libFuzzer harnesses of test/fuzz (only ember_compiler and the harnesses are built).
+fuzz-build: deps-clang
+	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CLANG_CMAKE_ARGS) \
+	  -DEMBER_FUZZ=ON -DEMBER_BUILD_TESTS=OFF -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_BUILD_BENCH=OFF \
+	  $(CMAKE_ARGS) >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target ember-fuzzers
+
+# Each fuzzer for FUZZ_SECONDS, one after the other (scripts/fuzz.sh; FUZZ_ARGS adds options).
+fuzz: fuzz-build
+	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -L fuzz
+	scripts/fuzz.sh --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -13,6 +13,19 @@
 #define EMBER_FIBER_ASM 0
 #endif
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMBER_FIBER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define EMBER_FIBER_ASAN 1
+#endif
+#ifdef EMBER_FIBER_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -210,6 +223,9 @@ struct Scheduler {
 #else
     ucontext_t main;
 #endif
+    /// The scheduler's own stack, for AddressSanitizer's fiber switches (asan_start_switch).
+    const void *main_bottom = nullptr;
+    size_t main_bytes = 0;
     std::vector<Fiber> fibers;
     size_t current = 0;
     CpuThreadFn thread = nullptr;
@@ -228,6 +244,8 @@ struct KernelCall {
     void **args;
     const CpuLaunch *launch;
     void *shared;
+    const void *caller_bottom = nullptr; ///< the caller's stack, for AddressSanitizer
+    size_t caller_bytes = 0;
 #if EMBER_FIBER_ASM
     void *return_sp = nullptr;
     void *stack_sp = nullptr;
@@ -237,27 +255,57 @@ struct KernelCall {
 };
 thread_local KernelCall *kernel_call = nullptr;
 
+// AddressSanitizer must know which stack runs: it checks accesses against the bounds of the
+// current stack and keeps a fake stack per stack (detect_stack_use_after_return). Each switch is
+// announced before it (`start`: the stack it goes to; a null `fake` when the stack left behind
+// is done for good) and confirmed on the new stack (`finish`, which also tells the stack it came
+// from). Without ASan these are no-ops.
+void asan_start_switch(void **fake, const void *bottom, size_t bytes) {
+#ifdef EMBER_FIBER_ASAN
+    __sanitizer_start_switch_fiber(fake, bottom, bytes);
+#else
+    (void)fake, (void)bottom, (void)bytes;
+#endif
+}
+
+void asan_finish_switch(void *fake, const void **from_bottom, size_t *from_bytes) {
+#ifdef EMBER_FIBER_ASAN
+    __sanitizer_finish_switch_fiber(fake, from_bottom, from_bytes);
+#else
+    (void)fake, (void)from_bottom, (void)from_bytes;
+#endif
+}
+
+const void *stack_bottom(const Stack &stack) { return static_cast<char *>(stack.base) + page_bytes(); }
+
 /// Switches from the scheduler to fiber `f`, and back when it waits or ends.
 void resume(Scheduler &s, Fiber &f) {
+    void *fake = nullptr;
+    asan_start_switch(&fake, stack_bottom(f.stack), f.stack.bytes);
 #if EMBER_FIBER_ASM
     ember_fiber_switch(&s.main_sp, f.sp);
 #else
     swapcontext(&s.main, &f.context);
 #endif
+    asan_finish_switch(fake, nullptr, nullptr);
 }
 
 /// Switches from the current fiber `f` back to the scheduler.
 void suspend(Scheduler &s, Fiber &f) {
+    void *fake = nullptr;
+    asan_start_switch(&fake, s.main_bottom, s.main_bytes);
 #if EMBER_FIBER_ASM
     ember_fiber_switch(&f.sp, s.main_sp);
 #else
     swapcontext(&f.context, &s.main);
 #endif
+    asan_finish_switch(fake, &s.main_bottom, &s.main_bytes);
 }
 
 /// The body of every fiber: runs the current GPU thread, then returns to the scheduler for good.
 void run_current() {
     Scheduler &s = *active;
+    asan_finish_switch(nullptr, &s.main_bottom, &s.main_bytes); // the fiber's first switch
     Fiber &f = s.fibers[s.current];
     s.thread(s.args, f.ctx);
     f.state = FiberState::Done;
@@ -284,11 +332,14 @@ void *initial_stack(const Stack &stack, void (*entry)() = &ember_fiber_entry) {
 // makecontext passes int arguments only.
 void trampoline(int) {
     run_current();
+    asan_start_switch(nullptr, active->main_bottom, active->main_bytes); // the fiber's last switch
     // Returning resumes uc_link: the scheduler.
 }
 void kernel_stack_trampoline() {
     KernelCall &c = *kernel_call;
+    asan_finish_switch(nullptr, &c.caller_bottom, &c.caller_bytes);
     c.blocks(c.args, c.launch, c.shared);
+    asan_start_switch(nullptr, c.caller_bottom, c.caller_bytes); // this call's last switch
     // Returning resumes uc_link: ember_cpu_enter.
 }
 #endif
@@ -299,13 +350,16 @@ void kernel_stack_trampoline() {
 extern "C" __attribute__((used, visibility("hidden"))) void ember_fiber_main() {
     run_current();
     Scheduler &s = *active;
+    asan_start_switch(nullptr, s.main_bottom, s.main_bytes); // the fiber's last switch
     ember_fiber_switch(&s.fibers[s.current].sp, s.main_sp); // never comes back
     __builtin_unreachable();
 }
 
 extern "C" __attribute__((used, visibility("hidden"))) void ember_kernel_stack_main() {
     KernelCall &c = *kernel_call;
+    asan_finish_switch(nullptr, &c.caller_bottom, &c.caller_bytes);
     c.blocks(c.args, c.launch, c.shared);
+    asan_start_switch(nullptr, c.caller_bottom, c.caller_bytes); // this call's last switch
     ember_fiber_switch(&c.stack_sp, c.return_sp); // never comes back
     __builtin_unreachable();
 }
@@ -328,6 +382,12 @@ void ember_cpu_enter(CpuBlocksFn blocks, void **args, const CpuLaunch *launch, u
     if (!stack) return report_out_of_memory(launch->fault, "the kernel stack of a host thread", bytes, errno);
     KernelCall call{blocks, args, launch, shared};
     kernel_call = &call;
+#ifdef EMBER_FIBER_ASAN
+    // The last call's frames never returned: their shadow is stale.
+    ASAN_UNPOISON_MEMORY_REGION(stack_bottom(*stack), stack->bytes);
+#endif
+    void *fake = nullptr;
+    asan_start_switch(&fake, stack_bottom(*stack), stack->bytes);
 #if EMBER_FIBER_ASM
     ember_fiber_switch(&call.return_sp, initial_stack(*stack, &ember_kernel_stack_entry));
 #else
@@ -339,6 +399,7 @@ void ember_cpu_enter(CpuBlocksFn blocks, void **args, const CpuLaunch *launch, u
     makecontext(&callee, &kernel_stack_trampoline, 0);
     swapcontext(&call.caller, &callee);
 #endif
+    asan_finish_switch(fake, nullptr, nullptr);
     kernel_call = nullptr;
 }
 
@@ -393,6 +454,11 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
                                         "the fiber stacks of a block", stack_bytes * n, err);
         }
         f.stack = *stack;
+#ifdef EMBER_FIBER_ASAN
+        // A fiber that ended on this stack left the shadow of its frames behind (they never
+        // returned): the next one starts clean.
+        ASAN_UNPOISON_MEMORY_REGION(stack_bottom(f.stack), f.stack.bytes);
+#endif
 #if EMBER_FIBER_ASM
         f.sp = initial_stack(f.stack);
 #else

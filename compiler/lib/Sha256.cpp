@@ -10,7 +10,15 @@
 #define EMBER_SHA_NI 1
 #include <immintrin.h>
 #if __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h> // glibc >= 2.33: the CPU features ld.so found at start
+// glibc >= 2.33: the CPU features ld.so found at start. The header is C: its `_Bool` is no type
+// for clang's C++ (GCC accepts it).
+#if defined(__clang__)
+#define _Bool bool
+#include <sys/platform/x86.h>
+#undef _Bool
+#else
+#include <sys/platform/x86.h>
+#endif
 #define EMBER_GLIBC_CPU_FEATURES 1
 #else
 #include <cpuid.h>

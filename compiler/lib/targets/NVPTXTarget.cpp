@@ -146,7 +146,17 @@ public:
 
     std::string triple() const override { return nvptx_triple; }
     std::string llvm_cpu() const override { return spec().cpu; }
-    std::string llvm_features() const override { return spec().features; }
+    /// The spec's features, and at least PTX ISA 6.3: the warp operations use activemask (PTX
+    /// 6.2), and LLVM's default for sm_70 and sm_72 (6.0, 6.1) fails to select it. A spec that
+    /// names its own +ptxNN keeps it; sm_75 and later default to 6.3 or above.
+    std::string llvm_features() const override {
+        const std::string &features = spec().features;
+        if (features.find("+ptx") != std::string::npos) return features;
+        const std::string &cpu = spec().cpu;
+        const int sm = cpu.rfind("sm_", 0) == 0 ? std::atoi(cpu.c_str() + 3) : 0;
+        if (sm >= 75) return features;
+        return features.empty() ? "+ptx63" : features + ",+ptx63";
+    }
 
     unsigned global_address_space() const override { return 1; } // NVPTX's global space
     /// A vector ld/st must be aligned to its size (PTX ISA, "Vectors"); the hardware raises

@@ -103,7 +103,6 @@ template <> constexpr const char *ir_name<uint32_t>() { return "u32"; }
 template <> constexpr const char *ir_name<uint64_t>() { return "u64"; }
 template <> constexpr const char *ir_name<float>() { return "f32"; }
 template <> constexpr const char *ir_name<double>() { return "f64"; }
-template <> constexpr const char *ir_name<bool>() { return "bool"; }
 
 /// Edge cases of an integer type.
 template <class T> std::vector<T> int_values() {
