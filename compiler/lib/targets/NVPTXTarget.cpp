@@ -354,6 +354,22 @@ public:
                                  : op == ir::WarpOp::ShuffleUp ? llvm::Intrinsic::nvvm_shfl_sync_up_i32
                                  : op == ir::WarpOp::ShuffleDown ? llvm::Intrinsic::nvvm_shfl_sync_down_i32
                                                                  : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32;
+        // shuffle_up/down read lane -/+ delta and give the reader's own value outside [0, 32)
+        // ([Note] IR semantics), but shfl.up/down read only the delta's low 5 bits (a delta of 39
+        // read lane + 7). A delta that is not a constant in [0, 32) therefore becomes the source
+        // lane, computed in 64 bits, and shfl.idx reads it (or the reader's own lane).
+        auto *constant_delta = llvm::dyn_cast<llvm::ConstantInt>(lane);
+        if ((op == ir::WarpOp::ShuffleUp || op == ir::WarpOp::ShuffleDown) &&
+            !(constant_delta && constant_delta->getSExtValue() >= 0 && constant_delta->getSExtValue() < 32)) {
+            llvm::Value *me = b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_laneid, {}, {});
+            llvm::Value *me64 = b.CreateZExt(me, b.getInt64Ty());
+            llvm::Value *delta = b.CreateSExt(lane, b.getInt64Ty());
+            llvm::Value *src = op == ir::WarpOp::ShuffleUp ? b.CreateSub(me64, delta) : b.CreateAdd(me64, delta);
+            llvm::Value *inside = b.CreateICmpULT(src, b.getInt64(32), "shfl.inside");
+            lane = b.CreateSelect(inside, b.CreateTrunc(src, b.getInt32Ty()), me, "shfl.lane");
+            id = llvm::Intrinsic::nvvm_shfl_sync_idx_i32;
+            op = ir::WarpOp::ShuffleIdx;
+        }
         // The c operand: clamp to lane 31 (segment mask 0) for all but up, which clamps at 0.
         llvm::Value *c = b.getInt32(op == ir::WarpOp::ShuffleUp ? 0 : 0x1f);
         auto shfl32 = [&](llvm::Value *v) { return b.CreateIntrinsic(id, {}, {mask, v, lane, c}); };

@@ -189,6 +189,19 @@ TEST(VerifierTest, NamesMatchThePrinter) {
     EXPECT_EQ(verify(k), Problems{"kernel 'k': %1 used outside its scope"});
 }
 
+TEST(VerifierTest, ArrayBytesThatOverflowSaturateInsteadOfWrapping) {
+    // 2^61 doubles are 2^64 bytes: wrapped, that is 0 bytes and passed both limits.
+    const uint64_t count = uint64_t(1) << 61;
+    Kernel k{"huge", {}, Block::make({
+        SharedArray::make(Variable::make("s", Type::pointer(ScalarType::F64, AddressSpace::Shared), VarKind::Let), count),
+        LocalArray::make(Variable::make("l", Type::pointer(ScalarType::F64, AddressSpace::Local), VarKind::Let), count)})};
+    const Problems problems = verify(k);
+    ASSERT_EQ(problems.size(), 2u);
+    EXPECT_NE(problems[0].find("static shared memory over the limit: 18446744073709551615 bytes of 49152"),
+              std::string::npos) << problems[0];
+    EXPECT_NE(problems[1].find("local arrays add up to more than"), std::string::npos) << problems[1];
+}
+
 TEST(VerifierTest, SharedMemoryOverTheLimitSaysSoAndListsTheArrays) {
     // The first line says what is wrong and by how much; the log lists every static shared
     // array by name with its size (the dynamic one, [], adds nothing).

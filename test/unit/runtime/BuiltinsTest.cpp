@@ -484,6 +484,36 @@ const auto warps = kernel("warps", {"in", "out"}, [](Ptr<int32_t> in, Ptr<int64_
     out[o + 9] = cast<int64_t>(warp_max(v) - warp_min(v));
 });
 
+// Shuffle deltas outside [0, 32) read outside the warp, so each lane keeps its own value (a
+// negative delta reads the other way): NVIDIA's shfl.up/down read only a delta's low 5 bits, and
+// 39 read lane + 7 before ember turned such deltas into a source lane.
+const auto far_shuffles = kernel("far_shuffles", {"deltas", "out"}, [](Ptr<int32_t> deltas, Ptr<int64_t> out) {
+    auto t = thread_idx.x;
+    for_(0, 4, [&](Int k) {
+        Int32 d = deltas[k];
+        out[t * 8 + k * 2] = shuffle_down(t, d);
+        out[t * 8 + k * 2 + 1] = shuffle_up(t, d);
+    });
+});
+
+TEST_P(BuiltinsTest, ShuffleDeltasOutsideTheWarpKeepTheOwnValue) {
+    const std::vector<int32_t> deltas = {39, 32, -3, 5};
+    std::vector<int64_t> out(64 * 8, -1);
+    auto dd = ctx_->enqueue_create_buffer<int32_t>(deltas.size());
+    auto dout = ctx_->enqueue_create_buffer<int64_t>(out.size());
+    ctx_->enqueue_copy(dd, deltas.data());
+    ctx_->enqueue_function(far_shuffles, dd, dout, grid_dim(1), block_dim(64));
+    ctx_->enqueue_copy(out.data(), dout);
+    ctx_->synchronize();
+    for (int t = 0; t < 64; ++t)
+        for (int k = 0; k < 4; ++k) {
+            const int lane = t % 32, d = deltas[k];
+            auto read = [&](int src) { return src >= 0 && src < 32 ? t - lane + src : t; };
+            EXPECT_EQ(out[t * 8 + k * 2], read(lane + d)) << "shuffle_down by " << d << " in thread " << t;
+            EXPECT_EQ(out[t * 8 + k * 2 + 1], read(lane - d)) << "shuffle_up by " << d << " in thread " << t;
+        }
+}
+
 TEST_P(BuiltinsTest, WarpOperationsMatchAHostModel) {
     const int n = 96;
     std::vector<int32_t> in(n);
