@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace ember {
@@ -209,10 +210,43 @@ unsigned deepest_loop_nest(llvm::Module &m) {
 /// nested loops took 4 s, 500 took 27 s), while a nest of 1 to 16 loops is where promotion pays.
 constexpr unsigned max_loop_nest_for_promotion = 16;
 
+// [Note] Huge functions
+// ======================
+// LLVM's optimisers and code generators are tuned for functions of hundreds to a few thousand
+// instructions; some of their work grows with the square of a function's (or a basic block's)
+// size. A kernel of 20,000 stores took over a minute to compile for the CPU (34 s for NVPTX;
+// with this path, 2 to 5 s for both): inlined into the
+// thread loops of [Note] CPU kernel ABI, its 40,000 loop-invariant values were hoisted out of the
+// loops by LICM and all live at once (the register allocator spilled them all, slowly), and the
+// machine and post-RA schedulers of one 60,000-instruction block are quadratic. So a function
+// of more than `max_instructions_for_full_optimisation` instructions as lowered takes the cheap
+// path: about 1,700 stores of invariant values (whose code generation took 4 s before) or 420
+// stores indexed by the thread (0.3 s); the largest function of the lit inputs has 404.
+//   - it is not inlined (the CPU body stays a call in the thread loops: nothing is hoisted out
+//     of them), and is otherwise optimised as usual at the requested level;
+//   - its code generation is LLVM's for `optnone` functions (fast instruction selection, no
+//     instruction schedulers; the register allocator stays that of the level), set after the
+//     IR pipeline so only the code generator sees it.
+// Both are attributes of that function alone: no process-wide LLVM option changes, so compiles
+// on other threads are not affected. `--emit=llvm-opt` shows them (`noinline optnone`).
+constexpr unsigned max_instructions_for_full_optimisation = 5000;
+
+bool is_huge(const llvm::Function &f) {
+    return !f.isDeclaration() && f.getInstructionCount() > max_instructions_for_full_optimisation;
+}
+
 void optimize(llvm::Module &m, llvm::TargetMachine &tm, int opt_level) {
     llvm::PipelineTuningOptions tuning;
     if (opt_level > 0 && deepest_loop_nest(m) > max_loop_nest_for_promotion)
         tuning.LicmMssaNoAccForPromotionCap = 0;
+    std::vector<std::string> huge;
+    if (opt_level > 0)
+        for (llvm::Function &f : m)
+            if (is_huge(f)) {
+                huge.push_back(f.getName().str());
+                f.removeFnAttr(llvm::Attribute::AlwaysInline);
+                f.addFnAttr(llvm::Attribute::NoInline);
+            }
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
@@ -231,6 +265,9 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, int opt_level) {
                                       ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
                                       : pb.buildPerModuleDefaultPipeline(levels[opt_level]);
     mpm.run(m, mam);
+    // The pipeline may have deleted a huge function that nothing calls: mark those still here.
+    for (const std::string &name : huge)
+        if (llvm::Function *f = m.getFunction(name)) f->addFnAttr(llvm::Attribute::OptimizeNone);
 }
 
 /// Makes sure the summary of a compile failure names the kernel (and target): failures from
