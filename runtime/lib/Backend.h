@@ -56,7 +56,7 @@ public:
     /// The JIT's verbose info log from loading (CUDA: ptxas's "Used N registers", spill bytes;
     /// read by CompileReport), empty where there is none.
     std::string jit_info_log;
-    /// [issue-4: modules] The device address and size in bytes of the module's global `symbol`
+    /// The device address and size in bytes of the module's global `symbol`
     /// (a constant array: CUDA's cuModuleGetGlobal, the JIT symbol on the CPU device), or {0, 0}
     /// when the module defines none of that name.
     virtual std::pair<DeviceAddress, size_t> global(const std::string &symbol) {
@@ -132,9 +132,9 @@ public:
     /// The priority it was made with (lower numbers run first on CUDA).
     virtual int priority() const = 0;
 
-    // [issue-4 anchor: devinfo] Device information and context limits.
+    // Device information and context limits.
 
-    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // Memory: memset, views, mapping, host and managed memory.
     /// Enqueues `count` elements of `width` (1, 2, 4 or 8) bytes at `dst`, each the low `width`
     /// bytes of `pattern` in memory order (little-endian). Any alignment of `dst`.
     virtual void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) = 0;
@@ -142,7 +142,7 @@ public:
     /// (cuStreamAttachMemAsync; `flags` are CUmemAttach_flags: 1 global, 2 host, 4 single).
     virtual void attach_managed(DeviceAddress p, unsigned flags) = 0;
 
-    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    // Memory: pitched 2-D/3-D copies, peer access, IPC.
     /// One side of copy_3d: host memory, or device memory of this stream's context.
     struct Region3D {
         bool device = false;
@@ -162,7 +162,7 @@ public:
     virtual void copy_between(DeviceAddress dst, class Backend *dst_owner, DeviceAddress src,
                               class Backend *src_owner, size_t bytes) = 0;
 
-    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+    // Function attributes, launch attributes, clusters, occupancy.
 
     /// What a launch asks for beyond grid, block and shared memory (CUlaunchAttribute values),
     /// already checked by the API layer (runtime/lib/FunctionAttributes.cpp).
@@ -182,9 +182,9 @@ public:
     virtual void launch_extended(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
                                  const LaunchExtras &extras, void **args, size_t num_args) = 0;
 
-    // [issue-4 anchor: modules] Constant memory and external modules.
+    // Constant memory and external modules.
 
-    // [issue-4 anchor: graphs] Graphs.
+    // Graphs.
     /// Starts capturing this stream's work into a new graph instead of running it ([Note]
     /// Graphs in BackendGraph.h). The caller checked that the stream does not capture already.
     virtual void begin_capture() = 0;
@@ -233,7 +233,7 @@ public:
     virtual std::pair<int, int> stream_priority_range() = 0;
     virtual std::shared_ptr<BackendEvent> create_event(const EventOptions &options) = 0;
 
-    // [issue-4 anchor: devinfo] Device information and context limits.
+    // Device information and context limits.
     /// Reads `attribute` into `value` (cuDeviceGetAttribute). Returns false when the device does
     /// not know it (a driver older than the attribute); throws for any other failure.
     virtual bool query_attribute(DeviceAttribute attribute, int &value) = 0;
@@ -252,7 +252,7 @@ public:
     virtual size_t get_limit(Limit limit) = 0;
     virtual void set_limit(Limit limit, size_t value) = 0;
 
-    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // Memory: memset, views, mapping, host and managed memory.
     /// Unified memory of `bytes` (> 0), valid on the host and the device (cuMemAllocManaged),
     /// freed by deallocate. Throws MemoryError naming the requested and free bytes.
     /// `flags`: 1 (CU_MEM_ATTACH_GLOBAL) or 2 (CU_MEM_ATTACH_HOST).
@@ -266,7 +266,7 @@ public:
     virtual DeviceAddress register_host(void *p, size_t bytes) = 0;
     virtual void unregister_host(void *p) = 0;
 
-    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    // Memory: pitched 2-D/3-D copies, peer access, IPC.
     /// `height` rows of `width_bytes` (both > 0), each row at a multiple of `*pitch` bytes
     /// (cuMemAllocPitch; `element_bytes` is the widest access kernels make, 4, 8 or 16). Released by
     /// deallocate. MemoryError naming the bytes when out of memory.
@@ -290,7 +290,7 @@ public:
     /// Undoes enable_peer_access (cuCtxDisablePeerAccess); not an error when it is not enabled.
     virtual void disable_peer_access(Backend &peer) = 0;
 
-    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+    // Function attributes, launch attributes, clusters, occupancy.
 
     /// What ember knows of a loaded kernel from its IR and from the attributes set on it (the
     /// CPU device answers from it; CUDA asks the driver).
@@ -323,7 +323,7 @@ public:
     /// Whether cooperative launches work here (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).
     virtual bool supports_cooperative_launch() = 0;
 
-    // [issue-4 anchor: modules] Constant memory and external modules.
+    // Constant memory and external modules.
 
     /// A module loaded from an external image (PTX, cubin, fatbin).
     class LoadedModule {
@@ -343,7 +343,7 @@ public:
     virtual std::shared_ptr<LoadedModule> load_module(int format, const std::string &bytes,
                                                       const std::string &name) = 0;
 
-    // [issue-4 anchor: graphs] Graphs.
+    // Graphs.
 
     /// Loads a compiled kernel. Throws CompileError carrying the driver's JIT log. `image_base`,
     /// when given, is the cache key of `k`'s artefact: a back end with device images (NVIDIA:

@@ -602,17 +602,17 @@ DeviceEvent DeviceStream::create_event(EventFlags flags) const {
     return context().create_event(flags);
 }
 
-// [issue-4 anchor: devinfo] Device information and context limits.
+// Device information and context limits.
 
-// [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+// Memory: memset, views, mapping, host and managed memory.
 
-// [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+// Memory: pitched 2-D/3-D copies, peer access, IPC.
 
-// [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+// Function attributes, launch attributes, clusters, occupancy.
 
-// [issue-4 anchor: modules] Constant memory and external modules.
+// Constant memory and external modules.
 
-// [issue-4 anchor: graphs] Graphs.
+// Graphs.
 // (The rest is in DeviceGraph.cpp.)
 void detail::check_launch_request(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRequest &req) {
     check_launch(ctx, fn, req);

@@ -185,7 +185,7 @@ public:
     /// CompiledKernel::local_bytes: sizes the kernel and fiber stacks ([Note] CPU kernel memory).
     uint64_t local_bytes() const { return local_bytes_; }
 
-    /// [issue-4: modules] A constant array is an ordinary global of the JIT'd object, under
+    /// A constant array is an ordinary global of the JIT'd object, under
     /// cpu_constant_symbol(name); its size is the kernel's (the object's symbol table is not
     /// kept by ORC).
     std::pair<DeviceAddress, size_t> global(const std::string &symbol) override {
@@ -436,7 +436,7 @@ public:
     }
     void copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddress src, Backend *src_owner,
                       size_t bytes) override;
-    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+    // Function attributes, launch attributes, clusters, occupancy.
 
     /// Clusters are groups of blocks that run as any blocks do; cooperative grids and priorities
     /// need nothing more here (see Backend.h).
@@ -444,7 +444,7 @@ public:
                          const LaunchExtras &, void **args, size_t n) override {
         launch(fn, kernel_name, dims, args, n);
     }
-    // [issue-4 memory] memset: the pattern's bytes, element by element (the host is little-endian,
+    // memset: the pattern's bytes, element by element (the host is little-endian,
     // as the pattern's layout assumes).
     void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) override {
         if (graph_) { // recorded while capturing
@@ -524,7 +524,7 @@ public:
         return std::make_shared<CpuEvent>(o);
     }
 
-    // [issue-4 anchor: devinfo] Device information and context limits.
+    // Device information and context limits.
     bool query_attribute(DeviceAttribute attribute, int &value) override {
         value = cpu_attribute(attribute, limits_, pool().size());
         return true;
@@ -540,7 +540,7 @@ public:
     size_t get_limit(Limit limit) override { return cpu_get_limit(limit); }
     void set_limit(Limit limit, size_t value) override { cpu_set_limit(limit, value); }
 
-    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // Memory: memset, views, mapping, host and managed memory.
     // On the CPU device all of these are ordinary (256-byte aligned) host memory: a managed or
     // mapped buffer's device address is its host address, and registering memory changes nothing.
     DeviceAddress allocate_managed(size_t bytes, unsigned) override {
@@ -554,7 +554,7 @@ public:
     DeviceAddress register_host(void *p, size_t) override { return reinterpret_cast<DeviceAddress>(p); }
     void unregister_host(void *) override {}
 
-    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    // Memory: pitched 2-D/3-D copies, peer access, IPC.
     // The pitch is the row's bytes rounded up to 256 (every CPU-device allocation's alignment, so
     // each row starts as aligned as a buffer does) and to a multiple of the element size.
     DeviceAddress allocate_pitched(size_t width_bytes, size_t height, unsigned element_bytes,
@@ -664,7 +664,7 @@ public:
     }
     void disable_peer_access(Backend &) override {}
 
-    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+    // Function attributes, launch attributes, clusters, occupancy.
 
     /// The CPU device's answers (docs/runtime.md, "Functions"): what ember knows from the IR,
     /// the CUDA limits it mirrors, the values set; no registers, no PTX.
@@ -707,7 +707,7 @@ public:
     bool supports_cluster_launch() override { return true; }
     bool supports_cooperative_launch() override { return true; }
 
-    // [issue-4 anchor: modules] Constant memory and external modules.
+    // Constant memory and external modules.
 
     std::shared_ptr<LoadedModule> load_module(int format, const std::string &, const std::string &name) override {
         static const char *const kinds[] = {"PTX", "a cubin", "a fatbin"};
@@ -716,7 +716,7 @@ public:
                          "(open a DeviceContext with api 'cuda')");
     }
 
-    // [issue-4 anchor: graphs] Graphs.
+    // Graphs.
 
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k, const CacheKey *) override {
         return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol), k.local_bytes, k.constants);

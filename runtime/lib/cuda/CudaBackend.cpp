@@ -431,9 +431,9 @@ public:
         dev_->forget_launches();
     }
 
-    // [issue-4 anchor: devinfo] Device information and context limits.
+    // Device information and context limits.
 
-    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // Memory: memset, views, mapping, host and managed memory.
     void attach_managed(DeviceAddress p, unsigned flags) override {
         ScopedCurrent current(*dev_->ctx);
         // Length 0: the whole allocation, as cuMemAllocManaged memory requires.
@@ -474,7 +474,7 @@ public:
         }
     }
 
-    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    // Memory: pitched 2-D/3-D copies, peer access, IPC.
     void copy_3d(const Region3D &dst, const Region3D &src, size_t width_bytes, size_t height,
                  size_t depth) override {
         ScopedCurrent current(*dev_->ctx);
@@ -560,7 +560,7 @@ public:
     }
 
 
-    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+    // Function attributes, launch attributes, clusters, occupancy.
 
     void launch_extended(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &d,
                          const LaunchExtras &x, void **args, size_t /*num_args*/) override {
@@ -627,9 +627,9 @@ public:
         drv.raise(rc, "launch of kernel '" + kernel_name + "' failed", context);
     }
 
-    // [issue-4 anchor: modules] Constant memory and external modules.
+    // Constant memory and external modules.
 
-    // [issue-4 anchor: graphs] Graphs.
+    // Graphs.
     /// A captured CUgraph and its kernel nodes in enqueue order ([Note] Graphs in BackendGraph.h).
     class Graph final : public BackendGraph {
     public:
@@ -1017,7 +1017,7 @@ public:
         return std::make_shared<CudaEvent>(ctx_, options);
     }
 
-    // [issue-4 anchor: devinfo] Device information and context limits.
+    // Device information and context limits.
     bool query_attribute(DeviceAttribute attribute, int &value) override {
         cu::CUresult rc = drv_.cuDeviceGetAttribute(&value, static_cast<int>(attribute), dev_);
         // The driver's answer for an attribute newer than itself.
@@ -1083,7 +1083,7 @@ public:
         drv_.raise(rc, "cuCtxSetLimit failed", context);
     }
 
-    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // Memory: memset, views, mapping, host and managed memory.
     DeviceAddress allocate_managed(size_t bytes, unsigned flags) override {
         EMBER_ASSERT(bytes > 0, "CudaBackend::allocate_managed of 0 bytes");
         ScopedCurrent current(*ctx_);
@@ -1140,7 +1140,7 @@ public:
                        ctx_->where());
     }
 
-    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    // Memory: pitched 2-D/3-D copies, peer access, IPC.
     cu::CUcontext context_handle() const noexcept { return ctx_->handle(); }
     cu::CUdevice device_handle() const noexcept { return dev_; }
 
@@ -1269,7 +1269,7 @@ public:
     }
 
 
-    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+    // Function attributes, launch attributes, clusters, occupancy.
 
     int function_attribute(LoadedFunction &fn, int attr, const KernelFacts &) override {
         ScopedCurrent current(*ctx_);
@@ -1335,7 +1335,7 @@ public:
         return device_attribute_value(cu::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, "cooperative launch support") != 0;
     }
 
-    // [issue-4 anchor: modules] Constant memory and external modules.
+    // Constant memory and external modules.
 
     /// A CUmodule loaded from an external image; unloaded when the last DeviceModule and
     /// DeviceFunction of it go away.
@@ -1435,7 +1435,7 @@ public:
         return std::make_shared<CudaModule>(ctx_, module);
     }
 
-    // [issue-4 anchor: graphs] Graphs.
+    // Graphs.
 
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k, const detail::CacheKey *image_base) override {
         if (k.target.arch != Arch::NVPTX)

@@ -345,14 +345,14 @@ void CudaDriver::load() noexcept {
         sym(cuEventSynchronize, "cuEventSynchronize", true);
         sym(cuEventElapsedTime, "cuEventElapsedTime", true);
 
-        // [issue-4 anchor: devinfo] Device information and context limits.
+        // Device information and context limits.
         sym(cuDeviceTotalMem, "cuDeviceTotalMem_v2", true);
         sym(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", true);
         sym(cuCtxGetApiVersion, "cuCtxGetApiVersion", true);
         sym(cuCtxGetLimit, "cuCtxGetLimit", true);
         sym(cuCtxSetLimit, "cuCtxSetLimit", true);
 
-        // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+        // Memory: memset, views, mapping, host and managed memory.
         sym(cuMemsetD8Async, "cuMemsetD8Async", true);
         sym(cuMemsetD16Async, "cuMemsetD16Async", true);
         sym(cuMemsetD32Async, "cuMemsetD32Async", true);
@@ -363,7 +363,7 @@ void CudaDriver::load() noexcept {
         sym(cuMemHostRegister, "cuMemHostRegister_v2", true);
         sym(cuMemHostUnregister, "cuMemHostUnregister", true);
 
-        // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+        // Memory: pitched 2-D/3-D copies, peer access, IPC.
         sym(cuMemAllocPitch, "cuMemAllocPitch_v2", true);
         sym(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", true);
         sym(cuMemcpy3DAsync, "cuMemcpy3DAsync_v2", true);
@@ -385,7 +385,7 @@ void CudaDriver::load() noexcept {
         sym(cuLinkComplete, "cuLinkComplete", false);
         sym(cuLinkDestroy, "cuLinkDestroy", false);
 
-        // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+        // Function attributes, launch attributes, clusters, occupancy.
         sym(cuFuncGetAttribute, "cuFuncGetAttribute", true);
         sym(cuFuncSetAttribute, "cuFuncSetAttribute", true);
         sym(cuFuncSetCacheConfig, "cuFuncSetCacheConfig", true);
@@ -393,13 +393,13 @@ void CudaDriver::load() noexcept {
         sym(cuOccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", true);
         sym(cuLaunchKernelEx, "cuLaunchKernelEx", /*required=*/false);
 
-        // [issue-4 anchor: modules] Constant memory and external modules.
+        // Constant memory and external modules.
         sym(cuModuleGetGlobal, "cuModuleGetGlobal_v2", true);
         sym(cuModuleGetFunctionCount, "cuModuleGetFunctionCount", /*required=*/false);
         sym(cuModuleEnumerateFunctions, "cuModuleEnumerateFunctions", /*required=*/false);
         sym(cuFuncGetName, "cuFuncGetName", /*required=*/false);
 
-        // [issue-4 anchor: graphs] Graphs.
+        // Graphs.
         sym(cuStreamBeginCapture, "cuStreamBeginCapture_v2", false);
         sym(cuStreamEndCapture, "cuStreamEndCapture", false);
         sym(cuStreamGetCaptureInfo_v3, "cuStreamGetCaptureInfo_v3", false);

@@ -118,7 +118,7 @@ enum : CUjit_option {
 };
 
 enum : unsigned { CU_STREAM_NON_BLOCKING = 0x1 };
-// [issue-4 memory] Flags of cuMemAllocManaged, cuMemHostAlloc and cuMemHostRegister.
+// Flags of cuMemAllocManaged, cuMemHostAlloc and cuMemHostRegister.
 enum : unsigned { CU_MEM_ATTACH_GLOBAL = 0x1, CU_MEM_ATTACH_HOST = 0x2, CU_MEM_ATTACH_SINGLE = 0x4 };
 enum : unsigned { CU_MEMHOSTALLOC_PORTABLE = 0x1, CU_MEMHOSTALLOC_DEVICEMAP = 0x2 };
 enum : unsigned { CU_MEMHOSTREGISTER_PORTABLE = 0x1, CU_MEMHOSTREGISTER_DEVICEMAP = 0x2 };
@@ -128,7 +128,7 @@ enum : unsigned {
     CU_EVENT_DISABLE_TIMING = 0x2,
     CU_EVENT_INTERPROCESS = 0x4,
 };
-// Pitched 2-D/3-D copies, peer access, IPC (issue-4 memory2d).
+// Pitched 2-D/3-D copies, peer access, IPC.
 struct CUarray_st;
 struct CUmemPoolHandle_st;
 using CUarray = CUarray_st *;
@@ -354,7 +354,7 @@ public:
     cu::CUresult (*cuEventSynchronize)(cu::CUevent event) = nullptr;
     cu::CUresult (*cuEventElapsedTime)(float *ms, cu::CUevent start, cu::CUevent end) = nullptr;
 
-    // [issue-4 anchor: devinfo] Device information and context limits.
+    // Device information and context limits.
     cu::CUresult (*cuDeviceTotalMem)(size_t *bytes, cu::CUdevice dev) = nullptr;
     cu::CUresult (*cuDeviceGetPCIBusId)(char *id, int len, cu::CUdevice dev) = nullptr;
     cu::CUresult (*cuCtxGetApiVersion)(cu::CUcontext ctx, unsigned *version) = nullptr;
@@ -362,7 +362,7 @@ public:
     cu::CUresult (*cuCtxGetLimit)(size_t *value, int limit) = nullptr;
     cu::CUresult (*cuCtxSetLimit)(int limit, size_t value) = nullptr;
 
-    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // Memory: memset, views, mapping, host and managed memory.
     cu::CUresult (*cuMemsetD8Async)(cu::CUdeviceptr dst, unsigned char value, size_t count,
                                     cu::CUstream stream) = nullptr;
     cu::CUresult (*cuMemsetD16Async)(cu::CUdeviceptr dst, unsigned short value, size_t count,
@@ -377,7 +377,7 @@ public:
     cu::CUresult (*cuMemHostRegister)(void *p, size_t bytes, unsigned flags) = nullptr;
     cu::CUresult (*cuMemHostUnregister)(void *p) = nullptr;
 
-    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    // Memory: pitched 2-D/3-D copies, peer access, IPC.
     cu::CUresult (*cuMemAllocPitch)(cu::CUdeviceptr *p, size_t *pitch, size_t width_bytes,
                                     size_t height, unsigned element_bytes) = nullptr;
     cu::CUresult (*cuMemcpy2DAsync)(const cu::CUDA_MEMCPY2D *copy, cu::CUstream stream) = nullptr;
@@ -399,7 +399,7 @@ public:
     cu::CUresult (*cuMemPoolSetAccess)(cu::CUmemoryPool pool, const cu::CUmemAccessDesc *desc,
                                        size_t count) = nullptr;
 
-    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+    // Function attributes, launch attributes, clusters, occupancy.
     cu::CUresult (*cuFuncGetAttribute)(int *value, int attr, cu::CUfunction fn) = nullptr;
     cu::CUresult (*cuFuncSetAttribute)(cu::CUfunction fn, int attr, int value) = nullptr;
     cu::CUresult (*cuFuncSetCacheConfig)(cu::CUfunction fn, int config) = nullptr;
@@ -412,7 +412,7 @@ public:
     cu::CUresult (*cuLaunchKernelEx)(const cu::CUlaunchConfig *config, cu::CUfunction fn, void **params,
                                      void **extra) = nullptr;
 
-    // [issue-4 anchor: modules] Constant memory and external modules.
+    // Constant memory and external modules.
     /// The device address and size of a module's global (a constant array); CUDA_ERROR_NOT_FOUND
     /// when the module has none of that name.
     cu::CUresult (*cuModuleGetGlobal)(cu::CUdeviceptr *dptr, size_t *bytes, cu::CUmodule module,
@@ -422,7 +422,7 @@ public:
     cu::CUresult (*cuModuleEnumerateFunctions)(cu::CUfunction *fns, unsigned n, cu::CUmodule module) = nullptr;
     cu::CUresult (*cuFuncGetName)(const char **name, cu::CUfunction fn) = nullptr;
 
-    // [issue-4 anchor: graphs] Graphs.
+    // Graphs.
     // Optional: graphs need them (CUDA 11.4+; the kernel node update's _v2 is CUDA 12), and
     // begin_capture says which are missing.
     cu::CUresult (*cuStreamBeginCapture)(cu::CUstream stream, int mode) = nullptr;
@@ -491,7 +491,7 @@ public:
     CudaFunction &operator=(const CudaFunction &) = delete;
 
     cu::CUmodule module() const noexcept { return module_; }
-    /// cuModuleGetGlobal on the module ([issue-4: modules]).
+    /// cuModuleGetGlobal on the module.
     std::pair<DeviceAddress, size_t> global(const std::string &symbol) override;
     cu::CUfunction function = nullptr;
     /// Wall time of cuModuleLoadDataEx (the driver's PTX JIT), in seconds.

@@ -88,7 +88,7 @@ struct FunctionImpl;
 struct LaunchRequest {
     Dim grid, block;
     int64_t shared_mem_bytes = 0;
-    /// constant_memory(...): written before the launch ([issue-4: modules]).
+    /// constant_memory(...): written before the launch.
     std::vector<ConstantMemoryMapping> constant_memory;
     /// `cluster_dim(...)` / LaunchAttribute values (see Function.h); empty for a plain launch.
     std::vector<LaunchAttribute> attributes;
@@ -596,7 +596,7 @@ public:
         return time_iterations([&](int i) { func(*this, i); }, num_iters);
     }
 
-    // [issue-4 anchor: devinfo] Device information and context limits.
+    // Device information and context limits.
 
     /// The value of `attribute` (Mojo's and PyCUDA's get_attribute; cuDeviceGetAttribute).
     /// Throws LogicError naming the attribute when the device's driver is older than it. The CPU
@@ -637,7 +637,7 @@ public:
     /// printf_fifo_size and malloc_heap_size are stored and returned but change nothing.
     void set_limit(Limit limit, size_t value) const;
 
-    // [issue-4 anchor: memory] Memory: memset, views, mapping, host and managed memory.
+    // Memory: memset, views, mapping, host and managed memory.
     // Memory (ember/runtime/Memory.h; docs/runtime.md, "Memory").
 
     /// As enqueue_create_buffer, and waits for the allocation (Mojo's create_buffer_sync).
@@ -776,7 +776,7 @@ public:
         return MappedHostView<T>(buf);
     }
 
-    // [issue-4 anchor: memory2d] Memory: pitched 2-D/3-D copies, peer access, IPC.
+    // Memory: pitched 2-D/3-D copies, peer access, IPC.
     /// `height` rows of `width` elements of T, each row starting at a multiple of the pitch
     /// (cuMemAllocPitch; on the CPU device the row's bytes rounded up to 256). LogicError for a
     /// zero width or height, MemoryError when the device is out of memory.
@@ -825,16 +825,16 @@ public:
         return DeviceBuffer<T>(detail::open_ipc(live_ptr("open_ipc_buffer"), handle, n, sizeof(T)), n);
     }
 
-    // [issue-4 anchor: functions] Function attributes, launch attributes, clusters, occupancy.
+    // Function attributes, launch attributes, clusters, occupancy.
 
-    // [issue-4 anchor: modules] Constant memory and external modules.
+    // Constant memory and external modules.
 
     /// Loads PTX or a cubin (PyCUDA's module_from_buffer / module_from_file). PTX the driver
     /// rejects throws CompileError with the JIT log. The CPU device throws LogicError: it runs
     /// ember kernels only.
     DeviceModule load_module(const ModuleImage &image) const;
 
-    // [issue-4 anchor: graphs] Graphs.
+    // Graphs.
     /// Graphs (see DeviceGraph.h), on this context's stream: stream().begin_capture(), ...
     void begin_capture() const;
     DeviceGraph end_capture() const;
