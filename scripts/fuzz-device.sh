@@ -39,7 +39,7 @@ run)
     echo "--- $(nproc) cores; ldd of the harnesses (nothing may be 'not found')"
     for f in "$root"/build-fuzz/fuzz/bin/*; do echo "$f"; ldd "$f"; done
   } > "$OUT/fuzz/ldd.txt" 2>&1
-  if grep -q "not found" "$OUT/fuzz/ldd.txt"; then
+  if grep -q "=> not found" "$OUT/fuzz/ldd.txt"; then
     cat "$OUT/fuzz/ldd.txt"
     exit 2
   fi
