@@ -1,5 +1,5 @@
 /// \file
-/// The compile cache's benchmarks (issue 5, item 7), on the default device (EMBER_API chooses):
+/// The compile cache's benchmarks, on the default device (EMBER_API chooses):
 ///  1. cold compile by stage (trace, lower, optimise, codegen, load), no cache;
 ///  2. warm in-process hit (CompileCache memory level; compile_function with it);
 ///  3. new processes (this program runs itself with `--child`), each reporting the time from its

@@ -1,5 +1,5 @@
 /// \file
-/// The compile cache (issue 5): one compile per (canonical IR, target, code-affecting options,
+/// The compile cache: one compile per (canonical IR, target, code-affecting options,
 /// versions) per process, shared by every context of a target, backed by the disk cache.
 ///
 /// [Note] Compile cache

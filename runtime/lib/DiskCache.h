@@ -1,5 +1,5 @@
 /// \file
-/// The on-disk half of the compile cache (issue 5): a directory of entries, each the bytes of one
+/// The on-disk half of the compile cache: a directory of entries, each the bytes of one
 /// artefact (PTX, a CPU object, a cubin) under a key the caller computed (a hex digest of
 /// everything that affects the bytes: see CompileCache). This layer knows nothing of kernels: it
 /// stores and returns bytes, safely.

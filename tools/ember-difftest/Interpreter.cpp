@@ -24,22 +24,8 @@ namespace {
 // Scalars as bits.
 
 unsigned width(ScalarType t) {
-    switch (t) {
-    case ScalarType::Bool: return 1;
-    case ScalarType::I8:
-    case ScalarType::U8: return 8;
-    case ScalarType::I16:
-    case ScalarType::U16:
-    case ScalarType::F16:
-    case ScalarType::BF16: return 16;
-    case ScalarType::I32:
-    case ScalarType::U32:
-    case ScalarType::F32: return 32;
-    case ScalarType::I64:
-    case ScalarType::U64:
-    case ScalarType::F64: return 64;
-    default: throw Unsupported("a value of type " + std::string(ir::to_string(t)));
-    }
+    if (t == ScalarType::Void) throw Unsupported("a value of type " + std::string(ir::to_string(t)));
+    return Type(t).bits(); // the storage width is a fact of the IR, not a semantics to re-derive
 }
 
 unsigned mem_bytes(ScalarType t) { return t == ScalarType::Bool ? 1 : width(t) / 8; }

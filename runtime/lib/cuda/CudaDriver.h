@@ -449,7 +449,7 @@ public:
     cu::CUresult (*cuMemAllocAsync)(cu::CUdeviceptr *p, size_t bytes,
                                     cu::CUstream stream) = nullptr;
     cu::CUresult (*cuMemFreeAsync)(cu::CUdeviceptr p, cu::CUstream stream) = nullptr;
-    // The driver's linker (issue 5: a cubin for the exact device, stored in the compile cache so
+    // The driver's linker (a cubin for the exact device, stored in the compile cache so
     // that a warm process skips the PTX JIT). Optional: without it the cubin level is off.
     cu::CUresult (*cuLinkCreate)(unsigned n, cu::CUjit_option *options, void **values,
                                  cu::CUlinkState *state) = nullptr;

@@ -1,5 +1,5 @@
 /// \file
-/// Issue 5, item 1: neither enqueue_function(kernel, ...) on a kernel already compiled for the
+/// Neither enqueue_function(kernel, ...) on a kernel already compiled for the
 /// context ([Note] Launch slot) nor enqueue_function(DeviceFunction, ...) allocates, on any device
 /// (AllocationCounter.h counts the global operator new).
 #include "ember/ember.h"

@@ -1,6 +1,6 @@
 /// \file
 /// Repro bundles: a directory that holds everything needed to replay one kernel's compilation
-/// offline (issue 5 item 5).
+/// offline.
 ///
 /// [Note] Repro bundles
 /// ====================

@@ -10,8 +10,8 @@
 namespace ember {
 
 enum class LogTopic : unsigned {
-    cache = 1u << 0,   ///< one line per compile-cache lookup (issue 5)
-    compile = 1u << 1, ///< a compile report per compiled kernel and target (issue 5)
+    cache = 1u << 0,   ///< one line per compile-cache lookup
+    compile = 1u << 1, ///< a compile report per compiled kernel and target
 };
 
 /// Whether `t` is on. Cheap after the first call (one relaxed atomic load).
