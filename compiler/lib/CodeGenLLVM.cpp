@@ -249,11 +249,18 @@ llvm::Value *CodeGenLLVM::emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Va
         f64 = llvm::FixedVectorType::get(f64, vty->getNumElements());
         i64 = llvm::FixedVectorType::get(i64, vty->getNumElements());
     }
-    llvm::Value *p = b_.CreateFMul(b_.CreateFPExt(a, f64), b_.CreateFPExt(b, f64), "fma.product");
+    // One instruction per statement here and below: the order of a call's arguments is the host
+    // compiler's choice, and the emitted IR must not depend on which compiler built ember.
+    llvm::Value *wa = b_.CreateFPExt(a, f64);
+    llvm::Value *wb = b_.CreateFPExt(b, f64);
+    llvm::Value *p = b_.CreateFMul(wa, wb, "fma.product");
     llvm::Value *w = b_.CreateFPExt(c, f64);
     llvm::Value *s = b_.CreateFAdd(p, w, "fma.sum");
     llvm::Value *bv = b_.CreateFSub(s, p);
-    llvm::Value *e = b_.CreateFAdd(b_.CreateFSub(p, b_.CreateFSub(s, bv)), b_.CreateFSub(w, bv), "fma.error");
+    llvm::Value *ap = b_.CreateFSub(s, bv);
+    llvm::Value *dp = b_.CreateFSub(p, ap);
+    llvm::Value *dw = b_.CreateFSub(w, bv);
+    llvm::Value *e = b_.CreateFAdd(dp, dw, "fma.error");
     llvm::Value *bits = b_.CreateBitCast(s, i64);
     llvm::Value *zero64 = llvm::ConstantInt::get(i64, 0);
     llvm::Value *even = b_.CreateICmpEQ(b_.CreateAnd(bits, llvm::ConstantInt::get(i64, 1)), zero64);
@@ -287,10 +294,14 @@ llvm::Value *CodeGenLLVM::emit_int_to_bf16(llvm::Value *v, const ir::Type &from)
     llvm::Value *negative = from.is_signed_int() ? b_.CreateICmpSLT(v, c(0)) : nullptr;
     llvm::Value *mag = negative ? b_.CreateSelect(negative, b_.CreateNeg(v), v) : v; // |MIN| = 2^(W-1)
     llvm::Value *lz = b_.CreateIntrinsic(llvm::Intrinsic::ctlz, {it}, {mag, b_.getFalse()});
-    llvm::Value *drop = b_.CreateSelect(b_.CreateICmpULT(lz, c(spare)), b_.CreateSub(c(spare), lz), c(0));
+    llvm::Value *wide = b_.CreateICmpULT(lz, c(spare));
+    llvm::Value *excess = b_.CreateSub(c(spare), lz);
+    llvm::Value *drop = b_.CreateSelect(wide, excess, c(0));
     llvm::Value *mask = b_.CreateSub(b_.CreateShl(c(1), drop), c(1));
     llvm::Value *sticky = b_.CreateZExt(b_.CreateICmpNE(b_.CreateAnd(mag, mask), c(0)), it);
-    llvm::Value *odd = b_.CreateOr(b_.CreateAnd(mag, b_.CreateNot(mask)), b_.CreateShl(sticky, drop), "to_odd");
+    llvm::Value *kept = b_.CreateAnd(mag, b_.CreateNot(mask));
+    llvm::Value *sticky_bit = b_.CreateShl(sticky, drop);
+    llvm::Value *odd = b_.CreateOr(kept, sticky_bit, "to_odd");
     llvm::Value *f = b_.CreateUIToFP(odd, f32);
     if (negative) f = b_.CreateSelect(negative, b_.CreateFNeg(f), f);
     return b_.CreateFPTrunc(f, dst);

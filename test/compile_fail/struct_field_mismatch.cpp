@@ -2,7 +2,8 @@
 // where the kernel's struct has a Float32. One static_assert naming the argument position, the
 // field's path, the host type and the expected type.
 // EXPECT: enqueue_function: a field of a struct argument does not match the kernel's struct
-// EXPECT: ArgumentPosition<1>, ember::StructField<ember::detail::FixedString<8>{"v.scale"}>, ember::HostType<double>, ember::KernelExpects<ember::Value<float> >
+// EXPECT: ArgumentPosition<1>, ember::StructField<
+// EXPECT: {"v.scale"}>, ember::HostType<double>, ember::KernelExpects<ember::Value<float> >
 #include "ember/ember.h"
 using namespace ember;
 struct View { Ptr<float> data; Float32 scale; };

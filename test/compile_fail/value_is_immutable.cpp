@@ -1,6 +1,7 @@
 // A Value cannot be reassigned (that would rebind at trace time, not on the device): use Var.
-// EXPECT: use of deleted function
-// EXPECT: operator=
+// EXPECT-GCC: use of deleted function
+// EXPECT-GCC: operator=
+// EXPECT-CLANG: overload resolution selected deleted operator '='
 #include "ember/ember.h"
 using namespace ember;
 auto k = kernel("k", [](Ptr<float> v, Int n) {

@@ -122,29 +122,55 @@ Outcome run_interpreter(const Case &c, const std::string &text) {
 using Signature = std::tuple<int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, half, bfloat16,
                              float, double>;
 
+/// A worker's memory on one device: the twelve buffers of a case packed into one allocation (each
+/// at a 256-byte boundary) and staged through one pinned host buffer, kept from kernel to kernel.
+/// A kernel then costs one copy each way; twelve allocations and 24 pageable copies a kernel,
+/// each waiting for the GPU's time slice among the workers' contexts, made the GPU side the
+/// tester's bottleneck. Grown when a case needs more.
+struct Arena {
+    size_t bytes = 0;
+    std::optional<DeviceBuffer<uint8_t>> device;
+    std::optional<HostBuffer<uint8_t>> host;
+};
+
+constexpr size_t kArenaAlign = 256;
+size_t align_up(size_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+
 template <size_t... I>
-Outcome launch(const DeviceContext &ctx, const Case &c, const std::string &text, std::index_sequence<I...>) {
+Outcome launch(const DeviceContext &ctx, Arena &arena, const Case &c, const std::string &text,
+               std::index_sequence<I...>) {
     Outcome o;
     DeviceModule m = ctx.load_module(ModuleImage::ember_ir(text, c.name + ".ir"));
     auto f = m.get_function<Ptr<std::tuple_element_t<I, Signature>>...>(c.name);
-    auto bufs = std::make_tuple(ctx.enqueue_create_buffer<std::tuple_element_t<I, Signature>>(
-        c.inputs[I].size() / sizeof(std::tuple_element_t<I, Signature>))...);
-    (ctx.enqueue_copy(std::get<I>(bufs),
-                      reinterpret_cast<const std::tuple_element_t<I, Signature> *>(c.inputs[I].data())),
-     ...);
+    size_t offsets[sizeof...(I) + 1] = {};
+    for (size_t i = 0; i < sizeof...(I); ++i) offsets[i + 1] = offsets[i] + align_up(c.inputs[i].size());
+    const size_t total = offsets[sizeof...(I)];
+    if (arena.bytes < total) {
+        arena.device.reset();
+        arena.host.reset();
+        arena.device = ctx.enqueue_create_buffer<uint8_t>(total);
+        arena.host = ctx.enqueue_create_host_buffer<uint8_t>(total);
+        arena.bytes = total;
+    }
+    DeviceBuffer<uint8_t> dev = arena.device->create_sub_buffer(0, total);
+    HostBuffer<uint8_t> host = arena.host->create_sub_buffer(0, total);
+    for (size_t i = 0; i < sizeof...(I); ++i) std::memcpy(host.data() + offsets[i], c.inputs[i].data(), c.inputs[i].size());
+    ctx.enqueue_copy(dev, host);
+    auto bufs = std::make_tuple(dev.create_sub_buffer<std::tuple_element_t<I, Signature>>(
+        offsets[I], c.inputs[I].size() / sizeof(std::tuple_element_t<I, Signature>))...);
     ctx.enqueue_function(f, std::get<I>(bufs)..., grid_dim(static_cast<int64_t>(c.grid)),
                          block_dim(static_cast<int64_t>(c.block)));
-    o.buffers = c.inputs;
-    (ctx.enqueue_copy(reinterpret_cast<std::tuple_element_t<I, Signature> *>(o.buffers[I].data()), std::get<I>(bufs)),
-     ...);
+    ctx.enqueue_copy(host, dev);
     ctx.synchronize();
+    o.buffers = c.inputs;
+    for (size_t i = 0; i < sizeof...(I); ++i) std::memcpy(o.buffers[i].data(), host.data() + offsets[i], o.buffers[i].size());
     o.ok = true;
     return o;
 }
 
-Outcome run_device(const DeviceContext &ctx, const Case &c, const std::string &text) {
+Outcome run_device(const DeviceContext &ctx, Arena &arena, const Case &c, const std::string &text) {
     try {
-        return launch(ctx, c, text, std::make_index_sequence<std::tuple_size_v<Signature>>{});
+        return launch(ctx, arena, c, text, std::make_index_sequence<std::tuple_size_v<Signature>>{});
     } catch (const LaunchError &e) {
         Outcome o;
         o.error = std::string("LaunchError: ") + e.what();
@@ -230,8 +256,9 @@ std::string where(const Case &c, uint64_t e, uint64_t *thread = nullptr) {
 struct Runner {
     std::string name; ///< "cpu", "cuda", "interp"
     std::optional<DeviceContext> ctx;
+    std::shared_ptr<Arena> arena = std::make_shared<Arena>();
     Outcome run(const Case &c, const std::string &text) const {
-        return ctx ? run_device(*ctx, c, text) : run_interpreter(c, text);
+        return ctx ? run_device(*ctx, *arena, c, text) : run_interpreter(c, text);
     }
 };
 
@@ -246,12 +273,14 @@ bool still_disagrees(const Runner &a, const Runner &b, const Case &c, const std:
     return !compare(x.buffers, y.buffers, nullptr).empty();
 }
 
-/// Statement deletion, last to first, while the pair disagrees. Barriers, shared arrays and the
-/// stores into them stay (deleting them would make the kernel racy or read undefined memory).
+/// Statement deletion, last to first, while the pair disagrees. Barriers, shared and local arrays
+/// and the statements that use them stay (deleting the loop that fills a local array, or a store
+/// into a shared one, would make the kernel racy or read undefined memory).
 std::string minimise(const Runner &a, const Runner &b, const Case &c, std::string text) {
     auto protected_line = [](const std::string &l) {
         return l.find("barrier") != std::string::npos || l.find("shared") != std::string::npos ||
-               l.find("%s") != std::string::npos || l.find("return") != std::string::npos;
+               l.find("local") != std::string::npos || l.find("%s") != std::string::npos ||
+               l.find("%l") != std::string::npos || l.find("return") != std::string::npos;
     };
     auto indent = [](const std::string &l) { return l.find_first_not_of(' '); };
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

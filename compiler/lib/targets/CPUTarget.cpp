@@ -222,7 +222,9 @@ public:
             b.getPtrTy(), b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_slot), llvm::Align(8), "shared.base");
         llvm::Value *size = b.CreateAlignedLoad(
             i64, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_bytes_slot), llvm::Align(8), "shared.bytes");
-        llvm::Value *offset = b.CreateSub(b.CreatePtrToInt(addr, i64), b.CreatePtrToInt(base, i64), "shared.offset");
+        llvm::Value *addr_int = b.CreatePtrToInt(addr, i64);
+        llvm::Value *base_int = b.CreatePtrToInt(base, i64);
+        llvm::Value *offset = b.CreateSub(addr_int, base_int, "shared.offset");
         // offset < size first (a negative offset is a huge unsigned one), so offset + bytes
         // cannot wrap in the second comparison.
         llvm::Value *inside = b.CreateAnd(b.CreateICmpULT(offset, size),

@@ -55,7 +55,10 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
     PHINode *rest = b.CreatePHI(ty, 2, "fmod.rest");
     step->addIncoming(s, grow);
     rest->addIncoming(ax, grow);
-    Value *next = b.CreateSelect(b.CreateFCmpOGE(rest, step), b.CreateFSub(rest, step), rest);
+    // One instruction per statement: argument order is the host compiler's choice.
+    Value *fits = b.CreateFCmpOGE(rest, step);
+    Value *less = b.CreateFSub(rest, step);
+    Value *next = b.CreateSelect(fits, less, rest);
     Value *half = b.CreateFMul(step, ConstantFP::get(ty, 0.5));
     step->addIncoming(half, shrink);
     rest->addIncoming(next, shrink);
@@ -146,9 +149,11 @@ public:
 
     std::string triple() const override { return nvptx_triple; }
     std::string llvm_cpu() const override { return spec().cpu; }
-    /// The spec's features, and at least PTX ISA 6.3: the warp operations use activemask (PTX
-    /// 6.2), and LLVM's default for sm_70 and sm_72 (6.0, 6.1) fails to select it. A spec that
-    /// names its own +ptxNN keeps it; sm_75 and later default to 6.3 or above.
+    /// The spec's features, and at least PTX ISA 6.3 (CUDA 10.0), which every processor from
+    /// sm_75 on gets by default: on sm_70 and sm_72 LLVM's defaults are 6.0 and 6.1, and an
+    /// instruction newer than those aborts instruction selection there alone (activemask, which
+    /// the warp operations once used, did). One floor keeps every processor on a version the
+    /// code generator is tested with. A spec that names its own +ptxNN keeps it.
     std::string llvm_features() const override {
         const std::string &features = spec().features;
         if (features.find("+ptx") != std::string::npos) return features;
@@ -221,7 +226,9 @@ public:
         llvm::Type *ty = x->getType();
         if (ty->isHalfTy() || ty->isBFloatTy()) {
             llvm::Type *f32 = b.getFloatTy();
-            return b.CreateFPTrunc(exact_fmod(b, b.CreateFPExt(x, f32), b.CreateFPExt(y, f32)), ty);
+            llvm::Value *wx = b.CreateFPExt(x, f32);
+            llvm::Value *wy = b.CreateFPExt(y, f32);
+            return b.CreateFPTrunc(exact_fmod(b, wx, wy), ty);
         }
         return exact_fmod(b, x, y);
     }
@@ -339,11 +346,34 @@ public:
         return llvm::Error::success();
     }
 
-    /// shfl.sync / vote.sync over the lanes that are active (all existing lanes in converged
-    /// code, which [Note] IR semantics requires).
+    /// The lanes of this thread's warp that exist: all 32 but in a partial last warp of a block
+    /// whose thread count is not a multiple of 32. Computed from the special registers, which
+    /// LLVM hoists and shares between the warp operations of a kernel.
+    static llvm::Value *existing_lanes(llvm::IRBuilderBase &b) {
+        auto sreg = [&](llvm::Intrinsic::ID id) { return b.CreateIntrinsic(id, {}, {}); };
+        llvm::Value *nx = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+        llvm::Value *ny = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_y);
+        llvm::Value *nz = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_z);
+        llvm::Value *tx = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
+        llvm::Value *ty = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y);
+        llvm::Value *tz = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_z);
+        // At most 1024 threads a block: 32-bit arithmetic does not overflow.
+        llvm::Value *threads = b.CreateNUWMul(b.CreateNUWMul(nx, ny), nz);
+        llvm::Value *linear = b.CreateNUWAdd(tx, b.CreateNUWMul(nx, b.CreateNUWAdd(ty, b.CreateNUWMul(ny, tz))));
+        llvm::Value *left = b.CreateSub(threads, b.CreateAnd(linear, b.getInt32(~31u)), "warp.lanes");
+        llvm::Value *partial = b.CreateSub(b.CreateShl(b.getInt32(1), left), b.getInt32(1));
+        llvm::Value *full = b.CreateICmpUGE(left, b.getInt32(32));
+        return b.CreateSelect(full, b.getInt32(~0u), partial, "warp.mask");
+    }
+
+    /// shfl.sync / vote.sync over every existing lane of the warp ([Note] IR semantics: all of
+    /// them execute the operation together). Not activemask: after divergent code the lanes of a
+    /// warp need not have reconverged (independent thread scheduling, sm_70 on), and a shuffle
+    /// over only the lanes active at that moment reads undefined values from the others; a
+    /// .sync over all of them waits for them.
     llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value,
                            llvm::Value *lane) const override {
-        llvm::Value *mask = b.CreateIntrinsic(llvm::Intrinsic::nvvm_activemask, {}, {});
+        llvm::Value *mask = existing_lanes(b);
         if (!ir::is_shuffle(op)) {
             llvm::Intrinsic::ID id = op == ir::WarpOp::Ballot ? llvm::Intrinsic::nvvm_vote_ballot_sync
                                      : op == ir::WarpOp::Any  ? llvm::Intrinsic::nvvm_vote_any_sync
@@ -377,7 +407,9 @@ public:
         // 64 bits: the two halves travel separately.
         llvm::Value *lo = shfl32(b.CreateTrunc(value, b.getInt32Ty()));
         llvm::Value *hi = shfl32(b.CreateTrunc(b.CreateLShr(value, 32), b.getInt32Ty()));
-        return b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
+        llvm::Value *lo64 = b.CreateZExt(lo, b.getInt64Ty());
+        llvm::Value *hi64 = b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32);
+        return b.CreateOr(lo64, hi64);
     }
 
     /// membar.cta / membar.gl / membar.sys (CUDA's __threadfence_block / _ / _system).

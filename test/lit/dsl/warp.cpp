@@ -1,5 +1,7 @@
-// Warp operations: shfl.sync / vote.sync over the active mask on NVPTX; the fiber runtime's
-// rendezvous on the CPU ([Note] CPU fibers).
+// Warp operations: shfl.sync / vote.sync over the warp's existing lanes on NVPTX (all 32 but in a
+// partial last warp, computed from tid and ntid; not activemask, which after divergent code
+// names only the lanes that happen to be converged); the fiber runtime's rendezvous on the CPU
+// ([Note] CPU fibers).
 // RUN: lit-warp --emit=ir | FileCheck %s --check-prefix=IR
 // RUN: lit-warp --emit=llvm --target=nvptx:sm_90 | FileCheck %s --check-prefixes=LLVM,LLVM-NV
 // RUN: lit-warp --emit=llvm --target=cpu | FileCheck %s --check-prefixes=LLVM,LLVM-CPU
@@ -26,8 +28,10 @@ EMBER_LIT_KERNEL(warp_ops, {"out", "x", "d"}, [](Ptr<double> out, Float32 x, Flo
 // IR:       shuffle_xor(%d, 16:i32)
 // IR:       shuffle_xor({{.*}}, 1:i32)
 // LLVM-LABEL: kernel: warp_ops
-// LLVM-NV:  call i32 @llvm.nvvm.activemask()
-// LLVM-NV:  call i32 @llvm.nvvm.shfl.sync.down.i32(i32 %{{.*}}, i32 %{{.*}}, i32 1, i32 31)
+// LLVM-NV-NOT: activemask
+// LLVM-NV:  %warp.lanes = sub i32
+// LLVM-NV:  %warp.mask = select i1 %{{.*}}, i32 -1, i32 %{{.*}}
+// LLVM-NV:  call i32 @llvm.nvvm.shfl.sync.down.i32(i32 %warp.mask, i32 %{{.*}}, i32 1, i32 31)
 // A 64-bit value travels as two 32-bit halves.
 // LLVM-NV:  call i32 @llvm.nvvm.shfl.sync.bfly.i32
 // LLVM-NV:  call i32 @llvm.nvvm.shfl.sync.bfly.i32
@@ -38,7 +42,7 @@ EMBER_LIT_KERNEL(warp_ops, {"out", "x", "d"}, [](Ptr<double> out, Float32 x, Flo
 // LLVM-CPU: call void @__ember_cpu_run_block(ptr @warp_ops.thread
 // LLVM:     ret void
 // PTX-LABEL: kernel: warp_ops
-// PTX:      activemask.b32
+// PTX-NOT:  activemask
 // PTX:      shfl.sync.down.b32
 // PTX:      shfl.sync.bfly.b32
 // PTX:      vote.sync.ballot.b32

@@ -22,8 +22,22 @@ using namespace ember::ir;
 
 namespace {
 
-/// The stack the deepest accepted input must compile on ([Note] IR semantics: Nesting).
+#if defined(__SANITIZE_ADDRESS__)
+#define EMBER_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMBER_TEST_ASAN 1
+#endif
+#endif
+
+/// The stack the deepest accepted input must compile on ([Note] IR semantics: Nesting). Under
+/// AddressSanitizer every frame carries redzones and the recursive walks use several times more
+/// stack, so the same inputs get 8 MiB there; the 1 MiB promise is checked by the plain build.
+#ifdef EMBER_TEST_ASAN
+constexpr size_t kSmallStack = size_t(8) << 20;
+#else
 constexpr size_t kSmallStack = size_t(1) << 20;
+#endif
 
 /// Runs `f` on a thread with `bytes` of stack and rethrows what it throws.
 void on_small_stack(const std::function<void()> &f, size_t bytes = kSmallStack) {

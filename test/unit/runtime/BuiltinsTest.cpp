@@ -556,6 +556,69 @@ TEST_P(BuiltinsTest, WarpOperationsMatchAHostModel) {
 } // namespace
 
 namespace {
+// Warp operations after divergent code: a loop whose trip count and an `if` whose branch depend on
+// the thread's data, then shuffles and votes over the whole warp. On NVIDIA the lanes need not
+// have reconverged when the shuffle runs (independent thread scheduling); a shuffle over only
+// the lanes active at that moment (activemask) read 0 from the others, found by ember-difftest.
+const auto after_divergence = kernel("after_divergence", {"in", "out", "sink"},
+                                     [](Ptr<int64_t> in, Ptr<int64_t> out, Ptr<int64_t> sink) {
+    auto t = block_idx.x * block_dim.x + thread_idx.x;
+    Int64 v = in[t];
+    Int32 delta = cast<int32_t>(in[t] & 31);
+    for_(Int64(1), (v & 7) + 1, Int64(2), [&](Int) { atomic_min(sink[t % 8], v); });
+    if_((v % 3) == 0, [&] { sink[8 + t] = v * 2; });
+    Int64 w = v * 1000003;
+    out[t * 5] = shuffle_up(w, delta);
+    out[t * 5 + 1] = shuffle_idx(w, cast<int32_t>(v % 32));
+    out[t * 5 + 2] = cast<int64_t>(ballot(v % 5 == 0));
+    out[t * 5 + 3] = select(warp_all(v >= 0), Int64(1), 0);
+    out[t * 5 + 4] = shuffle_xor(w, 1);
+});
+
+TEST_P(BuiltinsTest, WarpOperationsAfterDivergentCodeSeeEveryLane) {
+    // 2 blocks of 80 threads: two full warps and a partial one (16 lanes) each.
+    const int block = 80, n = 2 * block;
+    std::vector<int64_t> in(n);
+    for (int i = 0; i < n; ++i) in[i] = (int64_t(i) * 7919 + 13) % 1009;
+    std::vector<int64_t> out(n * 5, -1);
+    auto din = ctx_->enqueue_create_buffer<int64_t>(n);
+    auto dout = ctx_->enqueue_create_buffer<int64_t>(out.size());
+    auto sink = ctx_->enqueue_create_buffer<int64_t>(8 + n);
+    ctx_->enqueue_copy(din, in.data());
+    ctx_->enqueue_memset(sink, int64_t(1) << 40);
+    for (int rep = 0; rep < 20; ++rep) {
+        ctx_->enqueue_function(after_divergence, din, dout, sink, grid_dim(2), block_dim(block));
+        ctx_->enqueue_copy(out.data(), dout);
+        ctx_->synchronize();
+        for (int i = 0; i < n; ++i) {
+            const int lane = i % block % 32, base = i - lane;
+            const int lanes = std::min(32, block - (i % block - lane)); // of this warp
+            auto w = [&](int l) { return in[base + l] * 1000003; };
+            uint32_t ballot = 0;
+            bool all = true;
+            for (int l = 0; l < lanes; ++l) {
+                if (in[base + l] % 5 == 0) ballot |= 1u << l;
+                all = all && in[base + l] >= 0;
+            }
+            const int up = lane - int(in[i] & 31), idx = int(in[i] % 32), x = lane ^ 1;
+            const int64_t *o = &out[i * 5];
+            SCOPED_TRACE("thread " + std::to_string(i) + ", launch " + std::to_string(rep));
+            // Reading a lane that does not exist is undefined: only lanes that exist are checked.
+            ASSERT_EQ(o[0], up >= 0 ? w(up) : w(lane));
+            if (idx < lanes) {
+                ASSERT_EQ(o[1], w(idx));
+            }
+            ASSERT_EQ(o[2], int64_t(ballot));
+            ASSERT_EQ(o[3], all ? 1 : 0);
+            if (x < lanes) {
+                ASSERT_EQ(o[4], w(x));
+            }
+        }
+    }
+}
+} // namespace
+
+namespace {
 const auto saxpy = kernel("saxpy", {"x", "y", "out", "a", "n"},
                           [](Ptr<const float> x, Ptr<const float> y, Ptr<float> out, Float32 a, Int n) {
                               auto i = global_idx.x;

@@ -134,8 +134,9 @@ namespace detail {
 template <class R, class F, class... Params>
 DeviceFn<R(Params...)> trace_function(std::string name, std::vector<std::string> names, F &f,
                                       std::tuple<Params...> *, const std::source_location &loc) {
-    if constexpr (!(check_param<Params, /*ForKernel=*/false>() && ...)) {
-        return DeviceFn<R(Params...)>(); // the build has failed in check_param
+    if constexpr (!(check_param<Params, /*ForKernel=*/false, /*Report=*/false>() && ...)) {
+        (void)(check_param<Params, /*ForKernel=*/false>() && ...); // the static_asserts that say why
+        return DeviceFn<R(Params...)>();
     } else {
         check_function_name(name, sizeof...(Params), names.size(), loc);
         if (names.empty()) names.resize(sizeof...(Params));

@@ -138,34 +138,36 @@ template <class Struct, class Field> struct kernel_struct_field_points_to_shared
 
 namespace detail {
 /// Whether P can be a parameter (of a kernel when `ForKernel`, else of a device function). When
-/// it cannot, a static_assert names the parameter type, or the struct and field, and why.
-template <class P, bool ForKernel> constexpr bool check_param();
+/// it cannot, a static_assert names the parameter type, or the struct and field, and why; without
+/// Report it only answers (see report()), so that a caller's `if constexpr` on the answer stays a
+/// constant expression under clang.
+template <class P, bool ForKernel, bool Report = true> constexpr bool check_param();
 
-template <class S, size_t I, bool ForKernel> constexpr bool check_struct_field() {
+template <class S, size_t I, bool ForKernel, bool Report> constexpr bool check_struct_field() {
     using M = typename struct_info<S>::template field_type<I>;
     using F = std::remove_cv_t<M>;
     using Name = FieldName<struct_info<S>::template name<I>>;
     if constexpr (std::is_reference_v<M> || (!ReflectedStruct<F> && !param_traits<F>::ok))
-        return struct_field_is_not_a_dsl_type<StructType<S>, Name, FieldType<M>>::value;
+        return report<Report, struct_field_is_not_a_dsl_type<StructType<S>, Name, FieldType<M>>>();
     else if constexpr (ForKernel && is_non_global_ptr<F>)
-        return kernel_struct_field_points_to_shared_or_local_memory<StructType<S>, Name>::value;
+        return report<Report, kernel_struct_field_points_to_shared_or_local_memory<StructType<S>, Name>>();
     else
-        return check_param<F, ForKernel>();
+        return check_param<F, ForKernel, Report>();
 }
 
-template <class P, bool ForKernel> constexpr bool check_param() {
+template <class P, bool ForKernel, bool Report> constexpr bool check_param() {
     if constexpr (ReflectedStruct<P>) {
-        if constexpr (!struct_info<P>::ok) return false;
+        if constexpr (!struct_info<P>::ok) return struct_info<P>::template check<Report>();
         else
             return []<size_t... I>(std::index_sequence<I...>) {
-                return (check_struct_field<P, I, ForKernel>() && ...);
+                return (check_struct_field<P, I, ForKernel, Report>() && ...);
             }(std::make_index_sequence<struct_info<P>::size>{});
     } else if constexpr (!param_traits<P>::ok) {
-        return parameter_is_not_a_dsl_type<ParameterType<P>>::value;
+        return report<Report, parameter_is_not_a_dsl_type<ParameterType<P>>>();
     } else if constexpr (ForKernel && is_non_global_ptr<P>) {
-        return kernel_parameter_points_to_shared_or_local_memory<ParameterType<P>>::value;
+        return report<Report, kernel_parameter_points_to_shared_or_local_memory<ParameterType<P>>>();
     } else if constexpr (ForKernel && is_vector_param<P>) {
-        return kernel_parameter_is_a_vector<ParameterType<P>>::value;
+        return report<Report, kernel_parameter_is_a_vector<ParameterType<P>>>();
     } else {
         return true;
     }
@@ -212,8 +214,9 @@ namespace detail {
 template <class F, class... P>
 auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::tuple<P...> *,
                   const std::source_location &loc) {
-    if constexpr (!(check_param<P, /*ForKernel=*/true>() && ...)) {
-        return Kernel<P...>(nullptr); // the build has failed in check_param
+    if constexpr (!(check_param<P, /*ForKernel=*/true, /*Report=*/false>() && ...)) {
+        (void)(check_param<P, /*ForKernel=*/true>() && ...); // the static_asserts that say why
+        return Kernel<P...>(nullptr);
     } else {
         check_kernel_signature(name, sizeof...(P), names.size(), loc);
         if (names.empty()) names.resize(sizeof...(P));

@@ -40,6 +40,15 @@ namespace ember {
 
 namespace detail {
 template <class T> constexpr bool always_false_struct = false;
+/// A failed compile-time check whose error type E holds a static_assert: with Report, E is
+/// instantiated and its static_assert is the diagnostic; without, the check only answers false.
+/// Checks are asked first without Report so that the answer stays a constant expression (clang
+/// treats a function whose instantiation failed a static_assert as not constant, and would add
+/// errors about the caller's `if constexpr`), then with Report where the answer is false.
+template <bool Report, class E> constexpr bool report() {
+    if constexpr (Report) return E::value;
+    else return false;
+}
 
 /// A string usable as a template argument (a field name or path in a diagnostic).
 template <size_t N> struct FixedString {
@@ -143,16 +152,18 @@ template <ReflectedStruct T> struct struct_info {
     /// Its name, as a FixedString.
     template <size_t I> static constexpr auto name = std::get<I>(fields).name;
 
-    static constexpr bool ok = [] {
+    /// Whether EMBER_STRUCT describes T; with Report, a static_assert says why not.
+    template <bool Report> static constexpr bool check() {
         if constexpr (!std::is_aggregate_v<T>)
-            return ember_struct_is_not_an_aggregate<StructType<T>>::value;
+            return report<Report, ember_struct_is_not_an_aggregate<StructType<T>>>();
         else if constexpr (!has_fields<T, size>())
-            return ember_struct_does_not_list_every_field<StructType<T>, ListedFields<size>>::value;
+            return report<Report, ember_struct_does_not_list_every_field<StructType<T>, ListedFields<size>>>();
         else if constexpr (!ember_struct_in_order(StructTag<std::remove_cv_t<T>>{}))
-            return ember_struct_lists_fields_out_of_order<StructType<T>>::value;
+            return report<Report, ember_struct_lists_fields_out_of_order<StructType<T>>>();
         else
             return true;
-    }();
+    }
+    static constexpr bool ok = check<false>();
 
     /// Field I of `s` (a reference to it).
     template <size_t I, class S> static constexpr decltype(auto) get(S &&s) {

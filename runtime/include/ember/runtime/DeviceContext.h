@@ -296,9 +296,14 @@ void with_kernel_params(const ContextImpl &ctx, const FunctionImpl &fn, Tuple &&
             (apply_option(req, std::get<num_args + I>(all), has_grid, has_block), ...);
         }(std::make_index_sequence<num_options>{});
         constexpr bool ok = []<size_t... I>(std::index_sequence<I...>) {
-            return (check_argument<I, P, std::tuple_element_t<I, std::remove_cvref_t<Tuple>>>() && ...);
+            return (check_argument<false, I, P, std::tuple_element_t<I, std::remove_cvref_t<Tuple>>>() && ...);
         }(std::make_index_sequence<num_args>{});
-        if constexpr (ok) {
+        if constexpr (!ok) {
+            // Not a constant expression: only the static_asserts of the mismatches speak.
+            [&]<size_t... I>(std::index_sequence<I...>) {
+                (void)(check_argument<true, I, P, std::tuple_element_t<I, std::remove_cvref_t<Tuple>>>() && ...);
+            }(std::make_index_sequence<num_args>{});
+        } else {
             constexpr bool has_options = !OptionsOptional || num_options > 0;
             if (has_options && (!has_grid || !has_block)) throw_missing_dims(fn, has_grid, has_block);
             // One representation per kernel (IR) parameter: a struct argument becomes one per

@@ -242,89 +242,92 @@ template <class X> struct unwrapped<std::reference_wrapper<X>> {
 };
 template <class X> using unwrapped_t = typename unwrapped<std::remove_cvref_t<X>>::type;
 
-template <size_t Pos, auto Path, class P, class H> constexpr bool check_value();
+template <bool Report, size_t Pos, auto Path, class P, class H> constexpr bool check_value();
 
-template <size_t Pos, auto Path, class P, class R, size_t I> constexpr bool check_field() {
+template <bool Report, size_t Pos, auto Path, class P, class R, size_t I> constexpr bool check_field() {
     constexpr auto name = struct_info<P>::template name<I>;
     constexpr auto path = join_path(Path, name);
     using F = std::remove_cv_t<typename struct_info<P>::template field_type<I>>;
     if constexpr (ReflectedStruct<R>) {
         constexpr auto host_name = struct_info<R>::template name<I>;
         if constexpr (host_name.view() != name.view())
-            return enqueue_function_struct_field_name_mismatch<ArgumentPosition<Pos>, StructField<path>,
-                                                               HostField<host_name>>::value;
+            return report<Report, enqueue_function_struct_field_name_mismatch<ArgumentPosition<Pos>, StructField<path>,
+                                                               HostField<host_name>>>();
         else
-            return check_value<Pos, path, F, typename host_fields<R>::template type<I>>();
+            return check_value<Report, Pos, path, F, typename host_fields<R>::template type<I>>();
     } else {
-        return check_value<Pos, path, F, typename host_fields<R>::template type<I>>();
+        return check_value<Report, Pos, path, F, typename host_fields<R>::template type<I>>();
     }
 }
 
-template <class R> constexpr bool host_fields_ok() {
-    if constexpr (ReflectedStruct<R>) return struct_info<R>::ok;
+template <bool Report, class R> constexpr bool host_fields_ok() {
+    if constexpr (ReflectedStruct<R>) return struct_info<R>::template check<Report>();
     else return true;
 }
 
-template <size_t Pos, auto Path, class P, class R> constexpr bool check_fields() {
+template <bool Report, size_t Pos, auto Path, class P, class R> constexpr bool check_fields() {
     constexpr size_t n = struct_info<P>::size;
-    if constexpr (!host_fields_ok<R>()) {
-        return false;
+    if constexpr (!host_fields_ok<false, R>()) {
+        return host_fields_ok<Report, R>();
     } else if constexpr (host_fields<R>::size != n) {
-        return enqueue_function_struct_field_count_mismatch<ArgumentPosition<Pos>, HostType<R>, KernelExpects<P>,
-                                                             HostFields<host_fields<R>::size>, KernelFields<n>>::value;
+        return report<Report, enqueue_function_struct_field_count_mismatch<ArgumentPosition<Pos>, HostType<R>, KernelExpects<P>,
+                                                             HostFields<host_fields<R>::size>, KernelFields<n>>>();
     } else {
         return []<size_t... I>(std::index_sequence<I...>) {
-            return (check_field<Pos, Path, P, R, I>() && ...);
+            return (check_field<Report, Pos, Path, P, R, I>() && ...);
         }(std::make_index_sequence<n>{});
     }
 }
 
 /// Checks a host value of type H for P, at argument Pos, field Path ("" for the argument itself).
-template <size_t Pos, auto Path, class P, class H> constexpr bool check_value() {
+template <bool Report, size_t Pos, auto Path, class P, class H> constexpr bool check_value() {
     using HD = unwrapped_t<H>;
     constexpr bool top = Path.length == 0;
     if constexpr (ReflectedStruct<P>) {
         if constexpr (HasDevicePassable<HD>) {
             if constexpr (!std::is_same_v<typename DevicePassable<HD>::device_type, P>) {
                 if constexpr (top)
-                    return enqueue_function_argument_mismatch<ArgumentPosition<Pos>, HostType<HD>, KernelExpects<P>>::value;
+                    return report<Report, enqueue_function_argument_mismatch<ArgumentPosition<Pos>, HostType<HD>, KernelExpects<P>>>();
                 else
-                    return enqueue_function_struct_field_mismatch<ArgumentPosition<Pos>, StructField<Path>, HostType<HD>,
-                                                                  KernelExpects<P>>::value;
+                    return report<Report, enqueue_function_struct_field_mismatch<ArgumentPosition<Pos>, StructField<Path>, HostType<HD>,
+                                                                  KernelExpects<P>>>();
             } else if constexpr (!is_tuple<to_device_t<HD>> && !ReflectedStruct<to_device_t<HD>>) {
-                return device_passable_to_device_must_return_the_fields<HostType<HD>, ToDeviceReturns<to_device_t<HD>>,
-                                                                        KernelExpects<P>>::value;
+                return report<Report, device_passable_to_device_must_return_the_fields<HostType<HD>, ToDeviceReturns<to_device_t<HD>>,
+                                                                        KernelExpects<P>>>();
             } else {
-                return check_fields<Pos, Path, P, to_device_t<HD>>();
+                return check_fields<Report, Pos, Path, P, to_device_t<HD>>();
             }
         } else if constexpr (ReflectedStruct<HD> || (!top && is_tuple<HD>)) {
-            return check_fields<Pos, Path, P, HD>();
+            return check_fields<Report, Pos, Path, P, HD>();
         } else if constexpr (top) {
-            return enqueue_function_argument_not_device_passable<HostType<HD>>::value;
+            return report<Report, enqueue_function_argument_not_device_passable<HostType<HD>>>();
         } else {
-            return enqueue_function_struct_field_not_device_passable<ArgumentPosition<Pos>, StructField<Path>,
-                                                                     HostType<HD>>::value;
+            return report<Report, enqueue_function_struct_field_not_device_passable<ArgumentPosition<Pos>, StructField<Path>,
+                                                                     HostType<HD>>>();
         }
     } else if constexpr (!HasDevicePassable<HD>) {
         if constexpr (top)
-            return enqueue_function_argument_not_device_passable<HostType<HD>>::value;
+            return report<Report, enqueue_function_argument_not_device_passable<HostType<HD>>>();
         else
-            return enqueue_function_struct_field_not_device_passable<ArgumentPosition<Pos>, StructField<Path>,
-                                                                     HostType<HD>>::value;
+            return report<Report, enqueue_function_struct_field_not_device_passable<ArgumentPosition<Pos>, StructField<Path>,
+                                                                     HostType<HD>>>();
     } else if constexpr (!widens<typename DevicePassable<HD>::device_type, P>::value) {
         if constexpr (top)
-            return enqueue_function_argument_mismatch<ArgumentPosition<Pos>, HostType<HD>, KernelExpects<P>>::value;
+            return report<Report, enqueue_function_argument_mismatch<ArgumentPosition<Pos>, HostType<HD>, KernelExpects<P>>>();
         else
-            return enqueue_function_struct_field_mismatch<ArgumentPosition<Pos>, StructField<Path>, HostType<HD>,
-                                                          KernelExpects<P>>::value;
+            return report<Report, enqueue_function_struct_field_mismatch<ArgumentPosition<Pos>, StructField<Path>, HostType<HD>,
+                                                          KernelExpects<P>>>();
     } else {
         return true;
     }
 }
 
-/// Checks argument I at compile time; true when it is acceptable (else a static_assert fired).
-template <size_t I, class P, class H> constexpr bool check_argument() {
-    return check_value<I, FixedString<1>{""}, P, H>();
+/// Whether argument I (host type H) is acceptable for kernel parameter P. With Report, a mismatch
+/// instantiates its error type, whose static_assert is the diagnostic; without, it only answers,
+/// so that the answer stays a constant expression (clang treats a function whose instantiation
+/// failed a static_assert as not constant, and would add two errors about the caller).
+template <bool Report, size_t I, class P, class H> constexpr bool check_argument() {
+    return check_value<Report, I, FixedString<1>{""}, P, H>();
 }
 
 /// The bytes parameter P receives for host value h.

@@ -33,11 +33,11 @@ template <class P> struct external_parameter_is_a_struct {
                   "which is not how C++ passes a struct by value: see ParameterType in this instantiation");
     static constexpr bool value = false;
 };
-template <class P> constexpr bool check_external_param() {
+template <class P, bool Report> constexpr bool check_external_param() {
     if constexpr (ReflectedStruct<P>)
-        return external_parameter_is_a_struct<ParameterType<P>>::value;
+        return report<Report, external_parameter_is_a_struct<ParameterType<P>>>();
     else
-        return check_param<P, /*ForKernel=*/true>();
+        return check_param<P, /*ForKernel=*/true, Report>();
 }
 } // namespace detail
 
@@ -57,12 +57,14 @@ public:
     template <class... P>
     DeviceFunction<P...> get_function(const std::string &name, std::vector<std::string> param_names = {}) const {
         // One static_assert names the offending type (in check_external_param); nothing else.
-        constexpr bool ok = (detail::check_external_param<P>() && ...);
-        if constexpr (ok)
+        constexpr bool ok = (detail::check_external_param<P, false>() && ...);
+        if constexpr (ok) {
             return DeviceFunction<P...>(
                 detail::module_function(require("get_function"), name, {detail::param_traits<P>::type()...}, std::move(param_names)));
-        else
+        } else {
+            (void)(detail::check_external_param<P, true>() && ...);
             return DeviceFunction<P...>(nullptr);
+        }
     }
 
     /// The global variable `name` (a `.global` or `.const` variable of the PTX, a `__device__` or
