@@ -13,6 +13,8 @@ count=${1:-100000}
 seed=${2:-1}
 shift $(( $# < 2 ? $# : 2 ))
 mkdir -p "$OUT/difftest-repro" /tmp/ember
+# Every kernel is new: the driver's cache of JIT-compiled PTX would only be written to.
+export CUDA_CACHE_DISABLE=1
 tar -xJf .devpkg/ember.tar.xz -C /tmp/ember
 cd /tmp/ember/build
 {

@@ -45,7 +45,11 @@ private:
 #include "ember/compiler/IRNodes.def"
     llvm::Value *emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a, llvm::Value *b);
     llvm::Value *emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Value *c);
+    /// fpext of v to ty, with the operand of a vector frozen where the target asks
+    /// (Target::shield_vector_fpext).
+    llvm::Value *widen_float(llvm::Value *v, llvm::Type *ty);
     llvm::Value *emit_int_to_bf16(llvm::Value *v, const ir::Type &from);
+    llvm::Value *emit_int_to_f16(llvm::Value *v, const ir::Type &from);
     llvm::Value *emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to);
     /// A math library call, or a fast_ variant ([Note] Math library).
     llvm::Value *emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value *> args);
@@ -242,6 +246,11 @@ llvm::Value *CodeGenLLVM::visit(const ir::Unary *op) {
 /// with 53 bits, then to nearest with 11 or 8 (fptrunc: the CPU device's __truncdfhf2 and
 /// __truncdfbf2 round once), gives the exact sum rounded once. Infinite and NaN sums have a NaN
 /// e, so they are left alone.
+llvm::Value *CodeGenLLVM::widen_float(llvm::Value *v, llvm::Type *ty) {
+    if (v->getType()->isVectorTy() && target_.shield_vector_fpext()) v = b_.CreateFreeze(v);
+    return b_.CreateFPExt(v, ty);
+}
+
 llvm::Value *CodeGenLLVM::emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Value *c) {
     llvm::Type *ty = a->getType();
     llvm::Type *f64 = b_.getDoubleTy(), *i64 = b_.getInt64Ty();
@@ -251,10 +260,10 @@ llvm::Value *CodeGenLLVM::emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Va
     }
     // One instruction per statement here and below: the order of a call's arguments is the host
     // compiler's choice, and the emitted IR must not depend on which compiler built ember.
-    llvm::Value *wa = b_.CreateFPExt(a, f64);
-    llvm::Value *wb = b_.CreateFPExt(b, f64);
+    llvm::Value *wa = widen_float(a, f64);
+    llvm::Value *wb = widen_float(b, f64);
     llvm::Value *p = b_.CreateFMul(wa, wb, "fma.product");
-    llvm::Value *w = b_.CreateFPExt(c, f64);
+    llvm::Value *w = widen_float(c, f64);
     llvm::Value *s = b_.CreateFAdd(p, w, "fma.sum");
     llvm::Value *bv = b_.CreateFSub(s, p);
     llvm::Value *ap = b_.CreateFSub(s, bv);
@@ -266,13 +275,38 @@ llvm::Value *CodeGenLLVM::emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Va
     llvm::Value *even = b_.CreateICmpEQ(b_.CreateAnd(bits, llvm::ConstantInt::get(i64, 1)), zero64);
     llvm::Value *inexact = b_.CreateFCmpONE(e, llvm::ConstantFP::get(f64, 0.0));
     // Towards the exact sum: the magnitude grows where e has s's sign.
-    llvm::Value *same_sign = b_.CreateICmpEQ(b_.CreateICmpSLT(b_.CreateBitCast(e, i64), zero64),
-                                             b_.CreateICmpSLT(bits, zero64));
+    llvm::Value *e_negative = b_.CreateICmpSLT(b_.CreateBitCast(e, i64), zero64);
+    llvm::Value *s_negative = b_.CreateICmpSLT(bits, zero64);
+    llvm::Value *same_sign = b_.CreateICmpEQ(e_negative, s_negative);
     llvm::Value *step = b_.CreateSelect(same_sign, llvm::ConstantInt::get(i64, 1),
                                         llvm::ConstantInt::getSigned(i64, -1));
     llvm::Value *odd = b_.CreateBitCast(b_.CreateAdd(bits, step), f64);
     llvm::Value *rounded = b_.CreateSelect(b_.CreateAnd(inexact, even), odd, s, "fma.odd");
     return b_.CreateFPTrunc(rounded, ty, "fma");
+}
+
+/// A 32- or 64-bit integer to f16. Every integer of magnitude 65520 or more becomes an infinity
+/// (65520 lies halfway between f16's largest finite value, 65504, and 2^16, and rounds to even,
+/// up), so the integer is clamped to [-65520, 65520] first: f32 holds the clamped value exactly,
+/// and one fptrunc rounds it. Not `sitofp` to half directly: LLVM 19's InstCombine turns
+/// fpext(sitofp x to half) into sitofp x to float when the known bits of x leave at most 11
+/// significant ones, without checking f16's exponent range, so `cast<f16>(x << 61)` widened to
+/// f32 gave 2^61 instead of inf (found by ember-difftest on the CPU device). With the clamp, the
+/// value converted has at most 17 significant bits and 65520 has 12, so that fold never applies
+/// to a value out of range.
+llvm::Value *CodeGenLLVM::emit_int_to_f16(llvm::Value *v, const ir::Type &from) {
+    llvm::Type *it = v->getType();
+    auto c = [&](int64_t x) { return llvm::ConstantInt::getSigned(it, x); };
+    llvm::Value *clamped;
+    if (from.is_signed_int()) {
+        llvm::Value *low = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, c(-65520));
+        clamped = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, low, c(65520));
+    } else {
+        clamped = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, v, c(65520));
+    }
+    llvm::Value *small = b_.CreateTrunc(clamped, like_lanes(b_.getInt32Ty(), it), "f16.clamped");
+    llvm::Value *f = b_.CreateSIToFP(small, like_lanes(b_.getFloatTy(), it));
+    return b_.CreateFPTrunc(f, like_lanes(b_.getHalfTy(), it));
 }
 
 /// An integer to bf16, rounded once ([Note] IR semantics: casts). LLVM converts through f32
@@ -529,6 +563,7 @@ llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from_type, c
         return from.is_signed_int() ? b_.CreateSExtOrTrunc(v, dst) : b_.CreateZExtOrTrunc(v, dst);
     if (from.is_int() && to.is_float()) {
         if (to.scalar() == ir::ScalarType::BF16) return emit_int_to_bf16(v, from);
+        if (to.scalar() == ir::ScalarType::F16 && from.bits() > 16) return emit_int_to_f16(v, from);
         return from.is_signed_int() ? b_.CreateSIToFP(v, dst) : b_.CreateUIToFP(v, dst);
     }
     if (from.is_float() && to.is_int()) {
@@ -539,10 +574,10 @@ llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from_type, c
     if (from.is_float() && to.is_float()) {
         const unsigned from_bits = v->getType()->getScalarSizeInBits();
         const unsigned to_bits = dst->getScalarSizeInBits();
-        if (from_bits < to_bits) return b_.CreateFPExt(v, dst);
+        if (from_bits < to_bits) return widen_float(v, dst);
         if (from_bits > to_bits) return b_.CreateFPTrunc(v, dst);
         // f16 <-> bf16: through f32, which holds both exactly, so there is one rounding.
-        return b_.CreateFPTrunc(b_.CreateFPExt(v, like_lanes(b_.getFloatTy(), dst)), dst);
+        return b_.CreateFPTrunc(widen_float(v, like_lanes(b_.getFloatTy(), dst)), dst);
     }
     EMBER_UNREACHABLE("cast from " + from.to_string() + " to " + to.to_string());
 }

@@ -28,7 +28,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -432,8 +434,15 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
             else text = c.text, a = outs[i], b = outs[j];
             std::string rep = report(opt, c, pair, text, runners[i], a, runners[j], b, d);
             const std::string base = opt.repro_dir + "/difftest-" + std::to_string(seed);
-            std::ofstream(base + ".ir") << text;
-            std::ofstream(base + ".txt") << rep;
+            std::ofstream ir_file(base + ".ir"), txt_file(base + ".txt");
+            ir_file << text << std::flush;
+            txt_file << rep << std::flush;
+            if (!ir_file || !txt_file) {
+                // The report is not lost: the parent prints what the message carries.
+                send(fd, "X " + std::to_string(seed) + " cannot write " + base + ".txt/.ir (" + std::strerror(errno) +
+                             "); " + pair + " disagree, replay with --seed " + std::to_string(seed) + " --count 1");
+                continue;
+            }
             send(fd, "D " + std::to_string(seed) + " " + runners[i].name + ":" + runners[j].name + " " + base + ".txt");
         }
         send(fd, "K " + std::to_string(seed) + " " + std::to_string(compared));
@@ -523,8 +532,11 @@ void handle_line(const std::string &line, Worker &w, Summary &s) {
         ++s.by_pair[pair];
         ++s.failures;
         s.failing_seeds.insert(seed);
+        // Streaming a file that did not open would set cout's failbit and silence the rest.
         std::ifstream in(path);
-        std::cout << in.rdbuf() << "(written to " << path << ")\n" << std::flush;
+        if (in) std::cout << in.rdbuf();
+        else std::cout << "=== difftest: seed " << seed << ": " << pair << " disagree (cannot read " << path << ")\n";
+        std::cout << "(written to " << path << ")\n" << std::flush;
         break;
     }
     case 'F':
@@ -674,6 +686,16 @@ int main(int argc, char **argv) {
         Generated g = generate(*print_seed, opt.generate);
         std::cout << "// grid_dim(" << g.grid << "), block_dim(" << g.block << ")\n" << ember::ir::print(g.kernel);
         return 0;
+    }
+    // The reports of disagreements go there: made now, or a clear error before any kernel runs.
+    {
+        std::error_code ec;
+        std::filesystem::create_directories(opt.repro_dir, ec);
+        if (ec || !std::filesystem::is_directory(opt.repro_dir)) {
+            std::fprintf(stderr, "ember-difftest: --repro-dir '%s' is not a directory that can be made (%s)\n",
+                         opt.repro_dir.c_str(), ec ? ec.message().c_str() : "a file of that name exists");
+            return 2;
+        }
     }
     // Kernels are compiled once each: the disk cache and the preload would only grow.
     ::setenv("EMBER_DISABLE_CACHE", "1", 0);

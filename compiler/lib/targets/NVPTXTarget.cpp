@@ -171,6 +171,7 @@ public:
     bool has_fma(ir::ScalarType t) const override {
         return t == ir::ScalarType::F16 || (t == ir::ScalarType::BF16 && sm_version() >= 80);
     }
+    bool shield_vector_fpext() const override { return true; }
 
     llvm::Value *emit_special_reg(llvm::IRBuilderBase &b, ir::SpecialRegKind reg,
                                   unsigned dim) const override {

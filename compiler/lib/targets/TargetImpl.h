@@ -147,6 +147,13 @@ public:
     /// (f16, bf16). Without one the code generator computes it in f64 ([Note] Half-precision fma
     /// in CodeGenLLVM.cpp), since LLVM would widen it to f32 and round twice.
     virtual bool has_fma(ir::ScalarType) const { return false; }
+    /// Whether the operand of a vector fpext is frozen first, so that the back end cannot fold
+    /// a load into the conversion (freeze is free in machine code). LLVM 19's NVPTX back end
+    /// declares the extending float vector loads it cannot lower illegal only up to 4 lanes (f32
+    /// to f64) or 8 (f16, bf16): fpext(load <8 x float>) became invalid PTX (ld.v2.f32 into
+    /// f64 registers), fpext(load <16 x half>) a b16 load into f32 registers that reads the bits
+    /// as the value. Found by ember-difftest on the H200.
+    virtual bool shield_vector_fpext() const { return false; }
     /// Reports a misaligned vector access of `bytes` bytes at `addr` (which needed `align`) so
     /// that the launch fails. The default traps (the launch fails without naming the address);
     /// the CPU device records it for a LaunchError.

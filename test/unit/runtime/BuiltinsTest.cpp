@@ -619,6 +619,61 @@ TEST_P(BuiltinsTest, WarpOperationsAfterDivergentCodeSeeEveryLane) {
 } // namespace
 
 namespace {
+// Two folds of LLVM 19 that gave wrong answers (test/lit/eir/llvm_fold_workarounds.eir): a wide
+// integer made f16 and widened again (InstCombine skipped f16's overflow to inf when the
+// integer's known bits were few), and 16-lane float vectors loaded and widened (NVPTX made an
+// extending vector load of them: invalid PTX for f32 -> f64, the bits as the value for f16).
+const auto widenings = kernel("widenings", {"xs", "f", "h", "out", "wide"},
+                              [](Ptr<int64_t> xs, Ptr<float> f, Ptr<half> h, Ptr<float> out, Ptr<double> wide) {
+    auto t = thread_idx.x;
+    Int64 x = xs[t];
+    out[t] = cast<float>(cast<half>(x << 61));
+    out[8 + t] = cast<float>(cast<half>(cast<uint32_t>(x) * 16381u));
+    auto q = f.load<16>(t * 16);
+    wide.store(t * 32, cast<SIMD<double, 16>>(q));
+    auto p = h.load<16>(t * 16);
+    wide.store(t * 32 + 16, cast<SIMD<double, 16>>(cast<SIMD<float, 16>>(p)));
+});
+
+TEST_P(BuiltinsTest, WideningConversionsOfLoadsAndOfOverflowingIntegers) {
+    const int n = 8;
+    std::vector<int64_t> xs = {0, 1, 2, 3, 4, 5, -1, 7};
+    std::vector<float> f(n * 16);
+    std::vector<half> h(n * 16);
+    for (int i = 0; i < n * 16; ++i) {
+        f[i] = float(i) * 1.25f - 40.0f;
+        h[i] = half(float(i % 37) * 0.5f - 3.0f);
+    }
+    auto dx = ctx_->enqueue_create_buffer<int64_t>(n);
+    auto df = ctx_->enqueue_create_buffer<float>(f.size());
+    auto dh = ctx_->enqueue_create_buffer<half>(h.size());
+    auto dout = ctx_->enqueue_create_buffer<float>(2 * n);
+    auto dwide = ctx_->enqueue_create_buffer<double>(n * 32);
+    ctx_->enqueue_copy(dx, xs.data());
+    ctx_->enqueue_copy(df, f.data());
+    ctx_->enqueue_copy(dh, h.data());
+    ctx_->enqueue_function(widenings, dx, df, dh, dout, dwide, grid_dim(1), block_dim(n));
+    std::vector<float> out(2 * n);
+    std::vector<double> wide(n * 32);
+    ctx_->enqueue_copy(out.data(), dout);
+    ctx_->enqueue_copy(wide.data(), dwide);
+    ctx_->synchronize();
+    const float inf = std::numeric_limits<float>::infinity();
+    for (int t = 0; t < n; ++t) {
+        // x << 61: 0, or of magnitude 2^61 or more, past f16's largest finite value: +-inf.
+        const int64_t shifted = int64_t(uint64_t(xs[t]) << 61);
+        EXPECT_EQ(out[t], shifted == 0 ? 0.0f : shifted > 0 ? inf : -inf) << "x << 61 for x = " << xs[t];
+        const uint32_t u = uint32_t(xs[t]) * 16381u;
+        EXPECT_EQ(out[8 + t], float(half(float(u)))) << "u32 " << u;
+        for (int l = 0; l < 16; ++l) {
+            EXPECT_EQ(wide[t * 32 + l], double(f[t * 16 + l])) << "f32 lane " << l << " of thread " << t;
+            EXPECT_EQ(wide[t * 32 + 16 + l], double(float(h[t * 16 + l]))) << "f16 lane " << l << " of thread " << t;
+        }
+    }
+}
+} // namespace
+
+namespace {
 const auto saxpy = kernel("saxpy", {"x", "y", "out", "a", "n"},
                           [](Ptr<const float> x, Ptr<const float> y, Ptr<float> out, Float32 a, Int n) {
                               auto i = global_idx.x;
