@@ -371,7 +371,8 @@ public:
     /// them execute the operation together). Not activemask: after divergent code the lanes of a
     /// warp need not have reconverged (independent thread scheduling, sm_70 on), and a shuffle
     /// over only the lanes active at that moment reads undefined values from the others; a
-    /// .sync over all of them waits for them.
+    /// .sync over all of them waits for them. Lanes that have returned are not waited for (PTX:
+    /// the instruction waits for the non-exited threads of the mask); reading one is undefined.
     llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value,
                            llvm::Value *lane) const override {
         llvm::Value *mask = existing_lanes(b);
