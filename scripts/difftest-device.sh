@@ -2,7 +2,9 @@
 # Runs on the GPU machine over a tree carrying .devpkg/ember.tar.xz (scripts/pack-device.sh):
 # ember-difftest over N random kernels (default 100000) from seed S (default 1) on every core,
 # each kernel on the GPU, on the CPU device and in the reference interpreter, compared bit for bit.
-# The log and the repro files of any disagreement go to $OUT (docs/testing.md). Further arguments
+# The log goes to $OUT/difftest.txt, the repro files of the disagreements to
+# $OUT/difftest-repro.tar.xz (one archive: the device tool brings back at most 8 files;
+# docs/testing.md). Further arguments
 # go to ember-difftest (e.g. --no-half-fma). The run stops after $DIFFTEST_SECONDS (default 540,
 # under the device tool's 10 minutes) and then sums up the kernels that finished; split a larger
 # N over several calls by seed.
@@ -12,7 +14,8 @@ OUT=${OUT:-/tmp/ember-out}
 count=${1:-100000}
 seed=${2:-1}
 shift $(( $# < 2 ? $# : 2 ))
-mkdir -p "$OUT/difftest-repro" /tmp/ember
+repro=/tmp/ember-difftest-repro
+mkdir -p "$OUT" "$repro" /tmp/ember
 # Every kernel is new: the driver's cache of JIT-compiled PTX would only be written to.
 export CUDA_CACHE_DISABLE=1
 tar -xJf .devpkg/ember.tar.xz -C /tmp/ember
@@ -23,10 +26,13 @@ cd /tmp/ember/build
 } > "$OUT/difftest.txt" 2>&1
 timeout -s INT -k 30 "${DIFFTEST_SECONDS:-540}" \
   ./tools/ember-difftest --seed "$seed" --count "$count" --devices cuda,cpu --jobs "$(nproc)" \
-  --repro-dir "$OUT/difftest-repro" "$@" >> "$OUT/difftest.txt" 2>&1
+  --repro-dir "$repro" "$@" >> "$OUT/difftest.txt" 2>&1
 rc=$?
 echo "ember-difftest: exit $rc" >> "$OUT/difftest.txt"
-# The summary (last lines) and the first disagreements.
-grep -E '^=== difftest' "$OUT/difftest.txt" | head -40
+# The device tool brings back at most 8 files: the reports travel as one archive.
+tar -C "$(dirname "$repro")" -cf - "$(basename "$repro")" | xz -T0 > "$OUT/difftest-repro.tar.xz"
+# The summary (last lines), the disagreements by pair, and the first ones.
+grep -E '^=== difftest' "$OUT/difftest.txt" | sed -E 's/seed [0-9]+: //; s/\([0-9]+ values\)//' | sort | uniq -c
+grep -E '^=== difftest' "$OUT/difftest.txt" | head -20
 tail -12 "$OUT/difftest.txt"
 exit $rc

@@ -632,7 +632,11 @@ int parent(const Options &opt) {
         }
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::cout << "ember-difftest: seeds " << opt.seed << ".." << end - 1 << ", devices " << s.devices
+    std::string asked;
+    for (const std::string &d : opt.devices) asked += (asked.empty() ? "" : ",") + d;
+    std::cout << "ember-difftest: seeds " << opt.seed << ".." << end - 1 << ", devices "
+              << (s.devices.empty() ? "none opened (asked: " + (asked.empty() ? std::string("default") : asked) + ")"
+                                    : s.devices)
               << " (against each other and the interpreter), " << jobs << " jobs, " << secs << " s\n";
     std::cout << "  kernels: " << s.kernels << ", values compared: " << s.compared << ", disagreements: "
               << s.failures << ", errors of the tester: " << s.tester_errors << "\n";
