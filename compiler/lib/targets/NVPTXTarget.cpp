@@ -12,7 +12,10 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace ember::detail {
 namespace {
@@ -72,26 +75,106 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
     return out;
 }
 
-/// [Note] ptxas and 16-bit negation
-/// ================================
-/// ptxas (CUDA 13.0, sm_90; nvcc's own output is affected the same way) miscompiles a 16-bit
-/// negation or absolute value whose result is then sign-extended: `neg.s16 %b, %a;
-/// cvt.s32.s16 %r, %b` becomes a 32-bit negation of the sign-extended operand (SASS: `PRMT
-/// 0x9910` then `IMAD.MOV -R`), so -(-32768) gives 32768 instead of -32768, and the same for
-/// `abs.s16` and for `cvt.s64.s16`. Measured over every i16 value on an H200: `neg.s16` and
-/// `abs.s16` followed by a sign extension are wrong for -32768 and right elsewhere; `sub.s16`
-/// of two registers, of a non-zero constant and a register, `mul.lo.s16`, `shl`, `shr`, `not`
-/// and `min` are right, and so are `not.b16` + `add.s16 1`, and `setp`/`selp` around them.
-/// LLVM's instruction selection makes `neg.s16` not only from `sub i16 0, x` but also from
-/// multiplications by negative powers of two and from divisions by negative constants, so the
-/// fix works on the PTX text itself: every `neg.s16` and `abs.s16` that LLVM emits is replaced
-/// by that exact form (`patch_ptx`), in the assembly stage and in the binary alike. The cost is
-/// one instruction (neg) or three (abs), on operations that are rare in kernels.
+/// [Note] ptxas and integer negation, abs and 16-bit min/max
+/// ==========================================================
+/// ptxas (CUDA 13.0, sm_90; nvcc's own output is affected the same way) miscompiles three
+/// families of integer code that LLVM emits, each measured on an H200 against a host reference
+/// over random and edge values (INT_MIN, INT_MAX, 0, +-1, +-2) and found by ember-difftest:
+/// - **A negation feeding a min/max tree.** `neg.s32 a, x; neg.s32 b, y; neg.s32 c, z;
+///   min.s32 t, a, b; min.s32 r, t, c` becomes a 3-input `VIMNMX3` that drops the negation of
+///   one operand: min(-x, -y, -z) comes out as min(-x, y, -z). Every min/max tree of 4 or more
+///   negated lanes (`reduce_min(-v)`, `reduce_max(-abs(v))`) is wrong on about half the inputs.
+///   `sub.s32 a, 0, x`, `mul.lo.s32 a, x, -1` and a zero ptxas can fold fail the same way;
+///   `not.b32` + `add.s32 1` is right.
+/// - **abs treated as non-negative.** abs(INT_MIN) is INT_MIN in PTX (and in ember's IR), but
+///   ptxas takes `abs.s32`'s result as non-negative: `rem.s32` of it becomes an unsigned
+///   remainder (abs(INT_MIN) % 7 gives 2, not -2), and `setp.lt.s32 abs(x), 0` is folded to
+///   false. `setp.lt` + `not` + `add 1` + `selp` is right, and so is the form with `neg`.
+/// - **16-bit.** A negation or abs whose result is then sign-extended is widened first:
+///   `neg.s16 %b, %a; cvt.s32.s16 %r, %b` becomes a 32-bit negation of the sign-extended
+///   operand, so -(-32768) gives 32768 (likewise `abs.s16`, `cvt.s64.s16`). And `min`/`max` of
+///   16 bits followed by a comparison become a packed `VIMNMX.U16x2`/`.S16x2` with a predicate
+///   result that reads the register's upper half, which ptxas left holding garbage: 1 / -(2 * x)
+///   in u16 gave 1 for every x (`max.u16 d, x, 1; setp.eq.s16 p, d, 1`), and `a % max(b, c)`
+///   in i16 went wrong the same way.
+/// LLVM's instruction selection makes these instructions from many IR shapes (a `neg` from
+/// `sub 0, x`, from multiplications by negative powers of two, from divisions by negative
+/// constants), so the fix works on the PTX text itself (`patch_ptx`), in the assembly stage and
+/// in the binary alike: every `neg.s16/s32/s64` becomes `not` + `add 1`; every `abs.s16/s32/s64`
+/// becomes `setp.lt` + `not` + `add 1` + `selp`; every `min`/`max` of `.s16`/`.u16` is done in 32
+/// bits between `cvt`s. The cost is an instruction or three on each; test/lit/eir/ptxas_workarounds.eir
+/// pins the forms, BuiltinsTest runs them on the GPU.
+
+std::string trim(std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return std::string(v);
+}
+
+/// A 16-bit immediate operand as the 32-bit operand of the widened min/max: its low 16 bits,
+/// sign- or zero-extended as the instruction's type says. "" when `text` is not a number.
+std::string widen_immediate16(const std::string &text, bool is_signed) {
+    if (text.empty() || text[0] == '%') return "";
+    errno = 0;
+    char *end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 0);
+    if (errno != 0 || end == text.c_str() || *end != '\0') return "";
+    const uint16_t low = static_cast<uint16_t>(static_cast<unsigned long long>(v));
+    const long long widened = is_signed ? static_cast<long long>(static_cast<int16_t>(low)) : static_cast<long long>(low);
+    return std::to_string(widened);
+}
+
+/// The replacement of one PTX instruction (`op dst, src[, src2]`), or "" to keep it.
+std::string rewrite_instruction(const std::string &op, const std::vector<std::string> &args, const std::string &indent) {
+    auto bits_of = [](const std::string &t) { return t.substr(t.size() - 2); }; // "16", "32" or "64"
+    if ((op == "neg.s16" || op == "neg.s32" || op == "neg.s64") && args.size() == 2) {
+        const std::string n = bits_of(op);
+        // dst may be src: not reads src before add writes dst.
+        return indent + "// " + op + " as not + add: ember's [Note] ptxas and integer negation, abs and 16-bit min/max\n" +
+               indent + "not.b" + n + " \t" + args[0] + ", " + args[1] + ";\n" +
+               indent + "add.s" + n + " \t" + args[0] + ", " + args[0] + ", 1;";
+    }
+    if ((op == "abs.s16" || op == "abs.s32" || op == "abs.s64") && args.size() == 2) {
+        const std::string n = bits_of(op);
+        const std::string p = "%abs" + n + "_p", t = "%abs" + n + "_t";
+        return indent + "// " + op + " as setp + not + add + selp: ember's [Note] ptxas and integer negation, abs and 16-bit min/max\n" +
+               indent + "{\n" + indent + ".reg .pred " + p + ";\n" + indent + ".reg .b" + n + " " + t + ";\n" +
+               indent + "setp.lt.s" + n + " \t" + p + ", " + args[1] + ", 0;\n" +
+               indent + "not.b" + n + " \t" + t + ", " + args[1] + ";\n" +
+               indent + "add.s" + n + " \t" + t + ", " + t + ", 1;\n" +
+               indent + "selp.b" + n + " \t" + args[0] + ", " + t + ", " + args[1] + ", " + p + ";\n" + indent + "}";
+    }
+    if ((op == "min.s16" || op == "max.s16" || op == "min.u16" || op == "max.u16") && args.size() == 3) {
+        const bool is_signed = op[4] == 's';
+        const std::string wide = op.substr(0, 4) + (is_signed ? "s32" : "u32");
+        const std::string ext = is_signed ? "cvt.s32.s16" : "cvt.u32.u16";
+        std::string out = indent + "// " + op + " in 32 bits: ember's [Note] ptxas and integer negation, abs and 16-bit min/max\n" +
+                          indent + "{\n" + indent + ".reg .b32 %mm16_a, %mm16_b;\n";
+        std::string operands[2];
+        for (int i = 0; i < 2; ++i) {
+            const std::string &a = args[1 + i];
+            if (!a.empty() && a[0] == '%') {
+                operands[i] = i == 0 ? "%mm16_a" : "%mm16_b";
+                out += indent + ext + " \t" + operands[i] + ", " + a + ";\n";
+            } else {
+                operands[i] = widen_immediate16(a, is_signed);
+                if (operands[i].empty()) return ""; // an operand this rewrite does not know: keep the line
+            }
+        }
+        out += indent + wide + " \t%mm16_a, " + operands[0] + ", " + operands[1] + ";\n";
+        out += indent + "cvt.u16.u32 \t" + args[0] + ", %mm16_a;\n" + indent + "}";
+        return out;
+    }
+    return "";
+}
+
 std::string patch_ptx(std::string ptx) {
-    if (ptx.find("neg.s16") == std::string::npos && ptx.find("abs.s16") == std::string::npos)
-        return ptx;
+    static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16"};
+    bool any = false;
+    for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
+    if (!any) return ptx;
     std::string out;
-    out.reserve(ptx.size() + 256);
+    out.reserve(ptx.size() + ptx.size() / 8);
     size_t pos = 0;
     while (pos < ptx.size()) {
         size_t eol = ptx.find('\n', pos);
@@ -99,41 +182,26 @@ std::string patch_ptx(std::string ptx) {
         std::string_view line(ptx.data() + pos, eol - pos);
         const size_t first = line.find_first_not_of(" \t");
         std::string_view body = first == std::string_view::npos ? "" : line.substr(first);
-        const bool is_neg = body.rfind("neg.s16", 0) == 0 && body.size() > 7 &&
-                            (body[7] == ' ' || body[7] == '\t');
-        const bool is_abs = body.rfind("abs.s16", 0) == 0 && body.size() > 7 &&
-                            (body[7] == ' ' || body[7] == '\t');
-        const size_t comma = body.find(',');
+        const size_t op_end = body.find_first_of(" \t");
         const size_t semi = body.find(';');
-        if ((is_neg || is_abs) && comma != std::string_view::npos && semi != std::string_view::npos &&
-            comma < semi) {
-            auto trim = [](std::string_view v) {
-                while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-                while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-                return std::string(v);
-            };
-            const std::string dst = trim(body.substr(7, comma - 7));
-            const std::string src = trim(body.substr(comma + 1, semi - comma - 1));
-            const std::string indent(line.substr(0, first));
-            if (is_neg) {
-                // dst may be src: not reads src before add writes dst.
-                out += indent + "// neg.s16 as not + add: ember's [Note] ptxas and 16-bit negation\n";
-                out += indent + "not.b16 \t" + dst + ", " + src + ";\n";
-                out += indent + "add.s16 \t" + dst + ", " + dst + ", 1;";
-            } else {
-                out += indent + "// abs.s16 as setp + not + add + selp: ember's [Note] ptxas and 16-bit negation\n";
-                out += indent + "{\n";
-                out += indent + ".reg .pred %abs16_p;\n" + indent + ".reg .b16 %abs16_t;\n";
-                out += indent + "setp.lt.s16 \t%abs16_p, " + src + ", 0;\n";
-                out += indent + "not.b16 \t%abs16_t, " + src + ";\n";
-                out += indent + "add.s16 \t%abs16_t, %abs16_t, 1;\n";
-                out += indent + "selp.b16 \t" + dst + ", %abs16_t, " + src + ", %abs16_p;\n";
-                out += indent + "}";
+        std::string replacement;
+        if (op_end != std::string_view::npos && semi != std::string_view::npos && op_end < semi) {
+            const std::string op(body.substr(0, op_end));
+            std::vector<std::string> args;
+            std::string_view operands = body.substr(op_end, semi - op_end);
+            for (size_t start = 0;;) {
+                const size_t comma = operands.find(',', start);
+                args.push_back(trim(operands.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+                if (comma == std::string_view::npos) break;
+                start = comma + 1;
             }
-            std::string_view rest = line.substr(first + semi + 1);
-            if (!is_neg && !rest.empty() && rest.find_first_not_of(" \t") != std::string_view::npos)
-                out += "\n" + indent; // a comment after the instruction, on a line of its own
-            out += rest;
+            replacement = rewrite_instruction(op, args, std::string(line.substr(0, first)));
+        }
+        if (!replacement.empty()) {
+            out += replacement;
+            std::string_view rest = body.substr(semi + 1);
+            if (rest.find_first_not_of(" \t") != std::string_view::npos)
+                out += "\n" + std::string(line.substr(0, first)) + trim(rest); // a comment after the instruction
         } else {
             out += line;
         }

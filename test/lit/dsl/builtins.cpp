@@ -28,7 +28,7 @@ EMBER_LIT_KERNEL(int_builtins, {"out", "x"}, [](Ptr<uint32_t> out, Int32 x) {
 // LLVM:     call i32 @llvm.ctlz.i32({{.*}}, i1 false)
 // LLVM:     call i32 @llvm.cttz.i32({{.*}}, i1 false)
 // PTX-LABEL: kernel: int_builtins
-// PTX-DAG:  abs.s32
+// PTX-DAG:  // abs.s32 as setp + not + add + selp
 // PTX-DAG:  popc.b32
 // PTX-DAG:  clz.b32
 // ctz(0) is 32, then ctz via popc((~x) & (x - 1)).

@@ -127,7 +127,8 @@ const auto floats64 = make_float_kernel<double>("floats64");
 
 // Negation, abs, a multiplication by -8 (written as -(x << 3)) and a division by -4 of every i16,
 // sign-extended: ptxas widens `neg.s16`/`abs.s16` before a sign extension and gives 32768 for
-// -(-32768) unless the PTX avoids them ([Note] ptxas and 16-bit negation in NVPTXTarget.cpp).
+// -(-32768) unless the PTX avoids them ([Note] ptxas and integer negation, abs and 16-bit min/max in
+// NVPTXTarget.cpp).
 const auto i16_negations = kernel("i16_negations", {"in", "out", "n"}, [](Ptr<int16_t> in, Ptr<int32_t> out, Int n) {
     auto i = global_idx.x;
     if_(i < n, [&] {
@@ -165,6 +166,101 @@ TEST_P(BuiltinsTest, Int16NegationsSignExtendExactly) {
                 ++bad;
             }
     }
+}
+
+// The other integer forms ptxas got wrong ([Note] ptxas and integer negation, abs and 16-bit
+// min/max): a min/max tree of negated lanes (ptxas's 3-input min dropped one negation), abs of
+// INT_MIN taken as non-negative (a remainder of it made unsigned, a comparison with 0 folded),
+// and a 16-bit min/max before a comparison (a packed instruction that read garbage upper bits).
+const auto ptxas_integer_forms =
+    kernel("ptxas_integer_forms", {"a", "w", "u", "s", "out", "out64", "o16"},
+           [](Ptr<int32_t> a, Ptr<int64_t> w, Ptr<uint16_t> u, Ptr<int16_t> s, Ptr<int32_t> out, Ptr<int64_t> out64,
+              Ptr<uint16_t> o16) {
+               auto i = global_idx.x;
+               auto v = a.load<16>(i * 16);
+               auto v4 = a.load<4>(i * 16 + 4);
+               out[i * 6] = reduce_min(-v);
+               out[i * 6 + 1] = reduce_max(-abs(v));
+               out[i * 6 + 2] = reduce_min(-v4);
+               out[i * 6 + 3] = abs(a[i * 16]) % 7;
+               out[i * 6 + 4] = cast<int32_t>(abs(a[i * 16 + 1]) < 0);
+               out[i * 6 + 5] = cast<int32_t>(s[i * 2] % max(s[i * 2 + 1], Int16(0)));
+               out64[i] = abs(w[i]) % 7;
+               UInt16 x = u[i];
+               o16[i] = UInt16(1) / -(x + x) + x;
+           });
+
+TEST_P(BuiltinsTest, NegationsAbsAndSmallMinMaxAreExact) {
+    const int n = 65536;
+    std::vector<int32_t> a(n * 16);
+    std::vector<int64_t> w(n);
+    std::vector<uint16_t> u(n);
+    std::vector<int16_t> s(n * 2);
+    const int32_t edges[] = {0, 1, -1, 2, -2, 7, -7, INT32_MIN, INT32_MIN + 1, INT32_MAX};
+    uint64_t state = 12345;
+    auto next = [&] { // SplitMix64
+        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    };
+    for (auto &x : a) {
+        const uint64_t r = next();
+        x = r % 3 == 0 ? edges[(r >> 8) % std::size(edges)] : r % 3 == 1 ? int32_t((r >> 8) % 2001) - 1000 : int32_t(r >> 32);
+    }
+    for (int i = 0; i < n; ++i) {
+        const uint64_t r = next();
+        w[i] = i % 4 == 0 ? std::numeric_limits<int64_t>::min() + (i % 3) : int64_t(r);
+        u[i] = uint16_t(i);
+        s[i * 2] = int16_t(uint16_t(i));                      // every i16 dividend
+        s[i * 2 + 1] = int16_t(uint16_t((i * 7919) >> 3)); // divisors of every sign and size
+    }
+    a[0] = INT32_MIN;
+    a[1] = INT32_MIN;
+    auto da = ctx_->enqueue_create_buffer<int32_t>(a.size());
+    auto dw = ctx_->enqueue_create_buffer<int64_t>(n);
+    auto du = ctx_->enqueue_create_buffer<uint16_t>(n);
+    auto ds = ctx_->enqueue_create_buffer<int16_t>(s.size());
+    auto dout = ctx_->enqueue_create_buffer<int32_t>(n * 6);
+    auto dout64 = ctx_->enqueue_create_buffer<int64_t>(n);
+    auto do16 = ctx_->enqueue_create_buffer<uint16_t>(n);
+    ctx_->enqueue_copy(da, a.data());
+    ctx_->enqueue_copy(dw, w.data());
+    ctx_->enqueue_copy(du, u.data());
+    ctx_->enqueue_copy(ds, s.data());
+    ctx_->enqueue_function(ptxas_integer_forms, da, dw, du, ds, dout, dout64, do16, grid_dim(n / 256), block_dim(256));
+    std::vector<int32_t> out(n * 6);
+    std::vector<int64_t> out64(n);
+    std::vector<uint16_t> o16(n);
+    ctx_->enqueue_copy(out.data(), dout);
+    ctx_->enqueue_copy(out64.data(), dout64);
+    ctx_->enqueue_copy(o16.data(), do16);
+    ctx_->synchronize();
+    // ember's integers wrap: -INT_MIN and abs(INT_MIN) are INT_MIN; x % 0 is 0, MIN % -1 is 0.
+    auto neg = [](int32_t x) { return int32_t(0u - uint32_t(x)); };
+    auto iabs = [&](int32_t x) { return x < 0 ? neg(x) : x; };
+    auto rem = [](auto x, auto y) -> decltype(x) { return y == 0 || (y == -1) ? 0 : x % y; };
+    int bad = 0;
+    auto check = [&](bool ok, int i, const char *what, long long got, long long want) {
+        if (!ok && bad++ < 10) ADD_FAILURE() << what << " of thread " << i << ": got " << got << ", want " << want;
+    };
+    for (int i = 0; i < n; ++i) {
+        const int32_t *v = &a[i * 16];
+        int32_t mn = INT32_MAX, mx = INT32_MIN, mn4 = INT32_MAX;
+        for (int l = 0; l < 16; ++l) mn = std::min(mn, neg(v[l])), mx = std::max(mx, neg(iabs(v[l])));
+        for (int l = 4; l < 8; ++l) mn4 = std::min(mn4, neg(v[l]));
+        const int32_t want[6] = {mn, mx, mn4, rem(iabs(v[0]), 7), iabs(v[1]) < 0 ? 1 : 0,
+                                 rem(int32_t(s[i * 2]), std::max(int32_t(s[i * 2 + 1]), 0))};
+        const char *what[6] = {"reduce_min(-v)", "reduce_max(-abs(v))", "reduce_min(-v4)", "abs(x) % 7", "abs(x) < 0",
+                               "i16 a % max(b, 0)"};
+        for (int k = 0; k < 6; ++k) check(out[i * 6 + k] == want[k], i, what[k], out[i * 6 + k], want[k]);
+        const int64_t aw = w[i] < 0 ? int64_t(0ull - uint64_t(w[i])) : w[i];
+        check(out64[i] == aw % 7, i, "abs(i64) % 7", out64[i], aw % 7);
+        const uint16_t d = uint16_t(0u - uint16_t(u[i] + u[i]));
+        const uint16_t want16 = uint16_t((d == 0 ? 0 : 1 / d) + u[i]);
+        check(o16[i] == want16, i, "u16 1 / -(x + x) + x", o16[i], want16);
+    }
+    EXPECT_EQ(bad, 0);
 }
 
 // fma of f16 and bf16 rounds once. Both cases land on a halfway point of the narrow type when
