@@ -575,7 +575,17 @@ llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from_type, c
         const unsigned from_bits = v->getType()->getScalarSizeInBits();
         const unsigned to_bits = dst->getScalarSizeInBits();
         if (from_bits < to_bits) return widen_float(v, dst);
-        if (from_bits > to_bits) return b_.CreateFPTrunc(v, dst);
+        if (from_bits > to_bits) {
+            // To f16 through an arithmetic fence (no instruction on any target). LLVM 19's
+            // InstCombine makes fptrunc (uitofp x to float) to half a uitofp x to half, and then
+            // meets the fold that emit_int_to_f16 avoids: an fpext of it became uitofp x to
+            // float, and the f16 overflow was lost (cast<f16>(cast<f32>(x << 29)) widened again
+            // stayed 2^29, not inf; found by ember-difftest on the CPU device). The integer can
+            // reach the fptrunc through a variable or a call as well as directly, so every such
+            // fptrunc is fenced; the fence only keeps InstCombine from looking through it.
+            if (to.scalar() == ir::ScalarType::F16) v = b_.CreateArithmeticFence(v, v->getType());
+            return b_.CreateFPTrunc(v, dst);
+        }
         // f16 <-> bf16: through f32, which holds both exactly, so there is one rounding.
         return b_.CreateFPTrunc(widen_float(v, like_lanes(b_.getFloatTy(), dst)), dst);
     }

@@ -725,6 +725,10 @@ const auto widenings = kernel("widenings", {"xs", "f", "h", "out", "wide"},
     Int64 x = xs[t];
     out[t] = cast<float>(cast<half>(x << 61));
     out[8 + t] = cast<float>(cast<half>(cast<uint32_t>(x) * 16381u));
+    // The integer made f32 first, then f16: the same fold after fptrunc (uitofp) became uitofp.
+    out[16 + t] = cast<float>(cast<half>(cast<float>(cast<uint32_t>(x) << 29)));
+    Var<float> through_var = cast<float>(cast<uint32_t>(x) << 29);
+    out[24 + t] = cast<float>(cast<half>(Float32(through_var)));
     auto q = f.load<16>(t * 16);
     wide.store(t * 32, cast<SIMD<double, 16>>(q));
     auto p = h.load<16>(t * 16);
@@ -743,13 +747,13 @@ TEST_P(BuiltinsTest, WideningConversionsOfLoadsAndOfOverflowingIntegers) {
     auto dx = ctx_->enqueue_create_buffer<int64_t>(n);
     auto df = ctx_->enqueue_create_buffer<float>(f.size());
     auto dh = ctx_->enqueue_create_buffer<half>(h.size());
-    auto dout = ctx_->enqueue_create_buffer<float>(2 * n);
+    auto dout = ctx_->enqueue_create_buffer<float>(4 * n);
     auto dwide = ctx_->enqueue_create_buffer<double>(n * 32);
     ctx_->enqueue_copy(dx, xs.data());
     ctx_->enqueue_copy(df, f.data());
     ctx_->enqueue_copy(dh, h.data());
     ctx_->enqueue_function(widenings, dx, df, dh, dout, dwide, grid_dim(1), block_dim(n));
-    std::vector<float> out(2 * n);
+    std::vector<float> out(4 * n);
     std::vector<double> wide(n * 32);
     ctx_->enqueue_copy(out.data(), dout);
     ctx_->enqueue_copy(wide.data(), dwide);
@@ -761,6 +765,10 @@ TEST_P(BuiltinsTest, WideningConversionsOfLoadsAndOfOverflowingIntegers) {
         EXPECT_EQ(out[t], shifted == 0 ? 0.0f : shifted > 0 ? inf : -inf) << "x << 61 for x = " << xs[t];
         const uint32_t u = uint32_t(xs[t]) * 16381u;
         EXPECT_EQ(out[8 + t], float(half(float(u)))) << "u32 " << u;
+        // u << 29 is 0 or at least 2^29: 0 or inf.
+        const uint32_t big = uint32_t(xs[t]) << 29;
+        EXPECT_EQ(out[16 + t], big == 0 ? 0.0f : inf) << "cast<f16>(cast<f32>(" << big << "))";
+        EXPECT_EQ(out[24 + t], big == 0 ? 0.0f : inf) << "cast<f16>(cast<f32>(" << big << ")) through a Var";
         for (int l = 0; l < 16; ++l) {
             EXPECT_EQ(wide[t * 32 + l], double(f[t * 16 + l])) << "f32 lane " << l << " of thread " << t;
             EXPECT_EQ(wide[t * 32 + 16 + l], double(float(h[t * 16 + l]))) << "f16 lane " << l << " of thread " << t;
