@@ -50,6 +50,7 @@ private:
     llvm::Value *widen_float(llvm::Value *v, llvm::Type *ty);
     llvm::Value *emit_int_to_bf16(llvm::Value *v, const ir::Type &from);
     llvm::Value *emit_int_to_f16(llvm::Value *v, const ir::Type &from);
+    llvm::Value *emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value *a, llvm::Value *b);
     llvm::Value *emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to);
     /// A math library call, or a fast_ variant ([Note] Math library).
     llvm::Value *emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value *> args);
@@ -309,6 +310,17 @@ llvm::Value *CodeGenLLVM::emit_int_to_f16(llvm::Value *v, const ir::Type &from) 
     return b_.CreateFPTrunc(f, like_lanes(b_.getHalfTy(), it));
 }
 
+/// minNum/maxNum of floats, behind an arithmetic fence (no instruction on any target). LLVM 19's
+/// InstSimplify crashes the process (llvm_unreachable, undefined in a release build: a segfault)
+/// on m(m(x, y), g(x, y, ...)), where m is minnum/maxnum and g any other intrinsic whose first
+/// two operands are x and y: foldMinimumMaximumSharedOp asks getInverseMinMaxIntrinsic for g's
+/// inverse. min(min(x, 0.0), fma(x, 0.0, 0.0)) did it (found by ember-difftest). The fold needs
+/// the inner min/max as a direct operand of the outer one; behind the fence it never is.
+llvm::Value *CodeGenLLVM::emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value *a, llvm::Value *b) {
+    llvm::Value *m = b_.CreateBinaryIntrinsic(id, a, b);
+    return b_.CreateArithmeticFence(m, m->getType());
+}
+
 /// An integer to bf16, rounded once ([Note] IR semantics: casts). LLVM converts through f32
 /// (x86: vcvtsi2ss, then __truncsfbf2), which rounds twice when the integer has more than 24
 /// significant bits: 16842753 = 2^24 + 2^16 + 1 gave 2^24 instead of 2^24 + 2^17. So the
@@ -389,11 +401,11 @@ llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
             return per_lane({a, b}, [&](llvm::ArrayRef<llvm::Value *> x) { return target_.emit_frem(b_, x[0], x[1]); });
         return target_.emit_frem(b_, a, b);
     case ir::BinaryOp::Min:
-        if (fp) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, b);
+        if (fp) return emit_float_min_max(llvm::Intrinsic::minnum, a, b);
         return b_.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin,
                                         a, b);
     case ir::BinaryOp::Max:
-        if (fp) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, b);
+        if (fp) return emit_float_min_max(llvm::Intrinsic::maxnum, a, b);
         return b_.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax,
                                         a, b);
     case ir::BinaryOp::And: return b_.CreateAnd(a, b);
@@ -499,8 +511,8 @@ llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
             return emit_half_fma(a[0], a[1], a[2]); // [Note] Half-precision fma
         return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a[0], a[1], a[2]});
     case ir::Intrinsic::Copysign: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a[0], a[1]);
-    case ir::Intrinsic::Fmin: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a[0], a[1]);
-    case ir::Intrinsic::Fmax: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a[0], a[1]);
+    case ir::Intrinsic::Fmin: return emit_float_min_max(llvm::Intrinsic::minnum, a[0], a[1]);
+    case ir::Intrinsic::Fmax: return emit_float_min_max(llvm::Intrinsic::maxnum, a[0], a[1]);
     case ir::Intrinsic::IsNan: return b_.CreateFCmpUNO(x, x);
     case ir::Intrinsic::IsInf:
     case ir::Intrinsic::IsFinite: {
@@ -713,7 +725,9 @@ llvm::Value *CodeGenLLVM::visit(const ir::Reduce *op) {
     if (t.is_float()) {
         // The tree order of [Note] IR semantics: the same roundings on every target (LLVM's
         // ordered reductions would fold left to right, its unordered ones in any order).
-        return fold_tree(v, [&](llvm::Value *x, llvm::Value *y) -> llvm::Value * {
+        // Inside the tree a min/max meets only min/max (see emit_float_min_max): only the
+        // result is fenced.
+        llvm::Value *r = fold_tree(v, [&](llvm::Value *x, llvm::Value *y) -> llvm::Value * {
             switch (op->op) {
             case ir::ReduceOp::Add: return b_.CreateFAdd(x, y);
             case ir::ReduceOp::Mul: return b_.CreateFMul(x, y);
@@ -722,6 +736,8 @@ llvm::Value *CodeGenLLVM::visit(const ir::Reduce *op) {
             default: EMBER_UNREACHABLE("bitwise reduction of floats");
             }
         });
+        if (op->op == ir::ReduceOp::Min || op->op == ir::ReduceOp::Max) r = b_.CreateArithmeticFence(r, r->getType());
+        return r;
     }
     // Integers and bools: the order does not change the result.
     const bool is_signed = t.is_signed_int();
