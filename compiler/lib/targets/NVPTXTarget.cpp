@@ -97,13 +97,20 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 ///   result that reads the register's upper half, which ptxas left holding garbage: 1 / -(2 * x)
 ///   in u16 gave 1 for every x (`max.u16 d, x, 1; setp.eq.s16 p, d, 1`), and `a % max(b, c)`
 ///   in i16 went wrong the same way.
+/// - **A crash.** ptxas itself crashes (a segfault, on about half the runs: in the driver's JIT
+///   that kills the process) on a scalar `max.f16` whose result, packed with another half, feeds
+///   a `max.f16x2` (found by ember-difftest; the kernel reduced to 17 PTX instructions crashed
+///   ptxas 12 times in 24 runs). Scalar `min.f16` and `max.f16` are done in f32 between `cvt`s
+///   (exact: the result is one of the operands), and that PTX did not crash in 64 runs; the
+///   packed forms stay.
 /// LLVM's instruction selection makes these instructions from many IR shapes (a `neg` from
 /// `sub 0, x`, from multiplications by negative powers of two, from divisions by negative
 /// constants), so the fix works on the PTX text itself (`patch_ptx`), in the assembly stage and
 /// in the binary alike: every `neg.s16/s32/s64` becomes `not` + `add 1`; every `abs.s16/s32/s64`
 /// becomes `setp.lt` + `not` + `add 1` + `selp`; every `min`/`max` of `.s16`/`.u16` is done in 32
-/// bits between `cvt`s. The cost is an instruction or three on each; test/lit/eir/ptxas_workarounds.eir
-/// pins the forms, BuiltinsTest runs them on the GPU.
+/// bits between `cvt`s, every scalar `min`/`max` of `.f16` in f32. The cost is an instruction or
+/// three on each; test/lit/eir/ptxas_workarounds.eir pins the forms, BuiltinsTest runs them on
+/// the GPU.
 
 std::string trim(std::string_view v) {
     while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
@@ -165,11 +172,21 @@ std::string rewrite_instruction(const std::string &op, const std::vector<std::st
         out += indent + "cvt.u16.u32 \t" + args[0] + ", %mm16_a;\n" + indent + "}";
         return out;
     }
+    if ((op == "min.f16" || op == "max.f16") && args.size() == 3 && !args[1].empty() && args[1][0] == '%' &&
+        !args[2].empty() && args[2][0] == '%') {
+        const std::string wide = op.substr(0, 4) + "f32";
+        return indent + "// " + op + " in f32: ember's [Note] ptxas and integer negation, abs and 16-bit min/max\n" +
+               indent + "{\n" + indent + ".reg .f32 %mmh_a, %mmh_b;\n" +
+               indent + "cvt.f32.f16 \t%mmh_a, " + args[1] + ";\n" +
+               indent + "cvt.f32.f16 \t%mmh_b, " + args[2] + ";\n" +
+               indent + wide + " \t%mmh_a, %mmh_a, %mmh_b;\n" +
+               indent + "cvt.rn.f16.f32 \t" + args[0] + ", %mmh_a;\n" + indent + "}";
+    }
     return "";
 }
 
 std::string patch_ptx(std::string ptx) {
-    static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16"};
+    static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f16", "max.f16"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
