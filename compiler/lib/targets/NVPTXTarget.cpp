@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,9 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 ///   result that reads the register's upper half, which ptxas left holding garbage: 1 / -(2 * x)
 ///   in u16 gave 1 for every x (`max.u16 d, x, 1; setp.eq.s16 p, d, 1`), and `a % max(b, c)`
 ///   in i16 went wrong the same way.
+/// - **A 64-bit subtraction of two shifts of one value.** (x >> 63) - (x << 1) came out as if
+///   it were a rotate, wrong for 60,944 of 65,536 values, and (x << 1) - (x >> 63) likewise;
+///   other shift amounts, x + x for x << 1 and 32 bits came out right (`rewrite_sub64`).
 /// - **A crash.** ptxas itself crashes (a segfault, on about half the runs: in the driver's JIT
 ///   that kills the process) on a scalar `max.f16` whose result, packed with another half, feeds
 ///   a `max.f16x2` (found by ember-difftest; the kernel reduced to 17 PTX instructions crashed
@@ -108,7 +112,8 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 /// constants), so the fix works on the PTX text itself (`patch_ptx`), in the assembly stage and
 /// in the binary alike: every `neg.s16/s32/s64` becomes `not` + `add 1`; every `abs.s16/s32/s64`
 /// becomes `setp.lt` + `not` + `add 1` + `selp`; every `min`/`max` of `.s16`/`.u16` is done in 32
-/// bits between `cvt`s, every scalar `min`/`max` of `.f16` in f32. The cost is an instruction or
+/// bits between `cvt`s, every scalar `min`/`max` of `.f16` in f32, and a `sub.s64` of a left and a
+/// right shift of one register becomes `not` + `add 1` + `add`. The cost is an instruction or
 /// three on each; test/lit/eir/ptxas_workarounds.eir pins the forms, BuiltinsTest runs them on
 /// the GPU.
 
@@ -185,45 +190,90 @@ std::string rewrite_instruction(const std::string &op, const std::vector<std::st
     return "";
 }
 
+/// One PTX instruction line: `op args...;` after its indentation, and what follows the `;`.
+struct PtxLine {
+    std::string_view text, indent, rest;
+    std::string op;
+    std::vector<std::string> args;
+};
+
+PtxLine parse_ptx_line(std::string_view line) {
+    PtxLine l;
+    l.text = line;
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos) return l;
+    l.indent = line.substr(0, first);
+    std::string_view body = line.substr(first);
+    const size_t op_end = body.find_first_of(" \t");
+    const size_t semi = body.find(';');
+    if (op_end == std::string_view::npos || semi == std::string_view::npos || op_end > semi) return l;
+    l.op = std::string(body.substr(0, op_end));
+    l.rest = body.substr(semi + 1);
+    std::string_view operands = body.substr(op_end, semi - op_end);
+    for (size_t start = 0;;) {
+        const size_t comma = operands.find(',', start);
+        l.args.push_back(trim(operands.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+    }
+    return l;
+}
+
+/// `sub.s64 d, a, b` where a and b are shifts of one register, one left and one right: ptxas
+/// (CUDA 13.0, sm_90) computed (x >> 63) - (x << 1) as if it were a rotate, wrong for 60,944 of
+/// 65,536 values, and (x << 1) - (x >> 63) likewise (measured on an H200; (x >> 62) - (x << 1),
+/// (x >> 63) - (x + x) and the 32-bit forms came out right). LLVM's `sub` is rewritten as
+/// a + (~b + 1), which came out right for every value. `shifts` maps a register to the
+/// register it shifts and the direction.
+std::string rewrite_sub64(const PtxLine &l, const std::map<std::string, std::pair<std::string, bool>> &shifts) {
+    if (l.op != "sub.s64" || l.args.size() != 3) return "";
+    auto a = shifts.find(l.args[1]), b = shifts.find(l.args[2]);
+    if (a == shifts.end() || b == shifts.end() || a->second.first != b->second.first || a->second.second == b->second.second)
+        return "";
+    const std::string indent(l.indent);
+    return indent + "// sub.s64 of two shifts of one value as not + add + add: ember's [Note] ptxas and integer negation, abs and 16-bit min/max\n" +
+           indent + "{\n" + indent + ".reg .b64 %sub64_t;\n" +
+           indent + "not.b64 \t%sub64_t, " + l.args[2] + ";\n" +
+           indent + "add.s64 \t%sub64_t, %sub64_t, 1;\n" +
+           indent + "add.s64 \t" + l.args[0] + ", " + l.args[1] + ", %sub64_t;\n" + indent + "}";
+}
+
 std::string patch_ptx(std::string ptx) {
-    static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f16", "max.f16"};
+    static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16",
+                                                    "min.f16", "max.f16", "sub.s64"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
-    std::string out;
-    out.reserve(ptx.size() + ptx.size() / 8);
-    size_t pos = 0;
-    while (pos < ptx.size()) {
+    std::vector<PtxLine> lines;
+    for (size_t pos = 0; pos <= ptx.size();) {
         size_t eol = ptx.find('\n', pos);
         if (eol == std::string::npos) eol = ptx.size();
-        std::string_view line(ptx.data() + pos, eol - pos);
-        const size_t first = line.find_first_not_of(" \t");
-        std::string_view body = first == std::string_view::npos ? "" : line.substr(first);
-        const size_t op_end = body.find_first_of(" \t");
-        const size_t semi = body.find(';');
+        lines.push_back(parse_ptx_line(std::string_view(ptx.data() + pos, eol - pos)));
+        pos = eol + 1;
+    }
+    // Registers that are shifts of another: LLVM's PTX assigns most registers once; where one is
+    // assigned again, the rewrite below is still a correct subtraction, only a longer one.
+    std::map<std::string, std::pair<std::string, bool>> shifts;
+    for (const PtxLine &l : lines)
+        if (l.args.size() == 3 && (l.op == "shl.b64" || l.op == "shr.u64" || l.op == "shr.s64" || l.op == "shr.b64"))
+            shifts[l.args[0]] = {l.args[1], l.op == "shl.b64"};
+    std::string out;
+    out.reserve(ptx.size() + ptx.size() / 8);
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const PtxLine &l = lines[i];
         std::string replacement;
-        if (op_end != std::string_view::npos && semi != std::string_view::npos && op_end < semi) {
-            const std::string op(body.substr(0, op_end));
-            std::vector<std::string> args;
-            std::string_view operands = body.substr(op_end, semi - op_end);
-            for (size_t start = 0;;) {
-                const size_t comma = operands.find(',', start);
-                args.push_back(trim(operands.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
-                if (comma == std::string_view::npos) break;
-                start = comma + 1;
-            }
-            replacement = rewrite_instruction(op, args, std::string(line.substr(0, first)));
+        if (!l.op.empty()) {
+            replacement = rewrite_instruction(l.op, l.args, std::string(l.indent));
+            if (replacement.empty()) replacement = rewrite_sub64(l, shifts);
         }
         if (!replacement.empty()) {
             out += replacement;
-            std::string_view rest = body.substr(semi + 1);
-            if (rest.find_first_not_of(" \t") != std::string_view::npos)
-                out += "\n" + std::string(line.substr(0, first)) + trim(rest); // a comment after the instruction
+            if (l.rest.find_first_not_of(" \t") != std::string_view::npos)
+                out += "\n" + std::string(l.indent) + trim(l.rest); // a comment after the instruction
         } else {
-            out += line;
+            out += l.text;
         }
-        if (eol < ptx.size()) out += '\n';
-        pos = eol + 1;
+        if (i + 1 < lines.size()) out += '\n';
     }
     return out;
 }

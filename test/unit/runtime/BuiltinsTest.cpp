@@ -171,7 +171,8 @@ TEST_P(BuiltinsTest, Int16NegationsSignExtendExactly) {
 // The other integer forms ptxas got wrong ([Note] ptxas and integer negation, abs and 16-bit
 // min/max): a min/max tree of negated lanes (ptxas's 3-input min dropped one negation), abs of
 // INT_MIN taken as non-negative (a remainder of it made unsigned, a comparison with 0 folded),
-// and a 16-bit min/max before a comparison (a packed instruction that read garbage upper bits).
+// a 16-bit min/max before a comparison (a packed instruction that read garbage upper bits), and a
+// 64-bit subtraction of two shifts of one value (computed as if it were a rotate).
 const auto ptxas_integer_forms =
     kernel("ptxas_integer_forms", {"a", "w", "u", "s", "out", "out64", "o16"},
            [](Ptr<int32_t> a, Ptr<int64_t> w, Ptr<uint16_t> u, Ptr<int16_t> s, Ptr<int32_t> out, Ptr<int64_t> out64,
@@ -185,7 +186,10 @@ const auto ptxas_integer_forms =
                out[i * 6 + 3] = abs(a[i * 16]) % 7;
                out[i * 6 + 4] = cast<int32_t>(abs(a[i * 16 + 1]) < 0);
                out[i * 6 + 5] = cast<int32_t>(s[i * 2] % max(s[i * 2 + 1], Int16(0)));
-               out64[i] = abs(w[i]) % 7;
+               out64[i * 3] = abs(w[i]) % 7;
+               UInt64 q = cast<uint64_t>(w[i]);
+               out64[i * 3 + 1] = cast<int64_t>((q >> 63) - (q << 1));
+               out64[i * 3 + 2] = cast<int64_t>((q << 1) - (q >> 63));
                UInt16 x = u[i];
                o16[i] = UInt16(1) / -(x + x) + x;
            });
@@ -222,7 +226,7 @@ TEST_P(BuiltinsTest, NegationsAbsAndSmallMinMaxAreExact) {
     auto du = ctx_->enqueue_create_buffer<uint16_t>(n);
     auto ds = ctx_->enqueue_create_buffer<int16_t>(s.size());
     auto dout = ctx_->enqueue_create_buffer<int32_t>(n * 6);
-    auto dout64 = ctx_->enqueue_create_buffer<int64_t>(n);
+    auto dout64 = ctx_->enqueue_create_buffer<int64_t>(n * 3);
     auto do16 = ctx_->enqueue_create_buffer<uint16_t>(n);
     ctx_->enqueue_copy(da, a.data());
     ctx_->enqueue_copy(dw, w.data());
@@ -230,7 +234,7 @@ TEST_P(BuiltinsTest, NegationsAbsAndSmallMinMaxAreExact) {
     ctx_->enqueue_copy(ds, s.data());
     ctx_->enqueue_function(ptxas_integer_forms, da, dw, du, ds, dout, dout64, do16, grid_dim(n / 256), block_dim(256));
     std::vector<int32_t> out(n * 6);
-    std::vector<int64_t> out64(n);
+    std::vector<int64_t> out64(n * 3);
     std::vector<uint16_t> o16(n);
     ctx_->enqueue_copy(out.data(), dout);
     ctx_->enqueue_copy(out64.data(), dout64);
@@ -255,7 +259,12 @@ TEST_P(BuiltinsTest, NegationsAbsAndSmallMinMaxAreExact) {
                                "i16 a % max(b, 0)"};
         for (int k = 0; k < 6; ++k) check(out[i * 6 + k] == want[k], i, what[k], out[i * 6 + k], want[k]);
         const int64_t aw = w[i] < 0 ? int64_t(0ull - uint64_t(w[i])) : w[i];
-        check(out64[i] == aw % 7, i, "abs(i64) % 7", out64[i], aw % 7);
+        check(out64[i * 3] == aw % 7, i, "abs(i64) % 7", out64[i * 3], aw % 7);
+        const uint64_t q = uint64_t(w[i]);
+        check(out64[i * 3 + 1] == int64_t((q >> 63) - (q << 1)), i, "(x >> 63) - (x << 1)", out64[i * 3 + 1],
+              int64_t((q >> 63) - (q << 1)));
+        check(out64[i * 3 + 2] == int64_t((q << 1) - (q >> 63)), i, "(x << 1) - (x >> 63)", out64[i * 3 + 2],
+              int64_t((q << 1) - (q >> 63)));
         const uint16_t d = uint16_t(0u - uint16_t(u[i] + u[i]));
         const uint16_t want16 = uint16_t((d == 0 ? 0 : 1 / d) + u[i]);
         check(o16[i] == want16, i, "u16 1 / -(x + x) + x", o16[i], want16);
