@@ -178,7 +178,8 @@ public:
     }
 
     /// Rewrites the assembly text LLVM's code generator produced, for defects of the target's
-    /// own tool chain that LLVM cannot know about (NVPTX: [Note] ptxas and 16-bit negation).
+    /// own tool chain that LLVM cannot know about (NVPTX: [Note] ptxas and integer negation, abs and
+    /// 16-bit min/max).
     /// Applied to the `asm` stage and, where the binary is assembly, to the binary.
     virtual std::string patch_assembly(std::string text) const { return text; }
 
