@@ -315,7 +315,10 @@ llvm::Value *CodeGenLLVM::emit_int_to_f16(llvm::Value *v, const ir::Type &from) 
 /// on m(m(x, y), g(x, y, ...)), where m is minnum/maxnum and g any other intrinsic whose first
 /// two operands are x and y: foldMinimumMaximumSharedOp asks getInverseMinMaxIntrinsic for g's
 /// inverse. min(min(x, 0.0), fma(x, 0.0, 0.0)) did it (found by ember-difftest). The fold needs
-/// the inner min/max as a direct operand of the outer one; behind the fence it never is.
+/// the inner min/max as a direct operand of the outer one; behind the fence it never is. The
+/// cost: LLVM's loop vectorizer does not widen the fence, so a CPU-device loop of float min/max
+/// stays scalar (PTX is unchanged). LLVM's sign analysis still looks through the fence
+/// (docs/testing.md, Open disagreements: maxnum(NaN, -inf) taken as positive).
 llvm::Value *CodeGenLLVM::emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value *a, llvm::Value *b) {
     llvm::Value *m = b_.CreateBinaryIntrinsic(id, a, b);
     return b_.CreateArithmeticFence(m, m->getType());
