@@ -7,25 +7,43 @@
 # docs/testing.md). Further arguments
 # go to ember-difftest (e.g. --no-half-fma). The run stops after $DIFFTEST_SECONDS (default 540,
 # under the device tool's 10 minutes) and then sums up the kernels that finished; split a larger
-# N over several calls by seed.
-#   scripts/difftest-device.sh [N] [S] [ember-difftest options...]
+# N over several calls by seed. With N = @FILE (a path relative to the tree), the seeds listed
+# in FILE (one per line) are replayed instead, one process per seed on every core: the way to
+# check, after a fix, the seeds that disagreed before. $DIFFTEST_DEVICES (default cuda,cpu)
+# names the devices.
+#   scripts/difftest-device.sh [N|@FILE] [S] [ember-difftest options...]
 set -uo pipefail
 OUT=${OUT:-/tmp/ember-out}
 count=${1:-100000}
 seed=${2:-1}
 shift $(( $# < 2 ? $# : 2 ))
+devices=${DIFFTEST_DEVICES:-cuda,cpu}
 repro=/tmp/ember-difftest-repro
 mkdir -p "$OUT" "$repro" /tmp/ember
 # Every kernel is new: the driver's cache of JIT-compiled PTX would only be written to.
 export CUDA_CACHE_DISABLE=1
+seeds_file=
+[[ $count == @* ]] && seeds_file=$(realpath "${count#@}")
 tar -xJf .devpkg/ember.tar.xz -C /tmp/ember
 cd /tmp/ember/build
+if [[ -n $seeds_file ]]; then
+  total=$(grep -c . "$seeds_file")
+  echo "replay of $total seeds from ${count#@} on $devices" > "$OUT/difftest.txt"
+  grep . "$seeds_file" | xargs -P "$(nproc)" -I{} sh -c \
+    "EMBER_CPU_THREADS=1 timeout 120 ./tools/ember-difftest --seed {} --count 1 --devices $devices --repro-dir $repro $* > $repro/log-{}.txt 2>&1 || echo {} >> $repro/exit-nonzero.txt"
+  still=$(ls "$repro"/difftest-*.txt 2>/dev/null | sed 's/.*difftest-//; s/[.]txt$//' | sort -n | tr '\n' ' ')
+  crashed=$(grep -l "crash or hang" "$repro"/log-*.txt 2>/dev/null | sed 's/.*log-//; s/[.]txt$//' | sort -n | tr '\n' ' ')
+  { echo "still disagreeing: $(echo $still | wc -w) of $total: $still"; echo "crashed or hung: $crashed"; } | tee -a "$OUT/difftest.txt"
+  tar -C "$(dirname "$repro")" -cf - "$(basename "$repro")" | xz -T0 > "$OUT/difftest-repro.tar.xz"
+  [[ -z $still && -z $crashed ]]
+  exit
+fi
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  echo "ember-difftest --seed $seed --count $count --devices cuda,cpu --jobs $(nproc) $*"
+  echo "ember-difftest --seed $seed --count $count --devices $devices --jobs $(nproc) $*"
 } > "$OUT/difftest.txt" 2>&1
 timeout -s INT -k 30 "${DIFFTEST_SECONDS:-540}" \
-  ./tools/ember-difftest --seed "$seed" --count "$count" --devices cuda,cpu --jobs "$(nproc)" \
+  ./tools/ember-difftest --seed "$seed" --count "$count" --devices "$devices" --jobs "$(nproc)" \
   --repro-dir "$repro" "$@" >> "$OUT/difftest.txt" 2>&1
 rc=$?
 echo "ember-difftest: exit $rc" >> "$OUT/difftest.txt"
