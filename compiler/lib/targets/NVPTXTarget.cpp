@@ -78,9 +78,10 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 
 /// [Note] ptxas and integer negation, abs and 16-bit min/max
 /// ==========================================================
-/// ptxas (CUDA 13.0, sm_90; nvcc's own output is affected the same way) miscompiles three
-/// families of integer code that LLVM emits, each measured on an H200 against a host reference
-/// over random and edge values (INT_MIN, INT_MAX, 0, +-1, +-2) and found by ember-difftest:
+/// ptxas (CUDA 13.0, sm_90; nvcc's own output is affected the same way) miscompiles these forms
+/// of integer code that LLVM emits, and crashes on one f16 form; each was found by ember-difftest
+/// and measured on an H200 against a host reference over random and edge values (INT_MIN,
+/// INT_MAX, 0, +-1, +-2):
 /// - **A negation feeding a min/max tree.** `neg.s32 a, x; neg.s32 b, y; neg.s32 c, z;
 ///   min.s32 t, a, b; min.s32 r, t, c` becomes a 3-input `VIMNMX3` that drops the negation of
 ///   one operand: min(-x, -y, -z) comes out as min(-x, y, -z). Every min/max tree of 4 or more
