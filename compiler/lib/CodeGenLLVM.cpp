@@ -50,7 +50,7 @@ private:
     llvm::Value *widen_float(llvm::Value *v, llvm::Type *ty);
     llvm::Value *emit_int_to_bf16(llvm::Value *v, const ir::Type &from);
     llvm::Value *emit_int_to_f16(llvm::Value *v, const ir::Type &from);
-    llvm::Value *emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value *a, llvm::Value *b);
+    llvm::Value *emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value *x, llvm::Value *y);
     llvm::Value *emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to);
     /// A math library call, or a fast_ variant ([Note] Math library).
     llvm::Value *emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value *> args);
@@ -310,18 +310,41 @@ llvm::Value *CodeGenLLVM::emit_int_to_f16(llvm::Value *v, const ir::Type &from) 
     return b_.CreateFPTrunc(f, like_lanes(b_.getHalfTy(), it));
 }
 
-/// minNum/maxNum of floats, behind an arithmetic fence (no instruction on any target). LLVM 19's
-/// InstSimplify crashes the process (llvm_unreachable, undefined in a release build: a segfault)
-/// on m(m(x, y), g(x, y, ...)), where m is minnum/maxnum and g any other intrinsic whose first
-/// two operands are x and y: foldMinimumMaximumSharedOp asks getInverseMinMaxIntrinsic for g's
-/// inverse. min(min(x, 0.0), fma(x, 0.0, 0.0)) did it (found by ember-difftest). The fold needs
-/// the inner min/max as a direct operand of the outer one; behind the fence it never is. The
-/// cost: LLVM's loop vectorizer does not widen the fence, so a CPU-device loop of float min/max
-/// stays scalar (PTX is unchanged). LLVM's sign analysis still looks through the fence
-/// (docs/testing.md, Open disagreements: maxnum(NaN, -inf) taken as positive).
-llvm::Value *CodeGenLLVM::emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value *a, llvm::Value *b) {
-    llvm::Value *m = b_.CreateBinaryIntrinsic(id, a, b);
-    return b_.CreateArithmeticFence(m, m->getType());
+/// minNum/maxNum of floats, as a reduction of a pair: llvm.vector.reduce.fmin/fmax of <x, y>
+/// (lane by lane for vectors), which LLVM expands back into minnum/maxnum only when it emits
+/// code (NVPTX: one min.f32/max.f32, as before; x86: the same instructions). Two defects of
+/// LLVM 19's optimiser meet minnum/maxnum, and neither meets the reduction:
+/// - ValueTracking takes maxnum(a, b) to have a clear sign bit when a's sign bit is known clear,
+///   although maxnum(NaN, b) is b: abs(max(copysign(x, 1.0), -inf)) lost its abs, giving -inf
+///   for a NaN x (found by ember-difftest on the CPU device; on the GPU, NVPTX's expanded fmod,
+///   whose result has its dividend's sign, met it in max(2.5 % abs(x), y)). minnum likewise.
+///   For a reduction it keeps the sign only when the result cannot be NaN.
+/// - InstSimplify crashes the process (llvm_unreachable, undefined in a release build: a
+///   segfault) on m(m(x, y), g(x, y, ...)), m minnum/maxnum and g any other intrinsic whose first
+///   two operands are x and y: foldMinimumMaximumSharedOp asks getInverseMinMaxIntrinsic for g's
+///   inverse. min(min(x, 0.0), fma(x, 0.0, 0.0)) did it (ember-difftest; clang 19 crashes on the
+///   same C++).
+/// The cost: LLVM's loop vectorizer does not widen the reduction, so a CPU-device loop of float
+/// min/max stays scalar, and a packed f16x2/bf16x2 min/max on NVPTX becomes two.
+llvm::Value *CodeGenLLVM::emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value *x, llvm::Value *y) {
+    const llvm::Intrinsic::ID reduce =
+        id == llvm::Intrinsic::minnum ? llvm::Intrinsic::vector_reduce_fmin : llvm::Intrinsic::vector_reduce_fmax;
+    auto pair = [&](llvm::Value *p, llvm::Value *q) -> llvm::Value * {
+        auto *vt = llvm::FixedVectorType::get(p->getType(), 2);
+        llvm::Value *v = b_.CreateInsertElement(llvm::PoisonValue::get(vt), p, uint64_t{0});
+        v = b_.CreateInsertElement(v, q, uint64_t{1});
+        return b_.CreateIntrinsic(reduce, {vt}, {v});
+    };
+    if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(x->getType())) {
+        llvm::Value *r = llvm::PoisonValue::get(vt);
+        for (unsigned i = 0; i < vt->getNumElements(); ++i) {
+            llvm::Value *xi = b_.CreateExtractElement(x, uint64_t{i});
+            llvm::Value *yi = b_.CreateExtractElement(y, uint64_t{i});
+            r = b_.CreateInsertElement(r, pair(xi, yi), uint64_t{i});
+        }
+        return r;
+    }
+    return pair(x, y);
 }
 
 /// An integer to bf16, rounded once ([Note] IR semantics: casts). LLVM converts through f32
@@ -728,19 +751,15 @@ llvm::Value *CodeGenLLVM::visit(const ir::Reduce *op) {
     if (t.is_float()) {
         // The tree order of [Note] IR semantics: the same roundings on every target (LLVM's
         // ordered reductions would fold left to right, its unordered ones in any order).
-        // Inside the tree a min/max meets only min/max (see emit_float_min_max): only the
-        // result is fenced.
-        llvm::Value *r = fold_tree(v, [&](llvm::Value *x, llvm::Value *y) -> llvm::Value * {
+        return fold_tree(v, [&](llvm::Value *x, llvm::Value *y) -> llvm::Value * {
             switch (op->op) {
             case ir::ReduceOp::Add: return b_.CreateFAdd(x, y);
             case ir::ReduceOp::Mul: return b_.CreateFMul(x, y);
-            case ir::ReduceOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, y);
-            case ir::ReduceOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y);
+            case ir::ReduceOp::Min: return emit_float_min_max(llvm::Intrinsic::minnum, x, y);
+            case ir::ReduceOp::Max: return emit_float_min_max(llvm::Intrinsic::maxnum, x, y);
             default: EMBER_UNREACHABLE("bitwise reduction of floats");
             }
         });
-        if (op->op == ir::ReduceOp::Min || op->op == ir::ReduceOp::Max) r = b_.CreateArithmeticFence(r, r->getType());
-        return r;
     }
     // Integers and bools: the order does not change the result.
     const bool is_signed = t.is_signed_int();

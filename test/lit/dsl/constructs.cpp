@@ -63,8 +63,8 @@ EMBER_LIT_KERNEL(float_arith, {"out", "x", "y"}, [](Ptr<double> out, Float64 x, 
 // LLVM:     fmul double %y, 2.0
 // LLVM-NEXT: fadd double %x,
 // LLVM:     fdiv double
-// LLVM:     call double @llvm.minnum.f64
-// LLVM:     call double @llvm.maxnum.f64
+// LLVM:     call double @llvm.vector.reduce.fmin.v2f64
+// LLVM:     call double @llvm.vector.reduce.fmax.v2f64
 // Float to int saturates.
 // LLVM:     call i32 @llvm.fptosi.sat.i32.f64
 // LLVM:     fptrunc double %y to float

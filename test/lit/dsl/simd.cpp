@@ -81,7 +81,7 @@ EMBER_LIT_KERNEL(reductions, {"out", "p"}, [](Ptr<float> out, Ptr<const float> p
 // LLVM-NEXT: %[[HI:[0-9]+]] = shufflevector <8 x float> %{{.*}}, <8 x float> poison, <4 x i32> <i32 4, i32 5, i32 6, i32 7>
 // LLVM-NEXT: fadd <4 x float> %[[LO]], %[[HI]]
 // LLVM-NOT: @llvm.vector.reduce.fadd
-// LLVM:     call <4 x float> @llvm.minnum.v4f32
+// LLVM:     call float @llvm.vector.reduce.fmin.v2f32
 // PTX-LABEL: kernel: reductions
 // PTX:      ld.global.nc.v4.f32
 // PTX:      ld.global.nc.v4.f32
