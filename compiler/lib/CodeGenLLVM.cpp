@@ -325,7 +325,8 @@ llvm::Value *CodeGenLLVM::emit_int_to_f16(llvm::Value *v, const ir::Type &from) 
 ///   inverse. min(min(x, 0.0), fma(x, 0.0, 0.0)) did it (ember-difftest; clang 19 crashes on the
 ///   same C++).
 /// The cost: LLVM's loop vectorizer does not widen the reduction, so a CPU-device loop of float
-/// min/max stays scalar, and a packed f16x2/bf16x2 min/max on NVPTX becomes two.
+/// min/max stays scalar, a SIMD min/max on the CPU device is done lane by lane (16 vmaxss for an
+/// f32x16, not one vmaxps), and a packed f16x2/bf16x2 min/max on NVPTX becomes two.
 llvm::Value *CodeGenLLVM::emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value *x, llvm::Value *y) {
     const llvm::Intrinsic::ID reduce =
         id == llvm::Intrinsic::minnum ? llvm::Intrinsic::vector_reduce_fmin : llvm::Intrinsic::vector_reduce_fmax;
