@@ -336,15 +336,8 @@ llvm::Value *CodeGenLLVM::emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value
         v = b_.CreateInsertElement(v, q, uint64_t{1});
         return b_.CreateIntrinsic(reduce, {vt}, {v});
     };
-    if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(x->getType())) {
-        llvm::Value *r = llvm::PoisonValue::get(vt);
-        for (unsigned i = 0; i < vt->getNumElements(); ++i) {
-            llvm::Value *xi = b_.CreateExtractElement(x, uint64_t{i});
-            llvm::Value *yi = b_.CreateExtractElement(y, uint64_t{i});
-            r = b_.CreateInsertElement(r, pair(xi, yi), uint64_t{i});
-        }
-        return r;
-    }
+    if (x->getType()->isVectorTy())
+        return per_lane({x, y}, [&](llvm::ArrayRef<llvm::Value *> l) { return pair(l[0], l[1]); });
     return pair(x, y);
 }
 
