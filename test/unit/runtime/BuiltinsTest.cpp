@@ -272,6 +272,20 @@ TEST_P(BuiltinsTest, NegationsAbsAndSmallMinMaxAreExact) {
     EXPECT_EQ(bad, 0);
 }
 
+// One block of `threads` threads of kernel `k(in, out)`: copies `in` over, returns `out` (`out_size`
+// elements of the same type).
+template <typename T, typename K>
+std::vector<T> run_one_block(DeviceContext &ctx, const K &k, const std::vector<T> &in, size_t out_size, int64_t threads) {
+    auto din = ctx.enqueue_create_buffer<T>(in.size());
+    auto dout = ctx.enqueue_create_buffer<T>(out_size);
+    ctx.enqueue_copy(din, in.data());
+    ctx.enqueue_function(k, din, dout, grid_dim(1), block_dim(threads));
+    std::vector<T> out(out_size);
+    ctx.enqueue_copy(out.data(), dout);
+    ctx.synchronize();
+    return out;
+}
+
 // min(min(x, y), fma(x, y, z)) crashed LLVM 19's InstSimplify, and abs(max(abs(x), -inf)) lost its
 // abs, -inf for a NaN x (LLVM took the max to be positive) (emit_float_min_max in
 // CodeGenLLVM.cpp); now both compute minNum/maxNum as written, NaN operands included.
@@ -291,13 +305,7 @@ TEST_P(BuiltinsTest, MinOfMinAndFmaCompilesAndIsExact) {
         for (double y : vals)
             for (double z : {0.0, -1.0, nan}) in.insert(in.end(), {x, y, z});
     const int64_t n = static_cast<int64_t>(in.size() / 3);
-    auto din = ctx_->enqueue_create_buffer<double>(in.size());
-    auto dout = ctx_->enqueue_create_buffer<double>(n * 3);
-    ctx_->enqueue_copy(din, in.data());
-    ctx_->enqueue_function(min_of_min_and_fma, din, dout, grid_dim(1), block_dim(n));
-    std::vector<double> out(n * 3);
-    ctx_->enqueue_copy(out.data(), dout);
-    ctx_->synchronize();
+    const std::vector<double> out = run_one_block(ctx(), min_of_min_and_fma, in, n * 3, n);
     // minNum/maxNum: a NaN operand gives the other one; std::fmin/fmax are the same.
     auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)) || (a == 0 && b == 0); };
     for (int64_t i = 0; i < n; ++i) {
@@ -333,13 +341,7 @@ TEST_P(BuiltinsTest, HalfMinMaxIsExact) {
     for (float a : vals)
         for (float b : vals) in.insert(in.end(), {half(a), half(b)});
     const int64_t n = static_cast<int64_t>(in.size() / 2);
-    auto din = ctx_->enqueue_create_buffer<half>(in.size());
-    auto dout = ctx_->enqueue_create_buffer<half>(n * 4);
-    ctx_->enqueue_copy(din, in.data());
-    ctx_->enqueue_function(half_min_max, din, dout, grid_dim(1), block_dim(n));
-    std::vector<half> out(n * 4);
-    ctx_->enqueue_copy(out.data(), dout);
-    ctx_->synchronize();
+    const std::vector<half> out = run_one_block(ctx(), half_min_max, in, n * 4, n);
     auto same = [](float x, float y) { return (std::isnan(x) && std::isnan(y)) || x == y; }; // +0 == -0: IEEE leaves it open
     for (int64_t i = 0; i < n; ++i) {
         const float a = float(in[i * 2]), b = float(in[i * 2 + 1]);
