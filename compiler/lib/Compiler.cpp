@@ -300,6 +300,7 @@ llvm::Error run_pipeline(const ir::Kernel &k, const detail::Target &target, int 
 
     Timer optimize_timer;
     optimize(**module, **tm, opt_level);
+    target.prepare_codegen(**module);
     if (llvm::Error err = diags.check(where, "optimise")) return err;
     if (want.llvm_opt) out.llvm_opt = print_module(**module);
     out.optimize_seconds = optimize_timer.seconds();

@@ -7,7 +7,9 @@
 #ifdef EMBER_WITH_NVPTX
 
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
@@ -117,6 +119,38 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 /// right shift of one register becomes `not` + `add 1` + `add`. The cost is an instruction or
 /// three on each; test/lit/eir/ptxas_workarounds.eir pins the forms, BuiltinsTest runs them on
 /// the GPU.
+
+/// [Note] LLVM 19's NVPTX back end and sitofp of i1
+/// ==================================================
+/// `sitofp i1 %c` is -1.0 when %c is true. LLVM 19's NVPTX instruction selection folds it to a
+/// select of -1.0 when %c is a comparison, but any other bit (an xor or or of comparisons, one
+/// computed in another block, an argument read from memory) goes through its pattern for
+/// sitofp of a predicate, `selp.u32 %r, 1, 0, %p` + `cvt.rn.f64.s32 %fd, %r`: +1.0. `llc`
+/// alone shows it (`define void @k(i1 %c)` storing `sitofp i1 %c to double`). ember-difftest
+/// found it on the GPU in 6 of the last 16 disagreeing kernels: LLVM's combiner makes
+/// `-zext(b)` into `sext(b)` and `sitofp(sext(b))` into `sitofp i1`, so a bool cast to an
+/// integer, negated and cast to a float meets it (f16, bf16, f32 and f64 alike). A
+/// `select %c, -1.0, 0.0` is selected right (`selp`), so the NVPTX target turns every `sitofp`
+/// of i1 (or of a vector of i1) into that select after the optimisation pipeline
+/// (`prepare_codegen`), where no later pass turns it back. test/lit/eir/llvm_fold_workarounds.eir pins the form; BuiltinsTest runs it.
+void select_for_sitofp_i1(llvm::Module &m) {
+    std::vector<llvm::SIToFPInst *> found;
+    for (llvm::Function &f : m)
+        for (llvm::BasicBlock &bb : f)
+            for (llvm::Instruction &i : bb)
+                if (auto *c = llvm::dyn_cast<llvm::SIToFPInst>(&i);
+                    c && c->getSrcTy()->isIntOrIntVectorTy(1))
+                    found.push_back(c);
+    for (llvm::SIToFPInst *c : found) {
+        llvm::IRBuilder<> b(c);
+        llvm::Type *ty = c->getType();
+        llvm::Value *r = b.CreateSelect(c->getOperand(0), llvm::ConstantFP::get(ty, -1.0),
+                                        llvm::ConstantFP::getZero(ty));
+        r->takeName(c);
+        c->replaceAllUsesWith(r);
+        c->eraseFromParent();
+    }
+}
 
 std::string trim(std::string_view v) {
     while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
@@ -594,6 +628,8 @@ public:
         m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, ops));
         return llvm::Error::success();
     }
+
+    void prepare_codegen(llvm::Module &m) const override { select_for_sitofp_i1(m); }
 
     std::string patch_assembly(std::string text) const override { return patch_ptx(std::move(text)); }
 

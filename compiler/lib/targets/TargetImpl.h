@@ -177,6 +177,11 @@ public:
         return llvm::Error::success();
     }
 
+    /// Rewrites the optimised module just before LLVM's code generator runs on it, for defects of
+    /// LLVM's own back end (NVPTX: [Note] LLVM 19's NVPTX back end and sitofp of i1). What the
+    /// `llvm-opt` stage prints is the module after this.
+    virtual void prepare_codegen(llvm::Module &) const {}
+
     /// Rewrites the assembly text LLVM's code generator produced, for defects of the target's
     /// own tool chain that LLVM cannot know about (NVPTX: [Note] ptxas and integer negation, abs and
     /// 16-bit min/max).

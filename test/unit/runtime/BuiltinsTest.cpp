@@ -321,6 +321,41 @@ TEST_P(BuiltinsTest, MinOfMinAndFmaCompilesAndIsExact) {
     }
 }
 
+// A bool that is not itself a comparison, converted signed to a float: -1.0 when true. LLVM 19's
+// NVPTX back end converted the 1 it holds as signed, +1.0 ([Note] LLVM 19's NVPTX back end and
+// sitofp of i1); LLVM makes -cast<i16>(b) into sext and then into sitofp i1.
+const auto bool_to_float = kernel("bool_to_float", {"in", "out", "h"}, [](Ptr<int32_t> in, Ptr<double> out, Ptr<half> h) {
+    auto i = global_idx.x;
+    Int32 x = in[i * 2], y = in[i * 2 + 1];
+    Bool c = (x > 5) ^ (y > 3);
+    out[i] = cast<double>(-cast<int16_t>(c));
+    h[i] = cast<half>(-cast<int32_t>(c || (x == y)));
+});
+
+TEST_P(BuiltinsTest, NegatedBoolConvertsToMinusOne) {
+    const std::vector<int32_t> vals = {0, 3, 4, 5, 6, 7, -1};
+    std::vector<int32_t> in;
+    for (int32_t x : vals)
+        for (int32_t y : vals) in.insert(in.end(), {x, y});
+    const int64_t n = static_cast<int64_t>(in.size() / 2);
+    auto din = ctx().enqueue_create_buffer<int32_t>(in.size());
+    auto dout = ctx().enqueue_create_buffer<double>(n);
+    auto dh = ctx().enqueue_create_buffer<half>(n);
+    ctx().enqueue_copy(din, in.data());
+    ctx().enqueue_function(bool_to_float, din, dout, dh, grid_dim(1), block_dim(n));
+    std::vector<double> out(n);
+    std::vector<half> h(n);
+    ctx().enqueue_copy(out.data(), dout);
+    ctx().enqueue_copy(h.data(), dh);
+    ctx().synchronize();
+    for (int64_t i = 0; i < n; ++i) {
+        const int32_t x = in[i * 2], y = in[i * 2 + 1];
+        const bool c = (x > 5) != (y > 3);
+        EXPECT_EQ(out[i], c ? -1.0 : 0.0) << x << ", " << y;
+        EXPECT_EQ(float(h[i]), c || x == y ? -1.0f : 0.0f) << x << ", " << y;
+    }
+}
+
 // Scalar f16 min/max, alone and packed into a vector max (the shape on which ptxas crashed
 // every other run: [Note] ptxas and integer negation, abs and 16-bit min/max): minNum/maxNum,
 // exact, NaN operands give the other one.
