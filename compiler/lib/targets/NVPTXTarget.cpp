@@ -9,6 +9,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/MDBuilder.h>
@@ -17,6 +18,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -152,6 +154,69 @@ void select_for_sitofp_i1(llvm::Module &m) {
     }
 }
 
+/// [Note] Float to integer conversions on NVPTX
+/// =============================================
+/// ember's casts from a float to an integer truncate toward zero, saturate to the integer's
+/// range and give 0 for NaN: `llvm.fptosi.sat`/`llvm.fptoui.sat`. LLVM's NVPTX back end expands
+/// them into `setp.nan` + `max` + `min` + `cvt.rzi` + `selp`, five instructions where PTX's
+/// `cvt.rzi` alone does all of it (PTX ISA, cvt: a float-to-integer conversion clamps to the
+/// destination's range, and NaN becomes 0). The clamp pair is also what ptxas (CUDA 13.0,
+/// sm_90) then miscompiles: it reorders `max(min(x, 1.0), 0.0)`, where the `min` is the user's
+/// and the `max` the expansion's, into `min(max(x, 0.0), 1.0)`, which differs when x is NaN
+/// ([Note] ptxas and float clamps). So after optimisation the NVPTX target turns each one into
+/// the NVVM conversion intrinsic (`llvm.nvvm.d2i.rz` and its siblings: `cvt.rzi.s32.f64`), 32
+/// or 64 bits wide; an 8- or 16-bit result is the 32-bit one clamped in integers and
+/// truncated; f16 and bf16 are widened to f32 first (exact). Vectors go lane by lane, as the
+/// back end would. BuiltinsTest checks NaN, infinities and both ends of each range on the GPU.
+void native_float_to_int(llvm::Module &m) {
+    std::vector<llvm::IntrinsicInst *> found;
+    for (llvm::Function &f : m)
+        for (llvm::BasicBlock &bb : f)
+            for (llvm::Instruction &i : bb)
+                if (auto *c = llvm::dyn_cast<llvm::IntrinsicInst>(&i);
+                    c && (c->getIntrinsicID() == llvm::Intrinsic::fptosi_sat ||
+                          c->getIntrinsicID() == llvm::Intrinsic::fptoui_sat))
+                    found.push_back(c);
+    for (llvm::IntrinsicInst *c : found) {
+        const bool is_signed = c->getIntrinsicID() == llvm::Intrinsic::fptosi_sat;
+        llvm::IRBuilder<> b(c);
+        auto lane = [&](llvm::Value *x, llvm::IntegerType *to) -> llvm::Value * {
+            if (x->getType()->isHalfTy() || x->getType()->isBFloatTy()) x = b.CreateFPExt(x, b.getFloatTy());
+            const bool dbl = x->getType()->isDoubleTy();
+            const unsigned bits = to->getBitWidth();
+            using I = llvm::Intrinsic::ID;
+            I id = bits == 64 ? (dbl ? (is_signed ? llvm::Intrinsic::nvvm_d2ll_rz : llvm::Intrinsic::nvvm_d2ull_rz)
+                                     : (is_signed ? llvm::Intrinsic::nvvm_f2ll_rz : llvm::Intrinsic::nvvm_f2ull_rz))
+                              : (dbl ? (is_signed ? llvm::Intrinsic::nvvm_d2i_rz : llvm::Intrinsic::nvvm_d2ui_rz)
+                                     : (is_signed ? llvm::Intrinsic::nvvm_f2i_rz : llvm::Intrinsic::nvvm_f2ui_rz));
+            llvm::Value *r = b.CreateIntrinsic(id, {}, {x});
+            if (bits >= 32) return r;
+            if (is_signed) {
+                const llvm::APInt lo = llvm::APInt::getSignedMinValue(bits).sext(32);
+                const llvm::APInt hi = llvm::APInt::getSignedMaxValue(bits).sext(32);
+                r = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, r, b.getInt(lo));
+                r = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, r, b.getInt(hi));
+            } else {
+                r = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, r, b.getInt(llvm::APInt::getMaxValue(bits).zext(32)));
+            }
+            return b.CreateTrunc(r, to);
+        };
+        llvm::Value *x = c->getArgOperand(0);
+        llvm::Value *r = nullptr;
+        if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(c->getType())) {
+            auto *to = llvm::cast<llvm::IntegerType>(vt->getElementType());
+            r = llvm::PoisonValue::get(vt);
+            for (unsigned k = 0; k < vt->getNumElements(); ++k)
+                r = b.CreateInsertElement(r, lane(b.CreateExtractElement(x, k), to), k);
+        } else {
+            r = lane(x, llvm::cast<llvm::IntegerType>(c->getType()));
+        }
+        r->takeName(c);
+        c->replaceAllUsesWith(r);
+        c->eraseFromParent();
+    }
+}
+
 std::string trim(std::string_view v) {
     while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
     while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
@@ -273,9 +338,37 @@ std::string rewrite_sub64(const PtxLine &l, const std::map<std::string, std::pai
            indent + "add.s64 \t" + l.args[0] + ", " + l.args[1] + ", %sub64_t;\n" + indent + "}";
 }
 
+/// [Note] ptxas and float clamps
+/// ==============================
+/// ptxas (CUDA 13.0, sm_90) takes `max.f64 r, t, 0.0` of `min.f64 t, x, 1.0` to be a clamp of x
+/// and reorders it into min(max(x, 0.0), 1.0): the same for every x but NaN, where PTX's
+/// min/max (IEEE minNum/maxNum: a NaN operand gives the other one) make the first 1.0 and the
+/// second 0.0. ember-difftest found it on the GPU (a min of the user's feeding the clamp that
+/// LLVM makes of a float-to-integer cast, which [Note] Float to integer conversions on NVPTX
+/// now avoids; the user's own clamps remain). When a float min/max with an immediate operand
+/// feeds another one, its register operand is made NaN-free first: NaN becomes the immediate
+/// (`setp.nan` + `selp`), which gives the same result (min(NaN, c) is c) and leaves ptxas no
+/// NaN to reorder wrongly. Two instructions per such clamp; test/lit/eir/ptxas_workarounds.eir
+/// pins the form, BuiltinsTest runs clamps of NaN on the GPU.
+std::string guard_float_clamp(const PtxLine &l, const std::set<std::string> &clamped) {
+    const bool is_minmax = (l.op == "min.f32" || l.op == "max.f32" || l.op == "min.f64" || l.op == "max.f64");
+    if (!is_minmax || l.args.size() != 3 || clamped.count(l.args[0]) == 0) return "";
+    auto is_reg = [](const std::string &a) { return !a.empty() && a[0] == '%'; };
+    if (is_reg(l.args[1]) == is_reg(l.args[2])) return "";
+    const std::string &reg = is_reg(l.args[1]) ? l.args[1] : l.args[2];
+    const std::string &imm = is_reg(l.args[1]) ? l.args[2] : l.args[1];
+    const std::string type = l.op.substr(4); // "f32" or "f64"
+    const std::string indent(l.indent);
+    return indent + "// " + l.op + " of a NaN-free operand: ember's [Note] ptxas and float clamps\n" +
+           indent + "{\n" + indent + ".reg .pred %clamp_p;\n" + indent + ".reg ." + type + " %clamp_t;\n" +
+           indent + "setp.nan." + type + " \t%clamp_p, " + reg + ", " + reg + ";\n" +
+           indent + "selp." + type + " \t%clamp_t, " + imm + ", " + reg + ", %clamp_p;\n" +
+           indent + l.op + " \t" + l.args[0] + ", %clamp_t, " + imm + ";\n" + indent + "}";
+}
+
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16",
-                                                    "min.f16", "max.f16", "sub.s64"};
+                                                    "min.f", "max.f", "sub.s64"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -292,6 +385,13 @@ std::string patch_ptx(std::string ptx) {
     for (const PtxLine &l : lines)
         if (l.args.size() == 3 && (l.op == "shl.b64" || l.op == "shr.u64" || l.op == "shr.s64" || l.op == "shr.b64"))
             shifts[l.args[0]] = {l.args[1], l.op == "shl.b64"};
+    // Registers read by a float min/max with an immediate operand ([Note] ptxas and float clamps).
+    std::set<std::string> clamped;
+    for (const PtxLine &l : lines)
+        if (l.args.size() == 3 && (l.op == "min.f32" || l.op == "max.f32" || l.op == "min.f64" || l.op == "max.f64")) {
+            const bool reg1 = !l.args[1].empty() && l.args[1][0] == '%', reg2 = !l.args[2].empty() && l.args[2][0] == '%';
+            if (reg1 != reg2) clamped.insert(reg1 ? l.args[1] : l.args[2]);
+        }
     std::string out;
     out.reserve(ptx.size() + ptx.size() / 8);
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -300,6 +400,7 @@ std::string patch_ptx(std::string ptx) {
         if (!l.op.empty()) {
             replacement = rewrite_instruction(l.op, l.args, std::string(l.indent));
             if (replacement.empty()) replacement = rewrite_sub64(l, shifts);
+            if (replacement.empty()) replacement = guard_float_clamp(l, clamped);
         }
         if (!replacement.empty()) {
             out += replacement;
@@ -629,7 +730,10 @@ public:
         return llvm::Error::success();
     }
 
-    void prepare_codegen(llvm::Module &m) const override { select_for_sitofp_i1(m); }
+    void prepare_codegen(llvm::Module &m) const override {
+        select_for_sitofp_i1(m);
+        native_float_to_int(m);
+    }
 
     std::string patch_assembly(std::string text) const override { return patch_ptx(std::move(text)); }
 

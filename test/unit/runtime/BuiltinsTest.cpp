@@ -356,6 +356,114 @@ TEST_P(BuiltinsTest, NegatedBoolConvertsToMinusOne) {
     }
 }
 
+// Casts from each float type to each integer type: toward zero, saturating, NaN gives 0. On NVIDIA
+// they are PTX's cvt.rzi alone ([Note] Float to integer conversions on NVPTX), which does all
+// three; these are the values where an expansion or the conversion could go wrong.
+template <class F> auto float_to_int_kernel() {
+    return kernel("float_to_int", {"in", "out"}, [](Ptr<F> in, Ptr<int64_t> out) {
+        auto i = global_idx.x;
+        Value<F> x = in[i];
+        out[i * 8] = cast<int64_t>(cast<int8_t>(x));
+        out[i * 8 + 1] = cast<int64_t>(cast<uint8_t>(x));
+        out[i * 8 + 2] = cast<int64_t>(cast<int16_t>(x));
+        out[i * 8 + 3] = cast<int64_t>(cast<uint16_t>(x));
+        out[i * 8 + 4] = cast<int64_t>(cast<int32_t>(x));
+        out[i * 8 + 5] = cast<int64_t>(cast<uint32_t>(x));
+        out[i * 8 + 6] = cast<int64_t>(cast<int64_t>(x));
+        out[i * 8 + 7] = cast<int64_t>(cast<uint64_t>(x));
+    });
+}
+
+template <class To> int64_t saturated(double x) {
+    if (std::isnan(x)) return 0;
+    const long double t = std::trunc(static_cast<long double>(x));
+    constexpr int bits = sizeof(To) * 8;
+    if constexpr (std::is_signed_v<To>) {
+        if (t < -std::ldexp(1.0L, bits - 1)) return std::numeric_limits<To>::min();
+        if (t >= std::ldexp(1.0L, bits - 1)) return std::numeric_limits<To>::max();
+    } else {
+        if (t < 0) return 0;
+        if (t >= std::ldexp(1.0L, bits)) return static_cast<int64_t>(std::numeric_limits<To>::max());
+    }
+    return static_cast<int64_t>(static_cast<To>(t));
+}
+
+template <class F> void check_float_to_int(DeviceContext &ctx) {
+    const double inf = std::numeric_limits<double>::infinity();
+    const std::vector<double> values = {std::nan(""), -std::nan(""), inf, -inf, 0.0, -0.0, 0.5, -0.5, 0.99, -0.99,
+                                        3.99, -3.99, 127.9, 128.0, -128.9, -129.0, 255.9, 256.0, 32767.5, 32768.0,
+                                        -32768.9, -32769.0, 65504.0, 65535.9, 65536.0, 2147483647.0, 2147483648.0,
+                                        -2147483648.9, -2147483649.0, 4294967295.9, 4294967296.0, 9.2e18, 9.3e18,
+                                        -9.3e18, 1.8e19, 1.9e19, 1e30, -1e30};
+    std::vector<F> in;
+    for (double v : values) in.push_back(static_cast<F>(static_cast<float>(v)));
+    if constexpr (std::is_same_v<F, double>) in.assign(values.begin(), values.end());
+    const int64_t n = static_cast<int64_t>(in.size());
+    auto din = ctx.enqueue_create_buffer<F>(in.size());
+    auto dout = ctx.enqueue_create_buffer<int64_t>(in.size() * 8);
+    ctx.enqueue_copy(din, in.data());
+    ctx.enqueue_function(float_to_int_kernel<F>(), din, dout, grid_dim(1), block_dim(n));
+    std::vector<int64_t> out(in.size() * 8);
+    ctx.enqueue_copy(out.data(), dout);
+    ctx.synchronize();
+    for (int64_t i = 0; i < n; ++i) {
+        const double x = static_cast<double>(in[i]);
+        const int64_t want[8] = {saturated<int8_t>(x),  saturated<uint8_t>(x),  saturated<int16_t>(x),
+                                 saturated<uint16_t>(x), saturated<int32_t>(x), saturated<uint32_t>(x),
+                                 saturated<int64_t>(x), saturated<uint64_t>(x)};
+        static const char *names[8] = {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"};
+        for (int k = 0; k < 8; ++k)
+            EXPECT_EQ(out[i * 8 + k], want[k]) << "cast<" << names[k] << ">(" << x << ")";
+    }
+}
+
+TEST_P(BuiltinsTest, FloatToIntCastsSaturateAndNaNGivesZero) {
+    check_float_to_int<double>(ctx());
+    check_float_to_int<float>(ctx());
+    check_float_to_int<half>(ctx());
+    check_float_to_int<bfloat16>(ctx());
+}
+
+// Clamps of NaN: minNum/maxNum give the other operand, so max(min(NaN, 1), 0) is 1 and
+// min(max(NaN, 0), 1) is 0. ptxas reordered the first into the second ([Note] ptxas and float
+// clamps), also when the outer half was the clamp of a cast to an integer.
+const auto nan_clamps = kernel("nan_clamps", {"in", "out", "ints"}, [](Ptr<double> in, Ptr<double> out, Ptr<int32_t> ints) {
+    auto i = global_idx.x;
+    Float64 x = in[i];
+    Float32 y = cast<float>(x);
+    out[i * 4] = max(min(x, 1.0), 0.0);
+    out[i * 4 + 1] = min(max(x, 0.0), 1.0);
+    out[i * 4 + 2] = cast<double>(max(min(y, 2.0f), -1.0f));
+    out[i * 4 + 3] = cast<double>(min(max(y, -1.0f), 2.0f));
+    ints[i * 2] = cast<int32_t>(cast<uint32_t>(min(x, 1.0)));
+    ints[i * 2 + 1] = cast<int32_t>(cast<int16_t>(max(y, -3.0f)));
+});
+
+TEST_P(BuiltinsTest, ClampsOfNaNFollowMinNumAndMaxNum) {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    const std::vector<double> in = {nan, -nan, inf, -inf, 0.0, -0.0, 0.5, 1.5, -0.5, 3.0, -7.0, 2.5};
+    const int64_t n = static_cast<int64_t>(in.size());
+    auto din = ctx().enqueue_create_buffer<double>(in.size());
+    auto dout = ctx().enqueue_create_buffer<double>(in.size() * 4);
+    auto dints = ctx().enqueue_create_buffer<int32_t>(in.size() * 2);
+    ctx().enqueue_copy(din, in.data());
+    ctx().enqueue_function(nan_clamps, din, dout, dints, grid_dim(1), block_dim(n));
+    std::vector<double> out(in.size() * 4);
+    std::vector<int32_t> ints(in.size() * 2);
+    ctx().enqueue_copy(out.data(), dout);
+    ctx().enqueue_copy(ints.data(), dints);
+    ctx().synchronize();
+    for (int64_t i = 0; i < n; ++i) {
+        const double x = in[i];
+        const float y = static_cast<float>(x);
+        const double want[4] = {std::fmax(std::fmin(x, 1.0), 0.0), std::fmin(std::fmax(x, 0.0), 1.0),
+                                std::fmax(std::fmin(y, 2.0f), -1.0f), std::fmin(std::fmax(y, -1.0f), 2.0f)};
+        for (int k = 0; k < 4; ++k) EXPECT_EQ(out[i * 4 + k], want[k]) << "clamp " << k << " of " << x;
+        EXPECT_EQ(ints[i * 2], static_cast<int32_t>(saturated<uint32_t>(std::fmin(x, 1.0)))) << x;
+        EXPECT_EQ(ints[i * 2 + 1], saturated<int16_t>(std::fmax(y, -3.0f))) << x;
+    }
+}
+
 // Scalar f16 min/max, alone and packed into a vector max (the shape on which ptxas crashed
 // every other run: [Note] ptxas and integer negation, abs and 16-bit min/max): minNum/maxNum,
 // exact, NaN operands give the other one.
