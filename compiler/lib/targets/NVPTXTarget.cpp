@@ -154,20 +154,50 @@ void select_for_sitofp_i1(llvm::Module &m) {
     }
 }
 
+/// [Note] LLVM 19's NVPTX back end and bf16 constants passed to calls
+/// ====================================================================
+/// A call (to a device function that was not inlined: a huge one, see `is_huge`) that passes a
+/// constant scalar bf16 argument crashes LLVM 19's NVPTX instruction selection (a segfault in
+/// InstrEmitter::AddOperand; `llc` alone shows it on `call i64 @f(bfloat 0xR3F80)`; f16
+/// constants, bf16 vectors and bf16 registers are fine), and so does an argument the selector
+/// folds to a constant (`ceil(0xR42A2)`). ember-difftest found both (two kernels of 48,000
+/// crashed the compiler). Before code generation every scalar bf16 argument of a call becomes
+/// its bits moved through a one-instruction inline asm (`mov.b16`) and bitcast back to bf16,
+/// which the selector cannot fold into a constant (a `freeze` or a plain bitcast it would).
+/// BuiltinsTest calls a huge function with bf16 constants.
+void opaque_bf16_call_constants(llvm::Module &m) {
+    std::vector<std::pair<llvm::CallBase *, unsigned>> found;
+    for (llvm::Function &f : m)
+        for (llvm::BasicBlock &bb : f)
+            for (llvm::Instruction &i : bb)
+                if (auto *c = llvm::dyn_cast<llvm::CallBase>(&i); c && !llvm::isa<llvm::IntrinsicInst>(c) && !c->isInlineAsm())
+                    for (unsigned k = 0; k < c->arg_size(); ++k)
+                        if (c->getArgOperand(k)->getType()->isBFloatTy()) found.push_back({c, k});
+    for (auto [c, k] : found) {
+        llvm::IRBuilder<> b(c);
+        llvm::Value *bits = b.CreateBitCast(c->getArgOperand(k), b.getInt16Ty());
+        auto *asm_ty = llvm::FunctionType::get(b.getInt16Ty(), {b.getInt16Ty()}, false);
+        llvm::Value *moved = b.CreateCall(llvm::InlineAsm::get(asm_ty, "mov.b16 $0, $1;", "=h,h", false), {bits});
+        c->setArgOperand(k, b.CreateBitCast(moved, b.getBFloatTy()));
+    }
+}
+
 /// [Note] Float to integer conversions on NVPTX
 /// =============================================
 /// ember's casts from a float to an integer truncate toward zero, saturate to the integer's
 /// range and give 0 for NaN: `llvm.fptosi.sat`/`llvm.fptoui.sat`. LLVM's NVPTX back end expands
-/// them into `setp.nan` + `max` + `min` + `cvt.rzi` + `selp`, five instructions where PTX's
-/// `cvt.rzi` alone does all of it (PTX ISA, cvt: a float-to-integer conversion clamps to the
-/// destination's range, and NaN becomes 0). The clamp pair is also what ptxas (CUDA 13.0,
+/// them into `setp.nan` + `max` + `min` + `cvt.rzi` + `selp`, where PTX's `cvt.rzi` already
+/// clamps to the destination's range (PTX ISA, cvt). The clamp pair is what ptxas (CUDA 13.0,
 /// sm_90) then miscompiles: it reorders `max(min(x, 1.0), 0.0)`, where the `min` is the user's
 /// and the `max` the expansion's, into `min(max(x, 0.0), 1.0)`, which differs when x is NaN
 /// ([Note] ptxas and float clamps). So after optimisation the NVPTX target turns each one into
 /// the NVVM conversion intrinsic (`llvm.nvvm.d2i.rz` and its siblings: `cvt.rzi.s32.f64`), 32
-/// or 64 bits wide; an 8- or 16-bit result is the 32-bit one clamped in integers and
-/// truncated; f16 and bf16 are widened to f32 first (exact). Vectors go lane by lane, as the
-/// back end would. BuiltinsTest checks NaN, infinities and both ends of each range on the GPU.
+/// or 64 bits wide, and a select of 0 where the operand is NaN: `cvt.rzi` gives the smallest
+/// integer's bits for NaN (0x80000000, 0x8000000000000000; measured on an H200 for every
+/// width). An 8- or 16-bit result is the 32-bit one clamped in integers and truncated; f16 and
+/// bf16 are widened to f32 first (exact). Vectors go lane by lane, as the back end would. Three
+/// instructions (four or five for 8 and 16 bits) where the expansion had five, and no float
+/// clamp. BuiltinsTest checks NaN, infinities and both ends of each range on the GPU.
 void native_float_to_int(llvm::Module &m) {
     std::vector<llvm::IntrinsicInst *> found;
     for (llvm::Function &f : m)
@@ -190,6 +220,8 @@ void native_float_to_int(llvm::Module &m) {
                               : (dbl ? (is_signed ? llvm::Intrinsic::nvvm_d2i_rz : llvm::Intrinsic::nvvm_d2ui_rz)
                                      : (is_signed ? llvm::Intrinsic::nvvm_f2i_rz : llvm::Intrinsic::nvvm_f2ui_rz));
             llvm::Value *r = b.CreateIntrinsic(id, {}, {x});
+            // cvt.rzi gives 0x8000000000000000 for NaN in 64 bits; 0 is ember's answer.
+            r = b.CreateSelect(b.CreateFCmpUNO(x, x), llvm::ConstantInt::get(r->getType(), 0), r);
             if (bits >= 32) return r;
             if (is_signed) {
                 const llvm::APInt lo = llvm::APInt::getSignedMinValue(bits).sext(32);
@@ -733,6 +765,7 @@ public:
     void prepare_codegen(llvm::Module &m) const override {
         select_for_sitofp_i1(m);
         native_float_to_int(m);
+        opaque_bf16_call_constants(m);
     }
 
     std::string patch_assembly(std::string text) const override { return patch_ptx(std::move(text)); }

@@ -357,8 +357,9 @@ TEST_P(BuiltinsTest, NegatedBoolConvertsToMinusOne) {
 }
 
 // Casts from each float type to each integer type: toward zero, saturating, NaN gives 0. On NVIDIA
-// they are PTX's cvt.rzi alone ([Note] Float to integer conversions on NVPTX), which does all
-// three; these are the values where an expansion or the conversion could go wrong.
+// they are PTX's cvt.rzi, which saturates, and a select of 0 for NaN, for which cvt.rzi gives
+// INT_MIN's bits ([Note] Float to integer conversions on NVPTX); these are the values where an
+// expansion or the conversion could go wrong.
 template <class F> auto float_to_int_kernel() {
     return kernel("float_to_int", {"in", "out"}, [](Ptr<F> in, Ptr<int64_t> out) {
         auto i = global_idx.x;
