@@ -398,9 +398,58 @@ std::string guard_float_clamp(const PtxLine &l, const std::set<std::string> &cla
            indent + l.op + " \t" + l.args[0] + ", %clamp_t, " + imm + ";\n" + indent + "}";
 }
 
+/// [Note] ptxas and comparisons of abs with NaN
+/// =============================================
+/// ptxas (CUDA 13.0, sm_90) takes `abs.f32`/`abs.f64` to be non-negative and folds a comparison
+/// of it with a non-positive constant as if it could not be NaN: `setp.gt.f32 p, |x|, -1e30`
+/// and `setp.ge.f32 p, |x|, 0.0` became true, where a NaN x makes both false (the SASS had no
+/// comparison left and the branch it guarded was gone). ember-difftest found it in three
+/// kernels on the GPU. Such a comparison is rewritten to AND in an explicit test of the abs's
+/// operand, which ptxas knows nothing about: `setp.num q, x, x; setp.gt.and p, |x|, c, q` (for
+/// the unordered comparisons, `setp.nan` and `.or`); a `setp.nan`/`setp.num` of |x| tests x
+/// instead. Comparisons with positive constants or registers are left alone (nothing is
+/// known of their outcome). test/lit/eir/ptxas_workarounds.eir pins the form.
+bool is_nonpositive_float_immediate(const std::string &a) {
+    if (a.size() < 3 || a[0] != '0' || (a[1] != 'f' && a[1] != 'd')) return false;
+    const std::string hex = a.substr(2);
+    if (hex.size() != (a[1] == 'f' ? 8u : 16u) || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+        return false;
+    const unsigned long long bits = std::strtoull(hex.c_str(), nullptr, 16);
+    const unsigned width = a[1] == 'f' ? 32 : 64;
+    return (bits >> (width - 1)) != 0 || bits == 0; // negative (incl. -0) or +0
+}
+
+std::string guard_abs_comparison(const PtxLine &l, const std::map<std::string, std::string> &abs_of) {
+    if (l.op.rfind("setp.", 0) != 0 || l.args.size() != 3) return "";
+    const size_t dot = l.op.find('.', 5);
+    if (dot == std::string::npos) return "";
+    const std::string cmp = l.op.substr(5, dot - 5), type = l.op.substr(dot + 1);
+    if (type != "f32" && type != "f64") return "";
+    const std::string indent(l.indent);
+    auto a = abs_of.find(l.args[1]), b = abs_of.find(l.args[2]);
+    if (cmp == "nan" || cmp == "num") {
+        if (a == abs_of.end() || l.args[1] != l.args[2]) return "";
+        return indent + "// " + l.op + " of abs tests its operand: ember's [Note] ptxas and comparisons of abs with NaN\n" +
+               indent + l.op + " \t" + l.args[0] + ", " + a->second + ", " + a->second + ";";
+    }
+    static const std::set<std::string> ordered = {"eq", "ne", "lt", "le", "gt", "ge"};
+    static const std::set<std::string> unordered = {"equ", "neu", "ltu", "leu", "gtu", "geu"};
+    const bool is_ordered = ordered.count(cmp) != 0;
+    if (!is_ordered && unordered.count(cmp) == 0) return "";
+    std::string x;
+    if (a != abs_of.end() && is_nonpositive_float_immediate(l.args[2])) x = a->second;
+    else if (b != abs_of.end() && is_nonpositive_float_immediate(l.args[1])) x = b->second;
+    else return "";
+    return indent + "// " + l.op + " of abs and a constant with the NaN test explicit: ember's [Note] ptxas and comparisons of abs with NaN\n" +
+           indent + "{\n" + indent + ".reg .pred %absc_p;\n" +
+           indent + "setp." + (is_ordered ? "num." : "nan.") + type + " \t%absc_p, " + x + ", " + x + ";\n" +
+           indent + "setp." + cmp + (is_ordered ? ".and." : ".or.") + type + " \t" + l.args[0] + ", " + l.args[1] + ", " +
+           l.args[2] + ", %absc_p;\n" + indent + "}";
+}
+
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16",
-                                                    "min.f", "max.f", "sub.s64"};
+                                                    "min.f", "max.f", "sub.s64", "abs.f"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -424,6 +473,10 @@ std::string patch_ptx(std::string ptx) {
             const bool reg1 = !l.args[1].empty() && l.args[1][0] == '%', reg2 = !l.args[2].empty() && l.args[2][0] == '%';
             if (reg1 != reg2) clamped.insert(reg1 ? l.args[1] : l.args[2]);
         }
+    // Registers that hold the abs of another one here ([Note] ptxas and comparisons of abs with
+    // NaN): within one basic block, from the abs on, until either register is written again (LLVM
+    // writes a phi's register in every predecessor).
+    std::map<std::string, std::string> abs_of;
     std::string out;
     out.reserve(ptx.size() + ptx.size() / 8);
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -433,6 +486,30 @@ std::string patch_ptx(std::string ptx) {
             replacement = rewrite_instruction(l.op, l.args, std::string(l.indent));
             if (replacement.empty()) replacement = rewrite_sub64(l, shifts);
             if (replacement.empty()) replacement = guard_float_clamp(l, clamped);
+            if (replacement.empty()) replacement = guard_abs_comparison(l, abs_of);
+            // What the instruction writes: its first operand, or a `{...}` list of them; a
+            // predicated instruction forgets everything (it is rare in LLVM's PTX).
+            std::vector<std::string> written;
+            if (l.op[0] == '@') {
+                abs_of.clear();
+            } else if (!l.args.empty() && !l.args[0].empty() && l.args[0][0] == '{') {
+                for (const std::string &a : l.args) {
+                    std::string r = a;
+                    std::erase(r, '{');
+                    std::erase(r, '}');
+                    written.push_back(trim(r));
+                    if (a.find('}') != std::string::npos) break;
+                }
+            } else if (!l.args.empty() && !l.args[0].empty() && l.args[0][0] == '%') {
+                written.push_back(l.args[0]);
+            }
+            for (const std::string &w : written)
+                for (auto it = abs_of.begin(); it != abs_of.end();)
+                    it = it->first == w || it->second == w ? abs_of.erase(it) : std::next(it);
+            if ((l.op == "abs.f32" || l.op == "abs.f64") && l.args.size() == 2 && l.args[0] != l.args[1])
+                abs_of[l.args[0]] = l.args[1];
+        } else if (trim(l.text).ends_with(":")) {
+            abs_of.clear(); // a label: another block
         }
         if (!replacement.empty()) {
             out += replacement;

@@ -465,6 +465,35 @@ TEST_P(BuiltinsTest, ClampsOfNaNFollowMinNumAndMaxNum) {
     }
 }
 
+// Comparisons of abs(x) with non-positive constants are false for a NaN x (ordered), true for
+// `!=`; ptxas folded |x| > -1e30 to true ([Note] ptxas and comparisons of abs with NaN).
+const auto abs_compare = kernel("abs_compare", {"in", "out"}, [](Ptr<float> in, Ptr<int32_t> out) {
+    auto i = global_idx.x;
+    Float32 x = in[i];
+    out[i * 4] = cast<int32_t>(Float32(-1e30f) < abs(x));
+    out[i * 4 + 1] = cast<int32_t>(abs(x) > -1.0f);
+    out[i * 4 + 2] = cast<int32_t>(abs(x) >= 0.0f);
+    out[i * 4 + 3] = cast<int32_t>(abs(x) != -1.0f);
+});
+
+TEST_P(BuiltinsTest, AbsComparedWithNegativeConstantsSeesNaN) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> in = {std::nanf(""), -std::nanf(""), inf, -inf, 0.0f, -0.0f, 1.0f, -2.5f};
+    const int64_t n = static_cast<int64_t>(in.size());
+    auto din = ctx().enqueue_create_buffer<float>(in.size());
+    auto dout = ctx().enqueue_create_buffer<int32_t>(in.size() * 4);
+    ctx().enqueue_copy(din, in.data());
+    ctx().enqueue_function(abs_compare, din, dout, grid_dim(1), block_dim(n));
+    std::vector<int32_t> out(in.size() * 4);
+    ctx().enqueue_copy(out.data(), dout);
+    ctx().synchronize();
+    for (int64_t i = 0; i < n; ++i) {
+        const float a = std::fabs(in[i]);
+        const int32_t want[4] = {-1e30f < a, a > -1.0f, a >= 0.0f, a != -1.0f};
+        for (int k = 0; k < 4; ++k) EXPECT_EQ(out[i * 4 + k], want[k]) << "comparison " << k << " of " << in[i];
+    }
+}
+
 // Scalar f16 min/max, alone and packed into a vector max (the shape on which ptxas crashed
 // every other run: [Note] ptxas and integer negation, abs and 16-bit min/max): minNum/maxNum,
 // exact, NaN operands give the other one.

@@ -121,6 +121,56 @@ TEST_P(DeviceFunctionTest, SharedPointersAndBarriersInsideFunctions) {
     }
 }
 
+// A function large enough (250 branches) that LLVM calls it instead of inlining it, called with
+// bf16 constants and with one that folds to a constant (ceil): LLVM 19's NVPTX back end crashed
+// on such arguments ([Note] LLVM 19's NVPTX back end and bf16 constants passed to calls).
+constexpr int big_bf16_steps = 250;
+const auto big_bf16 = device_function("big_bf16", [](BFloat16 a, BFloat16 b, BFloat16 c) {
+    Var<float> acc = cast<float>(a);
+    Var<int32_t> k = cast<int32_t>(b);
+    for (int i = 0; i < big_bf16_steps; ++i)
+        if_(acc > float(i) + 0.5f, [&] {
+            acc = acc * cast<float>(b) + cast<float>(c) / (acc + (float(i) + 0.25f));
+            k = (k * (i + 3)) ^ cast<int32_t>(Float32(acc));
+        });
+    return cast<int32_t>(Float32(acc)) ^ Int32(k);
+});
+
+const auto bf16_calls = kernel("bf16_calls", [](Ptr<bfloat16> in, Ptr<int32_t> out) {
+    out[0] = big_bf16(in[0], BFloat16(bfloat16(1.5f)), ceil(BFloat16(bfloat16(2.25f))));
+    out[1] = big_bf16(in[1], in[2], BFloat16(bfloat16(0.5f)));
+});
+
+int32_t big_bf16_host(float a, float b, float c) {
+    float acc = a;
+    int32_t k = static_cast<int32_t>(b);
+    auto to_int = [](float x) -> int32_t {
+        if (std::isnan(x)) return 0;
+        if (x <= -2147483648.0f) return INT32_MIN;
+        if (x >= 2147483648.0f) return INT32_MAX;
+        return static_cast<int32_t>(x);
+    };
+    for (int i = 0; i < big_bf16_steps; ++i)
+        if (acc > float(i) + 0.5f) {
+            acc = acc * b + c / (acc + (float(i) + 0.25f));
+            k = static_cast<int32_t>(static_cast<uint32_t>(k) * static_cast<uint32_t>(i + 3)) ^ to_int(acc);
+        }
+    return to_int(acc) ^ k;
+}
+
+TEST_P(DeviceFunctionTest, LargeFunctionTakesBf16Constants) {
+    const std::vector<bfloat16> in = {bfloat16(3.0f), bfloat16(7.5f), bfloat16(1.25f)};
+    auto din = ctx().enqueue_create_buffer<bfloat16>(in.size());
+    auto dout = ctx().enqueue_create_buffer<int32_t>(2);
+    ctx().enqueue_copy(din, in.data());
+    ctx().enqueue_function(bf16_calls, din, dout, grid_dim(1), block_dim(1));
+    std::vector<int32_t> out(2);
+    ctx().enqueue_copy(out.data(), dout);
+    ctx().synchronize();
+    EXPECT_EQ(out[0], big_bf16_host(3.0f, 1.5f, 3.0f));
+    EXPECT_EQ(out[1], big_bf16_host(7.5f, 1.25f, 0.5f));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllApis, DeviceFunctionTest, ember::testing::all_apis(), ember::testing::api_name);
 
 } // namespace
