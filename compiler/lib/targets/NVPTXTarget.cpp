@@ -122,6 +122,16 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 /// three on each; test/lit/eir/ptxas_workarounds.eir pins the forms, BuiltinsTest runs them on
 /// the GPU.
 
+/// The instructions of `m` of type T for which `want` holds, all collected before any changes.
+template <class T, class Pred> std::vector<T *> instructions_of(llvm::Module &m, Pred want) {
+    std::vector<T *> found;
+    for (llvm::Function &f : m)
+        for (llvm::BasicBlock &bb : f)
+            for (llvm::Instruction &i : bb)
+                if (auto *t = llvm::dyn_cast<T>(&i); t && want(*t)) found.push_back(t);
+    return found;
+}
+
 /// [Note] LLVM 19's NVPTX back end and sitofp of i1
 /// ==================================================
 /// `sitofp i1 %c` is -1.0 when %c is true. LLVM 19's NVPTX instruction selection folds it to a
@@ -134,15 +144,10 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 /// integer, negated and cast to a float meets it (f16, bf16, f32 and f64 alike). A
 /// `select %c, -1.0, 0.0` is selected right (`selp`), so the NVPTX target turns every `sitofp`
 /// of i1 (or of a vector of i1) into that select after the optimisation pipeline
-/// (`prepare_codegen`), where no later pass turns it back. test/lit/eir/llvm_fold_workarounds.eir pins the form; BuiltinsTest runs it.
+/// (`prepare_codegen`), where no later pass turns it back. test/lit/eir/llvm_fold_workarounds.eir
+/// pins the form; BuiltinsTest runs it.
 void select_for_sitofp_i1(llvm::Module &m) {
-    std::vector<llvm::SIToFPInst *> found;
-    for (llvm::Function &f : m)
-        for (llvm::BasicBlock &bb : f)
-            for (llvm::Instruction &i : bb)
-                if (auto *c = llvm::dyn_cast<llvm::SIToFPInst>(&i);
-                    c && c->getSrcTy()->isIntOrIntVectorTy(1))
-                    found.push_back(c);
+    auto found = instructions_of<llvm::SIToFPInst>(m, [](llvm::SIToFPInst &c) { return c.getSrcTy()->isIntOrIntVectorTy(1); });
     for (llvm::SIToFPInst *c : found) {
         llvm::IRBuilder<> b(c);
         llvm::Type *ty = c->getType();
@@ -166,13 +171,14 @@ void select_for_sitofp_i1(llvm::Module &m) {
 /// which the selector cannot fold into a constant (a `freeze` or a plain bitcast it would).
 /// BuiltinsTest calls a huge function with bf16 constants.
 void opaque_bf16_call_constants(llvm::Module &m) {
+    auto calls = instructions_of<llvm::CallBase>(m, [](llvm::CallBase &c) {
+        return !llvm::isa<llvm::IntrinsicInst>(c) && !c.isInlineAsm() &&
+               llvm::any_of(c.args(), [](const llvm::Use &a) { return a->getType()->isBFloatTy(); });
+    });
     std::vector<std::pair<llvm::CallBase *, unsigned>> found;
-    for (llvm::Function &f : m)
-        for (llvm::BasicBlock &bb : f)
-            for (llvm::Instruction &i : bb)
-                if (auto *c = llvm::dyn_cast<llvm::CallBase>(&i); c && !llvm::isa<llvm::IntrinsicInst>(c) && !c->isInlineAsm())
-                    for (unsigned k = 0; k < c->arg_size(); ++k)
-                        if (c->getArgOperand(k)->getType()->isBFloatTy()) found.push_back({c, k});
+    for (llvm::CallBase *c : calls)
+        for (unsigned k = 0; k < c->arg_size(); ++k)
+            if (c->getArgOperand(k)->getType()->isBFloatTy()) found.push_back({c, k});
     for (auto [c, k] : found) {
         llvm::IRBuilder<> b(c);
         llvm::Value *bits = b.CreateBitCast(c->getArgOperand(k), b.getInt16Ty());
@@ -199,14 +205,9 @@ void opaque_bf16_call_constants(llvm::Module &m) {
 /// instructions (four or five for 8 and 16 bits) where the expansion had five, and no float
 /// clamp. BuiltinsTest checks NaN, infinities and both ends of each range on the GPU.
 void native_float_to_int(llvm::Module &m) {
-    std::vector<llvm::IntrinsicInst *> found;
-    for (llvm::Function &f : m)
-        for (llvm::BasicBlock &bb : f)
-            for (llvm::Instruction &i : bb)
-                if (auto *c = llvm::dyn_cast<llvm::IntrinsicInst>(&i);
-                    c && (c->getIntrinsicID() == llvm::Intrinsic::fptosi_sat ||
-                          c->getIntrinsicID() == llvm::Intrinsic::fptoui_sat))
-                    found.push_back(c);
+    auto found = instructions_of<llvm::IntrinsicInst>(m, [](llvm::IntrinsicInst &c) {
+        return c.getIntrinsicID() == llvm::Intrinsic::fptosi_sat || c.getIntrinsicID() == llvm::Intrinsic::fptoui_sat;
+    });
     for (llvm::IntrinsicInst *c : found) {
         const bool is_signed = c->getIntrinsicID() == llvm::Intrinsic::fptosi_sat;
         llvm::IRBuilder<> b(c);

@@ -11,6 +11,8 @@
 #include "ember/compiler/IR.h"
 #include "ember/compiler/IRPrinter.h"
 
+#include "FloatToInt.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -170,20 +172,7 @@ template <class T> T ref_shift(T a, T b, bool left) {
     return static_cast<T>(a >> amount); // arithmetic for signed (C++20), logical for unsigned
 }
 
-/// Float to int: truncate toward zero, saturate, NaN gives 0.
-template <class To, class From> To ref_float_to_int(From x) {
-    if (std::isnan(x)) return 0;
-    const long double t = std::trunc(static_cast<long double>(x));
-    constexpr int bits = sizeof(To) * 8;
-    if constexpr (std::is_signed_v<To>) {
-        if (t < -std::ldexp(1.0L, bits - 1)) return std::numeric_limits<To>::min();
-        if (t >= std::ldexp(1.0L, bits - 1)) return std::numeric_limits<To>::max();
-    } else {
-        if (t < 0) return 0;
-        if (t >= std::ldexp(1.0L, bits)) return std::numeric_limits<To>::max();
-    }
-    return static_cast<To>(t);
-}
+using ember::testing::ref_float_to_int; // truncate toward zero, saturate, NaN gives 0
 
 template <class To, class From> To ref_cast(From x) {
     if constexpr (std::is_same_v<To, bool>) return x != From(0);

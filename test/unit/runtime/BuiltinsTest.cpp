@@ -3,6 +3,7 @@
 #include "ember/ember.h"
 
 #include "DeviceTest.h"
+#include "FloatToInt.h"
 
 #include <gtest/gtest.h>
 
@@ -375,19 +376,7 @@ template <class F> auto float_to_int_kernel() {
     });
 }
 
-template <class To> int64_t saturated(double x) {
-    if (std::isnan(x)) return 0;
-    const long double t = std::trunc(static_cast<long double>(x));
-    constexpr int bits = sizeof(To) * 8;
-    if constexpr (std::is_signed_v<To>) {
-        if (t < -std::ldexp(1.0L, bits - 1)) return std::numeric_limits<To>::min();
-        if (t >= std::ldexp(1.0L, bits - 1)) return std::numeric_limits<To>::max();
-    } else {
-        if (t < 0) return 0;
-        if (t >= std::ldexp(1.0L, bits)) return static_cast<int64_t>(std::numeric_limits<To>::max());
-    }
-    return static_cast<int64_t>(static_cast<To>(t));
-}
+template <class To> int64_t saturated(double x) { return static_cast<int64_t>(ember::testing::ref_float_to_int<To>(x)); }
 
 template <class F> void check_float_to_int(DeviceContext &ctx) {
     const double inf = std::numeric_limits<double>::infinity();
