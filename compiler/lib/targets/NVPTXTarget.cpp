@@ -489,9 +489,10 @@ std::string patch_ptx(std::string ptx) {
             if (replacement.empty()) replacement = guard_float_clamp(l, clamped);
             if (replacement.empty()) replacement = guard_abs_comparison(l, abs_of);
             // What the instruction writes: its first operand, or a `{...}` list of them; a
-            // predicated instruction forgets everything (it is rare in LLVM's PTX).
+            // predicated instruction or a `{ ... }` scope of several forgets everything (they
+            // are rare in LLVM's PTX).
             std::vector<std::string> written;
-            if (l.op[0] == '@') {
+            if (l.op[0] == '@' || l.op[0] == '{') {
                 abs_of.clear();
             } else if (!l.args.empty() && !l.args[0].empty() && l.args[0][0] == '{') {
                 for (const std::string &a : l.args) {
