@@ -371,6 +371,46 @@ std::string rewrite_sub64(const PtxLine &l, const std::map<std::string, std::pai
            indent + "add.s64 \t" + l.args[0] + ", " + l.args[1] + ", %sub64_t;\n" + indent + "}";
 }
 
+/// `add`/`or`/`xor` of a left shift and an arithmetic right shift of one register: ptxas (CUDA
+/// 13.0, sm_90) took (x >>s 3) + (x << 61) in 64 bits for a rotate of x (a funnel shift,
+/// `SHF.L.W`), which holds only for a logical right shift: bits 61 to 63 came out without x's
+/// sign (found by ember-difftest on an H200, seed 100806; the SASS shows the rotate). The
+/// arithmetic shift is computed again at the combination from its operand as
+/// ((x ^ s) >>u k) ^ s with s = x >>s (width - 1): the same value, through a register that is
+/// not x, so no rotate is matched. Only where x and the shift's result are each written once in
+/// the whole text (LLVM writes most registers once), so x still holds the shifted value. Not
+/// yet run on the GPU; the lit test pins the form.
+struct Shift {
+    std::string of, amount;
+    bool left = false, arithmetic = false;
+};
+
+std::string rewrite_arithmetic_rotate(const PtxLine &l, const std::map<std::string, Shift> &shifts,
+                                      const std::map<std::string, int> &writes) {
+    static const std::map<std::string, std::string> ops = {{"add.s64", "64"}, {"or.b64", "64"}, {"xor.b64", "64"},
+                                                           {"add.s32", "32"}, {"or.b32", "32"}, {"xor.b32", "32"}};
+    auto op = ops.find(l.op);
+    if (op == ops.end() || l.args.size() != 3) return "";
+    auto a = shifts.find(l.args[1]), b = shifts.find(l.args[2]);
+    if (a == shifts.end() || b == shifts.end() || a->second.of != b->second.of || a->second.left == b->second.left)
+        return "";
+    const bool first_is_right = !a->second.left;
+    const Shift &right = first_is_right ? a->second : b->second;
+    const std::string &right_reg = first_is_right ? l.args[1] : l.args[2];
+    auto written = [&](const std::string &r) { auto w = writes.find(r); return w == writes.end() ? 0 : w->second; };
+    if (!right.arithmetic || written(right.of) > 1 || written(right_reg) != 1) return "";
+    const std::string n = op->second, indent(l.indent);
+    const std::string &x = right.of;
+    return indent + "// " + l.op + " of a left and an arithmetic right shift of one value, the right one as xor + shr.u + xor: ember's [Note] ptxas and integer negation, abs and 16-bit min/max\n" +
+           indent + "{\n" + indent + ".reg .b" + n + " %rot_s, %rot_t;\n" +
+           indent + "shr.s" + n + " \t%rot_s, " + x + ", " + std::to_string(std::stoi(n) - 1) + ";\n" +
+           indent + "xor.b" + n + " \t%rot_t, " + x + ", %rot_s;\n" +
+           indent + "shr.u" + n + " \t%rot_t, %rot_t, " + right.amount + ";\n" +
+           indent + "xor.b" + n + " \t%rot_t, %rot_t, %rot_s;\n" +
+           indent + l.op + " \t" + l.args[0] + ", " + (first_is_right ? "%rot_t, " + l.args[2] : l.args[1] + ", %rot_t") + ";\n" +
+           indent + "}";
+}
+
 /// [Note] ptxas and float clamps
 /// ==============================
 /// ptxas (CUDA 13.0, sm_90) takes `max.f64 r, t, 0.0` of `min.f64 t, x, 1.0` to be a clamp of x
@@ -450,7 +490,7 @@ std::string guard_abs_comparison(const PtxLine &l, const std::map<std::string, s
 
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16",
-                                                    "min.f", "max.f", "sub.s64", "abs.f"};
+                                                    "min.f", "max.f", "sub.s64", "abs.f", "shr.s"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -462,11 +502,38 @@ std::string patch_ptx(std::string ptx) {
         pos = eol + 1;
     }
     // Registers that are shifts of another: LLVM's PTX assigns most registers once; where one is
-    // assigned again, the rewrite below is still a correct subtraction, only a longer one.
-    std::map<std::string, std::pair<std::string, bool>> shifts;
-    for (const PtxLine &l : lines)
-        if (l.args.size() == 3 && (l.op == "shl.b64" || l.op == "shr.u64" || l.op == "shr.s64" || l.op == "shr.b64"))
-            shifts[l.args[0]] = {l.args[1], l.op == "shl.b64"};
+    // assigned again, the subtraction's rewrite is still a correct subtraction, only a longer one
+    // (the rotate's rewrite checks `writes`).
+    std::map<std::string, Shift> shifts;
+    std::map<std::string, std::pair<std::string, bool>> shifts64;
+    for (const PtxLine &l : lines) {
+        if (l.args.size() != 3) continue;
+        static const std::set<std::string> shift_ops = {"shl.b64", "shr.u64", "shr.s64", "shr.b64",
+                                                        "shl.b32", "shr.u32", "shr.s32", "shr.b32"};
+        if (shift_ops.count(l.op) == 0) continue;
+        const bool left = l.op.rfind("shl", 0) == 0;
+        shifts[l.args[0]] = {l.args[1], l.args[2], left, l.op.rfind("shr.s", 0) == 0};
+        if (l.op.ends_with("64")) shifts64[l.args[0]] = {l.args[1], left};
+    }
+    // How often each register is written (its first operand; each of a `{...}` list; the last
+    // word before the first operand's comma after a predicate).
+    std::map<std::string, int> writes;
+    for (const PtxLine &l : lines) {
+        if (l.args.empty() || l.op.empty()) continue;
+        std::string first = l.args[0];
+        if (l.op[0] == '@') first = first.substr(first.find_last_of(" \t") == std::string::npos ? 0 : first.find_last_of(" \t") + 1);
+        if (!first.empty() && first[0] == '{') {
+            for (const std::string &a : l.args) {
+                std::string r = a;
+                std::erase(r, '{');
+                std::erase(r, '}');
+                ++writes[trim(r)];
+                if (a.find('}') != std::string::npos) break;
+            }
+        } else if (!first.empty() && first[0] == '%') {
+            ++writes[first];
+        }
+    }
     // Registers read by a float min/max with an immediate operand ([Note] ptxas and float clamps).
     std::set<std::string> clamped;
     for (const PtxLine &l : lines)
@@ -485,7 +552,8 @@ std::string patch_ptx(std::string ptx) {
         std::string replacement;
         if (!l.op.empty()) {
             replacement = rewrite_instruction(l.op, l.args, std::string(l.indent));
-            if (replacement.empty()) replacement = rewrite_sub64(l, shifts);
+            if (replacement.empty()) replacement = rewrite_sub64(l, shifts64);
+            if (replacement.empty()) replacement = rewrite_arithmetic_rotate(l, shifts, writes);
             if (replacement.empty()) replacement = guard_float_clamp(l, clamped);
             if (replacement.empty()) replacement = guard_abs_comparison(l, abs_of);
             // What the instruction writes: its first operand, or a `{...}` list of them; a

@@ -357,6 +357,41 @@ TEST_P(BuiltinsTest, NegatedBoolConvertsToMinusOne) {
     }
 }
 
+// A left and an arithmetic right shift of one value, added (or xored): not a rotate, since the
+// right shift brings in copies of the sign. ptxas took (x >> 3) + (x << 61) for a rotate of x
+// ([Note] ptxas and integer negation, abs and 16-bit min/max, rewrite_arithmetic_rotate); the
+// logical form, a real rotate, is the control.
+const auto arithmetic_rotates = kernel("arithmetic_rotates", {"w", "out"}, [](Ptr<int64_t> w, Ptr<int64_t> out) {
+    auto i = global_idx.x;
+    Int64 x = w[i];
+    Int32 y = cast<int32_t>(x);
+    UInt64 q = cast<uint64_t>(x);
+    out[i * 4] = (x >> 3) + (x << 61);
+    out[i * 4 + 1] = (x >> 5) ^ (x << 59);
+    out[i * 4 + 2] = cast<int64_t>((y >> 7) + (y << 25));
+    out[i * 4 + 3] = cast<int64_t>((q >> 3) | (q << 61));
+});
+
+TEST_P(BuiltinsTest, ArithmeticShiftPairsAreNotRotates) {
+    std::vector<int64_t> w = {0, 1, -1, 7, -8, INT64_MIN, INT64_MAX, 0x123456789abcdef0, -0x123456789abcdef0, 5, -5};
+    const int64_t n = static_cast<int64_t>(w.size());
+    auto dw = ctx().enqueue_create_buffer<int64_t>(w.size());
+    auto dout = ctx().enqueue_create_buffer<int64_t>(w.size() * 4);
+    ctx().enqueue_copy(dw, w.data());
+    ctx().enqueue_function(arithmetic_rotates, dw, dout, grid_dim(1), block_dim(n));
+    std::vector<int64_t> out(w.size() * 4);
+    ctx().enqueue_copy(out.data(), dout);
+    ctx().synchronize();
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t x = w[i];
+        const uint64_t q = uint64_t(x);
+        const int32_t y = int32_t(x);
+        const int64_t want[4] = {int64_t(uint64_t(x >> 3) + (q << 61)), int64_t(uint64_t(x >> 5) ^ (q << 59)),
+                                 int64_t(int32_t(uint32_t(y >> 7) + (uint32_t(y) << 25))), int64_t((q >> 3) | (q << 61))};
+        for (int k = 0; k < 4; ++k) EXPECT_EQ(out[i * 4 + k], want[k]) << "form " << k << " of " << x;
+    }
+}
+
 // Casts from each float type to each integer type: toward zero, saturating, NaN gives 0. On NVIDIA
 // they are PTX's cvt.rzi, which saturates, and a select of 0 for NaN, for which cvt.rzi gives
 // INT_MIN's bits ([Note] Float to integer conversions on NVPTX); these are the values where an
