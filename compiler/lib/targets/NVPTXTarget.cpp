@@ -147,7 +147,8 @@ template <class T, class Pred> std::vector<T *> instructions_of(llvm::Module &m,
 /// (`prepare_codegen`), where no later pass turns it back. test/lit/eir/llvm_fold_workarounds.eir
 /// pins the form; BuiltinsTest runs it.
 void select_for_sitofp_i1(llvm::Module &m) {
-    auto found = instructions_of<llvm::SIToFPInst>(m, [](llvm::SIToFPInst &c) { return c.getSrcTy()->isIntOrIntVectorTy(1); });
+    auto found = instructions_of<llvm::SIToFPInst>(
+        m, [](llvm::SIToFPInst &c) { return c.getSrcTy()->isIntOrIntVectorTy(1); });
     for (llvm::SIToFPInst *c : found) {
         llvm::IRBuilder<> b(c);
         llvm::Type *ty = c->getType();
@@ -161,15 +162,16 @@ void select_for_sitofp_i1(llvm::Module &m) {
 
 /// [Note] LLVM 19's NVPTX back end and bf16 constants passed to calls
 /// ====================================================================
-/// A call (to a device function that was not inlined: a huge one, see `is_huge`) that passes a
-/// constant scalar bf16 argument crashes LLVM 19's NVPTX instruction selection (a segfault in
-/// InstrEmitter::AddOperand; `llc` alone shows it on `call i64 @f(bfloat 0xR3F80)`; f16
-/// constants, bf16 vectors and bf16 registers are fine), and so does an argument the selector
-/// folds to a constant (`ceil(0xR42A2)`). ember-difftest found both (two kernels of 48,000
+/// A call to a device function LLVM did not inline (a large one, or a huge one, `is_huge`) that
+/// passes a constant scalar bf16 argument crashes LLVM 19's NVPTX instruction selection (a
+/// segfault in InstrEmitter::AddOperand; `llc` alone shows it on `call i64 @f(bfloat 0xR3F80)`;
+/// f16 constants, bf16 vectors and bf16 registers are fine), and so does an argument the
+/// selector folds to a constant (`ceil(0xR42A2)`). ember-difftest found both (two kernels of 48,000
 /// crashed the compiler). Before code generation every scalar bf16 argument of a call becomes
 /// its bits moved through a one-instruction inline asm (`mov.b16`) and bitcast back to bf16,
 /// which the selector cannot fold into a constant (a `freeze` or a plain bitcast it would).
-/// BuiltinsTest calls a huge function with bf16 constants.
+/// DeviceFunctionTest calls a 250-branch function with bf16 constants; lit's
+/// bf16_call_argument.eir pins the form.
 void opaque_bf16_call_constants(llvm::Module &m) {
     auto calls = instructions_of<llvm::CallBase>(m, [](llvm::CallBase &c) {
         return !llvm::isa<llvm::IntrinsicInst>(c) && !c.isInlineAsm() &&
