@@ -376,7 +376,7 @@ std::string rewrite_sub64(const PtxLine &l, const std::map<std::string, std::pai
 /// `add`/`or`/`xor` of a left shift and an arithmetic right shift of one register: ptxas (CUDA
 /// 13.0, sm_90) took (x >>s 3) + (x << 61) in 64 bits for a rotate of x (a funnel shift,
 /// `SHF.L.W`), which holds only for a logical right shift: bits 61 to 63 came out without x's
-/// sign (found by ember-difftest on an H200, seed 100806; the SASS shows the rotate). The
+/// sign (found by ember-difftest on an H200; the SASS shows the rotate). The
 /// arithmetic shift is computed again at the combination from its operand as
 /// ((x ^ s) >>u k) ^ s with s = x >>s (width - 1): the same value, through a register that is
 /// not x, so no rotate is matched. Only where x and the shift's result are each written once in
