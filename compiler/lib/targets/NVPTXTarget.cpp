@@ -15,6 +15,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -354,6 +355,40 @@ PtxLine parse_ptx_line(std::string_view line) {
     return l;
 }
 
+/// The registers an instruction line writes: its first operand, each of a `{...}` list, the
+/// first operand of a predicated instruction; of a `{ ... }` scope on one line, every register it
+/// names (more than it writes, which only makes the rewrites that ask more careful).
+std::vector<std::string> written_registers(const PtxLine &l) {
+    std::vector<std::string> written;
+    if (l.op.empty() || l.args.empty()) return written;
+    if (l.op[0] == '{') {
+        for (size_t at = l.text.find('%'); at != std::string_view::npos; at = l.text.find('%', at + 1)) {
+            size_t end = at + 1;
+            while (end < l.text.size() && (std::isalnum(static_cast<unsigned char>(l.text[end])) || l.text[end] == '_'))
+                ++end;
+            written.emplace_back(l.text.substr(at, end - at));
+        }
+        return written;
+    }
+    std::string first = l.args[0];
+    if (l.op[0] == '@') { // "@%p mov.b32 %r1": the destination follows the instruction's name
+        const size_t space = first.find_last_of(" \t");
+        if (space != std::string::npos) first = first.substr(space + 1);
+    }
+    if (!first.empty() && first[0] == '{') {
+        for (const std::string &a : l.args) {
+            std::string r = a;
+            std::erase(r, '{');
+            std::erase(r, '}');
+            written.push_back(trim(r));
+            if (a.find('}') != std::string::npos) break;
+        }
+    } else if (!first.empty() && first[0] == '%') {
+        written.push_back(first);
+    }
+    return written;
+}
+
 /// `sub.s64 d, a, b` where a and b are shifts of one register, one left and one right: ptxas
 /// (CUDA 13.0, sm_90) computed (x >> 63) - (x << 1) as if it were a rotate, wrong for 60,944 of
 /// 65,536 values, and (x << 1) - (x >> 63) likewise (measured on an H200; (x >> 62) - (x << 1),
@@ -517,25 +552,10 @@ std::string patch_ptx(std::string ptx) {
         shifts[l.args[0]] = {l.args[1], l.args[2], left, l.op.rfind("shr.s", 0) == 0};
         if (l.op.ends_with("64")) shifts64[l.args[0]] = {l.args[1], left};
     }
-    // How often each register is written (its first operand; each of a `{...}` list; the last
-    // word before the first operand's comma after a predicate).
+    // How often each register is written.
     std::map<std::string, int> writes;
-    for (const PtxLine &l : lines) {
-        if (l.args.empty() || l.op.empty()) continue;
-        std::string first = l.args[0];
-        if (l.op[0] == '@') first = first.substr(first.find_last_of(" \t") == std::string::npos ? 0 : first.find_last_of(" \t") + 1);
-        if (!first.empty() && first[0] == '{') {
-            for (const std::string &a : l.args) {
-                std::string r = a;
-                std::erase(r, '{');
-                std::erase(r, '}');
-                ++writes[trim(r)];
-                if (a.find('}') != std::string::npos) break;
-            }
-        } else if (!first.empty() && first[0] == '%') {
-            ++writes[first];
-        }
-    }
+    for (const PtxLine &l : lines)
+        for (const std::string &r : written_registers(l)) ++writes[r];
     // Registers read by a float min/max with an immediate operand ([Note] ptxas and float clamps).
     std::set<std::string> clamped;
     for (const PtxLine &l : lines)
@@ -558,24 +578,7 @@ std::string patch_ptx(std::string ptx) {
             if (replacement.empty()) replacement = rewrite_arithmetic_rotate(l, shifts, writes);
             if (replacement.empty()) replacement = guard_float_clamp(l, clamped);
             if (replacement.empty()) replacement = guard_abs_comparison(l, abs_of);
-            // What the instruction writes: its first operand, or a `{...}` list of them; a
-            // predicated instruction or a `{ ... }` scope of several forgets everything (they
-            // are rare in LLVM's PTX).
-            std::vector<std::string> written;
-            if (l.op[0] == '@' || l.op[0] == '{') {
-                abs_of.clear();
-            } else if (!l.args.empty() && !l.args[0].empty() && l.args[0][0] == '{') {
-                for (const std::string &a : l.args) {
-                    std::string r = a;
-                    std::erase(r, '{');
-                    std::erase(r, '}');
-                    written.push_back(trim(r));
-                    if (a.find('}') != std::string::npos) break;
-                }
-            } else if (!l.args.empty() && !l.args[0].empty() && l.args[0][0] == '%') {
-                written.push_back(l.args[0]);
-            }
-            for (const std::string &w : written)
+            for (const std::string &w : written_registers(l))
                 for (auto it = abs_of.begin(); it != abs_of.end();)
                     it = it->first == w || it->second == w ? abs_of.erase(it) : std::next(it);
             if ((l.op == "abs.f32" || l.op == "abs.f64") && l.args.size() == 2 && l.args[0] != l.args[1])

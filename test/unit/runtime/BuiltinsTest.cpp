@@ -274,17 +274,24 @@ TEST_P(BuiltinsTest, NegationsAbsAndSmallMinMaxAreExact) {
 }
 
 // One block of `threads` threads of kernel `k(in, out)`: copies `in` over, returns `out` (`out_size`
-// elements of the same type).
-template <typename T, typename K>
-std::vector<T> run_one_block(DeviceContext &ctx, const K &k, const std::vector<T> &in, size_t out_size, int64_t threads) {
+// elements of type Out).
+template <typename Out, typename T, typename K>
+std::vector<Out> run_one_block_to(DeviceContext &ctx, const K &k, const std::vector<T> &in, size_t out_size,
+                                  int64_t threads) {
     auto din = ctx.enqueue_create_buffer<T>(in.size());
-    auto dout = ctx.enqueue_create_buffer<T>(out_size);
+    auto dout = ctx.enqueue_create_buffer<Out>(out_size);
     ctx.enqueue_copy(din, in.data());
     ctx.enqueue_function(k, din, dout, grid_dim(1), block_dim(threads));
-    std::vector<T> out(out_size);
+    std::vector<Out> out(out_size);
     ctx.enqueue_copy(out.data(), dout);
     ctx.synchronize();
     return out;
+}
+
+// The same, with `out` of the type of `in`.
+template <typename T, typename K>
+std::vector<T> run_one_block(DeviceContext &ctx, const K &k, const std::vector<T> &in, size_t out_size, int64_t threads) {
+    return run_one_block_to<T>(ctx, k, in, out_size, threads);
 }
 
 // min(min(x, y), fma(x, y, z)) crashed LLVM 19's InstSimplify, and abs(max(abs(x), -inf)) lost its
@@ -373,15 +380,9 @@ const auto arithmetic_rotates = kernel("arithmetic_rotates", {"w", "out"}, [](Pt
 });
 
 TEST_P(BuiltinsTest, ArithmeticShiftPairsAreNotRotates) {
-    std::vector<int64_t> w = {0, 1, -1, 7, -8, INT64_MIN, INT64_MAX, 0x123456789abcdef0, -0x123456789abcdef0, 5, -5};
+    const std::vector<int64_t> w = {0, 1, -1, 7, -8, INT64_MIN, INT64_MAX, 0x123456789abcdef0, -0x123456789abcdef0, 5, -5};
     const int64_t n = static_cast<int64_t>(w.size());
-    auto dw = ctx().enqueue_create_buffer<int64_t>(w.size());
-    auto dout = ctx().enqueue_create_buffer<int64_t>(w.size() * 4);
-    ctx().enqueue_copy(dw, w.data());
-    ctx().enqueue_function(arithmetic_rotates, dw, dout, grid_dim(1), block_dim(n));
-    std::vector<int64_t> out(w.size() * 4);
-    ctx().enqueue_copy(out.data(), dout);
-    ctx().synchronize();
+    const std::vector<int64_t> out = run_one_block(ctx(), arithmetic_rotates, w, w.size() * 4, n);
     for (int64_t i = 0; i < n; ++i) {
         const int64_t x = w[i];
         const uint64_t q = uint64_t(x);
@@ -424,13 +425,7 @@ template <class F> void check_float_to_int(DeviceContext &ctx) {
     for (double v : values) in.push_back(static_cast<F>(static_cast<float>(v)));
     if constexpr (std::is_same_v<F, double>) in.assign(values.begin(), values.end());
     const int64_t n = static_cast<int64_t>(in.size());
-    auto din = ctx.enqueue_create_buffer<F>(in.size());
-    auto dout = ctx.enqueue_create_buffer<int64_t>(in.size() * 8);
-    ctx.enqueue_copy(din, in.data());
-    ctx.enqueue_function(float_to_int_kernel<F>(), din, dout, grid_dim(1), block_dim(n));
-    std::vector<int64_t> out(in.size() * 8);
-    ctx.enqueue_copy(out.data(), dout);
-    ctx.synchronize();
+    const std::vector<int64_t> out = run_one_block_to<int64_t>(ctx, float_to_int_kernel<F>(), in, in.size() * 8, n);
     for (int64_t i = 0; i < n; ++i) {
         const double x = static_cast<double>(in[i]);
         const int64_t want[8] = {saturated<int8_t>(x),  saturated<uint8_t>(x),  saturated<int16_t>(x),
@@ -504,13 +499,7 @@ TEST_P(BuiltinsTest, AbsComparedWithNegativeConstantsSeesNaN) {
     const float inf = std::numeric_limits<float>::infinity();
     const std::vector<float> in = {std::nanf(""), -std::nanf(""), inf, -inf, 0.0f, -0.0f, 1.0f, -2.5f};
     const int64_t n = static_cast<int64_t>(in.size());
-    auto din = ctx().enqueue_create_buffer<float>(in.size());
-    auto dout = ctx().enqueue_create_buffer<int32_t>(in.size() * 4);
-    ctx().enqueue_copy(din, in.data());
-    ctx().enqueue_function(abs_compare, din, dout, grid_dim(1), block_dim(n));
-    std::vector<int32_t> out(in.size() * 4);
-    ctx().enqueue_copy(out.data(), dout);
-    ctx().synchronize();
+    const std::vector<int32_t> out = run_one_block_to<int32_t>(ctx(), abs_compare, in, in.size() * 4, n);
     for (int64_t i = 0; i < n; ++i) {
         const float a = std::fabs(in[i]);
         const int32_t want[4] = {-1e30f < a, a > -1.0f, a >= 0.0f, a != -1.0f};
