@@ -224,7 +224,7 @@ void native_float_to_int(llvm::Module &m) {
                               : (dbl ? (is_signed ? llvm::Intrinsic::nvvm_d2i_rz : llvm::Intrinsic::nvvm_d2ui_rz)
                                      : (is_signed ? llvm::Intrinsic::nvvm_f2i_rz : llvm::Intrinsic::nvvm_f2ui_rz));
             llvm::Value *r = b.CreateIntrinsic(id, {}, {x});
-            // cvt.rzi gives 0x8000000000000000 for NaN in 64 bits; 0 is ember's answer.
+            // cvt.rzi gives INT_MIN's bits for NaN (every width); 0 is ember's answer.
             r = b.CreateSelect(b.CreateFCmpUNO(x, x), llvm::ConstantInt::get(r->getType(), 0), r);
             if (bits >= 32) return r;
             if (is_signed) {
