@@ -525,9 +525,59 @@ std::string guard_abs_comparison(const PtxLine &l, const std::map<std::string, s
            l.args[2] + ", %absc_p;\n" + indent + "}";
 }
 
+/// [Note] ptxas and unsigned conversions of sign-extended fields
+/// ==============================================================
+/// ptxas (CUDA 13.0, sm_90) fuses `bfe.s32 r, x, pos, 8` + `cvt.rn.f32.u32 f, r` into one `I2F.S8`,
+/// a *signed* conversion of the byte: cast<f32>(cast<u32>(b)) of the i8 -86 gave -86.0 where
+/// 4294967210 rounds to 4294967296.0 (found by ember-difftest; a probe on an H100 measured every
+/// byte at each position: bfe of 8 and 16 bits into f32 and f64 are all wrong, 32,768 of 65,536
+/// inputs; going through u64 or f64 does not help, ptxas sees through it). Such a field extract
+/// becomes `bfe.u32` + `xor` + `sub` of the field's sign bit, the same value, which the probe
+/// measured right for every input. Only fields read by an unsigned-to-float `cvt` somewhere in the
+/// text are rewritten; test/lit/eir/ptxas_workarounds.eir pins the form.
+std::string rewrite_signed_field(const PtxLine &l, const std::set<std::string> &converted) {
+    if ((l.op != "bfe.s32" && l.op != "bfe.s64") || l.args.size() != 4 || converted.count(l.args[0]) == 0) return "";
+    const std::string &len = l.args[3];
+    if (len.empty() || len.find_first_not_of("0123456789") != std::string::npos) return "";
+    const int bits = std::stoi(len), width = l.op == "bfe.s32" ? 32 : 64;
+    if (bits < 1 || bits >= width) return "";
+    const std::string n = std::to_string(width), sign = std::to_string(1ull << (bits - 1)), indent(l.indent);
+    return indent + "// " + l.op + " read by an unsigned conversion to float, as bfe.u + xor + sub: ember's [Note] ptxas and unsigned conversions of sign-extended fields\n" +
+           indent + "bfe.u" + n + " \t" + l.args[0] + ", " + l.args[1] + ", " + l.args[2] + ", " + len + ";\n" +
+           indent + "xor.b" + n + " \t" + l.args[0] + ", " + l.args[0] + ", " + sign + ";\n" +
+           indent + "sub.s" + n + " \t" + l.args[0] + ", " + l.args[0] + ", " + sign + ";";
+}
+
+/// Is `op` a conversion of an unsigned 32- or 64-bit integer to a float type?
+bool is_unsigned_to_float_cvt(const std::string &op) {
+    if (op.rfind("cvt.", 0) != 0 || (!op.ends_with(".u32") && !op.ends_with(".u64"))) return false;
+    return op.find(".f16.") != std::string::npos || op.find(".bf16.") != std::string::npos ||
+           op.find(".f32.") != std::string::npos || op.find(".f64.") != std::string::npos;
+}
+
+/// [Note] ptxas and negations of abs
+/// ==================================
+/// LLVM 19 lowers copysign(x, s) for NVPTX to `abs.f32 a, x; neg.f32 n, a; selp.f32 r, n, a, p`.
+/// Where x is a `selp` of constants, one of them 0.0, ptxas (CUDA 13.0, sm_90) folds the `neg`
+/// of the zero to +0.0: copysign(select(c, 0.0, -7.0), -1.0) gave +0.0 where -0.0 is right (found
+/// by ember-difftest; a probe on an H100 showed `neg.f32` of `abs.f32` of such a `selp` wrong
+/// and `neg.f32` of the `selp` right). A `neg` of an `abs` in the same block is rewritten to set
+/// the sign bit of the abs's operand, -|x| = x | 0x80000000, with no abs or neg left for ptxas to
+/// fold. test/lit/eir/ptxas_workarounds.eir pins the form.
+std::string rewrite_neg_of_abs(const PtxLine &l, const std::map<std::string, std::string> &abs_of) {
+    if ((l.op != "neg.f32" && l.op != "neg.f64") || l.args.size() != 2) return "";
+    auto a = abs_of.find(l.args[1]);
+    if (a == abs_of.end()) return "";
+    const bool f32 = l.op == "neg.f32";
+    const std::string indent(l.indent);
+    return indent + "// " + l.op + " of abs as the operand's sign bit set: ember's [Note] ptxas and negations of abs\n" +
+           indent + (f32 ? "or.b32 \t" : "or.b64 \t") + l.args[0] + ", " + a->second + ", " +
+           (f32 ? "-2147483648;" : "-9223372036854775808;");
+}
+
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16",
-                                                    "min.f", "max.f", "sub.s64", "abs.f", "shr.s"};
+                                                    "min.f", "max.f", "sub.s64", "abs.f", "shr.s", "bfe.s"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -563,6 +613,11 @@ std::string patch_ptx(std::string ptx) {
             const bool reg1 = !l.args[1].empty() && l.args[1][0] == '%', reg2 = !l.args[2].empty() && l.args[2][0] == '%';
             if (reg1 != reg2) clamped.insert(reg1 ? l.args[1] : l.args[2]);
         }
+    // Registers converted from unsigned integers to floats ([Note] ptxas and unsigned conversions
+    // of sign-extended fields).
+    std::set<std::string> converted;
+    for (const PtxLine &l : lines)
+        if (l.args.size() == 2 && is_unsigned_to_float_cvt(l.op)) converted.insert(l.args[1]);
     // Registers that hold the abs of another one here ([Note] ptxas and comparisons of abs with
     // NaN): within one basic block, from the abs on, until either register is written again (LLVM
     // writes a phi's register in every predecessor).
@@ -578,6 +633,8 @@ std::string patch_ptx(std::string ptx) {
             if (replacement.empty()) replacement = rewrite_arithmetic_rotate(l, shifts, writes);
             if (replacement.empty()) replacement = guard_float_clamp(l, clamped);
             if (replacement.empty()) replacement = guard_abs_comparison(l, abs_of);
+            if (replacement.empty()) replacement = rewrite_neg_of_abs(l, abs_of);
+            if (replacement.empty()) replacement = rewrite_signed_field(l, converted);
             for (const std::string &w : written_registers(l))
                 for (auto it = abs_of.begin(); it != abs_of.end();)
                     it = it->first == w || it->second == w ? abs_of.erase(it) : std::next(it);

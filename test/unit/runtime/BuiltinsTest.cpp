@@ -507,6 +507,104 @@ TEST_P(BuiltinsTest, AbsComparedWithNegativeConstantsSeesNaN) {
     }
 }
 
+// Unsigned conversions to float of sign-extended lanes: ptxas fused the lane's sign extension and
+// the conversion into one signed conversion of the byte ([Note] ptxas and unsigned conversions of
+// sign-extended fields), so -86 gave -86.0 instead of 4294967210 rounded.
+const auto signed_lanes_to_float = kernel("signed_lanes_to_float", {"b", "h", "f", "d"},
+                                          [](Ptr<int8_t> b, Ptr<int16_t> h, Ptr<float> f, Ptr<double> d) {
+                                              auto i = global_idx.x;
+                                              auto v = b.load<4>(i * 4);
+                                              auto w = h.load<2>(i * 2);
+                                              for (int k = 0; k < 4; ++k) {
+                                                  f[i * 6 + k] = cast<float>(cast<uint32_t>(v[k]));
+                                                  d[i * 6 + k] = cast<double>(cast<uint32_t>(v[k]));
+                                              }
+                                              for (int k = 0; k < 2; ++k) {
+                                                  f[i * 6 + 4 + k] = cast<float>(cast<uint32_t>(w[k]));
+                                                  d[i * 6 + 4 + k] = cast<double>(cast<uint64_t>(w[k]));
+                                              }
+                                          });
+
+TEST_P(BuiltinsTest, SignedLanesConvertAsUnsigned) {
+    const int n = 256;
+    std::vector<int8_t> b(n * 4);
+    std::vector<int16_t> h(n * 2);
+    for (int i = 0; i < n; ++i) {
+        for (int k = 0; k < 4; ++k) b[i * 4 + k] = static_cast<int8_t>(i + k * 67);
+        h[i * 2] = static_cast<int16_t>(i * 257 - 32768);
+        h[i * 2 + 1] = static_cast<int16_t>(i * 129 + 3);
+    }
+    DeviceContext &c = ctx();
+    auto db = c.enqueue_create_buffer<int8_t>(b.size());
+    auto dh = c.enqueue_create_buffer<int16_t>(h.size());
+    auto df = c.enqueue_create_buffer<float>(n * 6);
+    auto dd = c.enqueue_create_buffer<double>(n * 6);
+    c.enqueue_copy(db, b.data());
+    c.enqueue_copy(dh, h.data());
+    c.enqueue_function(signed_lanes_to_float, db, dh, df, dd, grid_dim(1), block_dim(n));
+    std::vector<float> f(n * 6);
+    std::vector<double> d(n * 6);
+    c.enqueue_copy(f.data(), df);
+    c.enqueue_copy(d.data(), dd);
+    c.synchronize();
+    for (int i = 0; i < n; ++i) {
+        for (int k = 0; k < 4; ++k) {
+            const uint32_t u = static_cast<uint32_t>(static_cast<int32_t>(b[i * 4 + k]));
+            EXPECT_EQ(f[i * 6 + k], static_cast<float>(u)) << "byte " << int(b[i * 4 + k]) << " in lane " << k;
+            EXPECT_EQ(d[i * 6 + k], static_cast<double>(u)) << "byte " << int(b[i * 4 + k]) << " in lane " << k;
+        }
+        for (int k = 0; k < 2; ++k) {
+            const int16_t x = h[i * 2 + k];
+            EXPECT_EQ(f[i * 6 + 4 + k], static_cast<float>(static_cast<uint32_t>(static_cast<int32_t>(x)))) << "half-word " << x;
+            EXPECT_EQ(d[i * 6 + 4 + k], static_cast<double>(static_cast<uint64_t>(static_cast<int64_t>(x)))) << "half-word " << x;
+        }
+    }
+}
+
+// copysign of a select between 0.0 and another constant: LLVM's NVPTX lowering of copysign
+// negates the abs, and ptxas folded the negation of the zero to +0.0 ([Note] ptxas and negations
+// of abs).
+const auto copysign_of_select = kernel("copysign_of_select", {"c", "s", "y", "out"},
+                                       [](Ptr<int32_t> c, Ptr<float> s, Ptr<float> y, Ptr<float> out) {
+                                           auto i = global_idx.x;
+                                           Float32 v = select(c[i] != 0, Float32(0.0f), Float32(-7.0f));
+                                           out[i * 3] = copysign(v, s[i]) / y[i];
+                                           out[i * 3 + 1] = copysign(v, s[i]);
+                                           out[i * 3 + 2] = -abs(v) * y[i];
+                                       });
+
+TEST_P(BuiltinsTest, CopysignOfSelectedZeroKeepsTheSign) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float signs[] = {1.0f, -1.0f, 0.0f, -0.0f, inf, -inf};
+    const float ys[] = {1.0f, -1.0f, 3.5f, -0.25f, inf, -inf};
+    std::vector<int32_t> c;
+    std::vector<float> s, y;
+    for (int32_t cv : {0, 1})
+        for (float sv : signs)
+            for (float yv : ys) c.push_back(cv), s.push_back(sv), y.push_back(yv);
+    const size_t n = c.size();
+    DeviceContext &dc = ctx();
+    auto d_c = dc.enqueue_create_buffer<int32_t>(n);
+    auto d_s = dc.enqueue_create_buffer<float>(n);
+    auto d_y = dc.enqueue_create_buffer<float>(n);
+    auto d_o = dc.enqueue_create_buffer<float>(n * 3);
+    dc.enqueue_copy(d_c, c.data());
+    dc.enqueue_copy(d_s, s.data());
+    dc.enqueue_copy(d_y, y.data());
+    dc.enqueue_function(copysign_of_select, d_c, d_s, d_y, d_o, grid_dim(1), block_dim(static_cast<int64_t>(n)));
+    std::vector<float> out(n * 3);
+    dc.enqueue_copy(out.data(), d_o);
+    dc.synchronize();
+    auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+    for (size_t i = 0; i < n; ++i) {
+        const float v = c[i] != 0 ? 0.0f : -7.0f;
+        const float want[3] = {std::copysign(v, s[i]) / y[i], std::copysign(v, s[i]), -std::fabs(v) * y[i]};
+        for (int k = 0; k < 3; ++k)
+            EXPECT_TRUE(same(out[i * 3 + k], want[k]))
+                << "result " << k << " of c=" << c[i] << " s=" << s[i] << " y=" << y[i] << ": " << out[i * 3 + k] << ", want " << want[k];
+    }
+}
+
 // Scalar f16 min/max, alone and packed into a vector max (the shape on which ptxas crashed
 // every other run: [Note] ptxas and integer negation, abs and 16-bit min/max): minNum/maxNum,
 // exact, NaN operands give the other one.
