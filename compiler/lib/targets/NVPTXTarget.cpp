@@ -17,6 +17,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -415,8 +416,8 @@ std::string rewrite_sub64(const PtxLine &l, const std::map<std::string, std::pai
 /// arithmetic shift is computed again at the combination from its operand as
 /// ((x ^ s) >>u k) ^ s with s = x >>s (width - 1): the same value, through a register that is
 /// not x, so no rotate is matched. Only where x and the shift's result are each written once in
-/// the whole text (LLVM writes most registers once), so x still holds the shifted value. Not
-/// yet run on the GPU; the lit test pins the form.
+/// the whole text (LLVM writes most registers once), so x still holds the shifted value. The
+/// kernel that found it agrees on the GPU since; the lit test pins the form.
 struct Shift {
     std::string of, amount;
     bool left = false, arithmetic = false;
@@ -486,7 +487,11 @@ std::string guard_float_clamp(const PtxLine &l, const std::set<std::string> &cla
 /// operand, which ptxas knows nothing about: `setp.num q, x, x; setp.gt.and p, |x|, c, q` (for
 /// the unordered comparisons, `setp.nan` and `.or`); a `setp.nan`/`setp.num` of |x| tests x
 /// instead. Comparisons with positive constants or registers are left alone (nothing is
-/// known of their outcome). test/lit/eir/ptxas_workarounds.eir pins the form.
+/// known of their outcome). The fold happens across basic blocks too (LLVM hoists an abs used in
+/// two blocks: `abs.f32 %f1, %f2` in the entry block, `setp.ge.f32 %p3, %f1, 0fC4EDE795` after a
+/// label, ptxas 13.0 kept no FSETP; a probe on an H100 measured the guarded form right), so the
+/// pair is kept across labels where both registers are written once. test/lit/eir/ptxas_workarounds.eir
+/// pins the form.
 bool is_nonpositive_float_immediate(const std::string &a) {
     if (a.size() < 3 || a[0] != '0' || (a[1] != 'f' && a[1] != 'd')) return false;
     const std::string hex = a.substr(2);
@@ -575,9 +580,63 @@ std::string rewrite_neg_of_abs(const PtxLine &l, const std::map<std::string, std
            (f32 ? "-2147483648;" : "-9223372036854775808;");
 }
 
+/// [Note] ptxas and packed negative half immediates
+/// ==================================================
+/// LLVM builds an f16x2/bf16x2 operand with a constant lane as `mov.b16 %h, 0xFC00` + `mov.b32 %r,
+/// {%h, %y}`. Where that pack is the first source of a packed `sub`/`add`/`mul`/`fma`/`setp`
+/// .f16x2 (or `sub`/`add` .bf16x2) and the immediate has its sign bit set, ptxas (CUDA 13.0,
+/// sm_90) folds the immediate into the instruction without its sign: -inf - v came out as
+/// +inf - v (found by ember-difftest; a probe on an H100 measured -inf, -1 and -65504 in either
+/// lane, thousands of wrong results each), and with -0.0 the driver's JIT crashed the process.
+/// The same pack built with integer instructions was right in every case, so such a pack is
+/// built as `cvt.u32.u16` + `shl` + `or` of the immediate (a single `mov.b32` where both lanes
+/// are immediates), whatever reads it (ptxas swaps commutative operands). Only immediates written
+/// once to their register (LLVM's constants). A half negated before the pack (`neg.f16 %n, %a;
+/// mov.b32 %r, {%b, %n}`) lost its negation the same way (f16 and bf16, first operands and fma's
+/// multiplicands): such a `neg` becomes `xor.b16` of the sign bit, which is what LLVM's fneg
+/// means. The probe measured both rewritten forms right. test/lit/eir/ptxas_workarounds.eir pins
+/// the forms.
+std::string rewrite_negative_half_pack(const PtxLine &l, const std::map<std::string, unsigned> &half_immediates) {
+    if (l.op != "mov.b32" || l.args.size() != 3 || l.args[1].empty() || l.args[1][0] != '{' || l.args[2].back() != '}')
+        return "";
+    const std::string lo = trim(l.args[1].substr(1)), hi = trim(l.args[2].substr(0, l.args[2].size() - 1));
+    auto imm = [&](const std::string &r) -> long {
+        auto it = half_immediates.find(r);
+        return it == half_immediates.end() ? -1 : static_cast<long>(it->second);
+    };
+    const long lo_imm = imm(lo), hi_imm = imm(hi);
+    const bool lo_neg = lo_imm >= 0 && (lo_imm & 0x8000), hi_neg = hi_imm >= 0 && (hi_imm & 0x8000);
+    if (!lo_neg && !hi_neg) return "";
+    auto hex = [](uint32_t v) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "0x%08X", static_cast<unsigned>(v));
+        return std::string(buf);
+    };
+    const std::string indent(l.indent), d = l.args[0];
+    std::string out = indent + "// " + l.op + " of a negative half immediate built with integer instructions: ember's [Note] ptxas and packed negative half immediates\n";
+    if (lo_imm >= 0 && hi_imm >= 0)
+        return out + indent + "mov.b32 \t" + d + ", " + hex(static_cast<uint32_t>((hi_imm << 16) | lo_imm)) + ";";
+    out += indent + "{\n" + indent + ".reg .b32 %pk_t;\n";
+    if (lo_imm >= 0)
+        out += indent + "cvt.u32.u16 \t%pk_t, " + hi + ";\n" + indent + "shl.b32 \t%pk_t, %pk_t, 16;\n" + indent +
+               "or.b32 \t" + d + ", %pk_t, " + hex(static_cast<uint32_t>(lo_imm)) + ";\n";
+    else
+        out += indent + "cvt.u32.u16 \t%pk_t, " + lo + ";\n" + indent + "or.b32 \t" + d + ", %pk_t, " +
+               hex(static_cast<uint32_t>(hi_imm << 16)) + ";\n";
+    return out + indent + "}";
+}
+
+std::string rewrite_negated_half(const PtxLine &l, const std::set<std::string> &packed_halves) {
+    if ((l.op != "neg.f16" && l.op != "neg.bf16") || l.args.size() != 2 || packed_halves.count(l.args[0]) == 0) return "";
+    const std::string indent(l.indent);
+    return indent + "// " + l.op + " of a packed half as xor of the sign bit: ember's [Note] ptxas and packed negative half immediates\n" +
+           indent + "xor.b16 \t" + l.args[0] + ", " + l.args[1] + ", 0x8000;";
+}
+
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16",
-                                                    "min.f", "max.f", "sub.s64", "abs.f", "shr.s", "bfe.s"};
+                                                    "min.f", "max.f", "sub.s64", "abs.f", "shr.s", "bfe.s", "mov.b16", "mov.u16", "mov.s16",
+                                                    "neg.f16", "neg.bf16"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -613,14 +672,31 @@ std::string patch_ptx(std::string ptx) {
             const bool reg1 = !l.args[1].empty() && l.args[1][0] == '%', reg2 = !l.args[2].empty() && l.args[2][0] == '%';
             if (reg1 != reg2) clamped.insert(reg1 ? l.args[1] : l.args[2]);
         }
+    // 16-bit registers that hold an immediate, written once ([Note] ptxas and packed negative half
+    // immediates).
+    std::map<std::string, unsigned> half_immediates;
+    for (const PtxLine &l : lines)
+        if ((l.op == "mov.b16" || l.op == "mov.u16" || l.op == "mov.s16") && l.args.size() == 2 && l.args[1].size() == 6 && l.args[1].rfind("0x", 0) == 0 &&
+            l.args[1].find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos && writes[l.args[0]] == 1)
+            half_immediates[l.args[0]] = static_cast<unsigned>(std::stoul(l.args[1].substr(2), nullptr, 16));
+    // 16-bit registers packed into 32 bits by `mov.b32 %r, {%a, %b}`.
+    std::set<std::string> packed_halves;
+    for (const PtxLine &l : lines)
+        if (l.op == "mov.b32" && l.args.size() == 3 && !l.args[1].empty() && l.args[1][0] == '{' && !l.args[2].empty() &&
+            l.args[2].back() == '}') {
+            packed_halves.insert(trim(l.args[1].substr(1)));
+            packed_halves.insert(trim(l.args[2].substr(0, l.args[2].size() - 1)));
+        }
     // Registers converted from unsigned integers to floats ([Note] ptxas and unsigned conversions
     // of sign-extended fields).
     std::set<std::string> converted;
     for (const PtxLine &l : lines)
         if (l.args.size() == 2 && is_unsigned_to_float_cvt(l.op)) converted.insert(l.args[1]);
     // Registers that hold the abs of another one here ([Note] ptxas and comparisons of abs with
-    // NaN): within one basic block, from the abs on, until either register is written again (LLVM
-    // writes a phi's register in every predecessor).
+    // NaN): from the abs on, until either register is written again (LLVM writes a phi's register
+    // in every predecessor); within one basic block, or in every block after it where both are
+    // written once in the text (SSA values: the abs dominates each read of its destination and the
+    // operand's only write dominates the abs, so no read of the destination sees another operand).
     std::map<std::string, std::string> abs_of;
     std::string out;
     out.reserve(ptx.size() + ptx.size() / 8);
@@ -635,13 +711,19 @@ std::string patch_ptx(std::string ptx) {
             if (replacement.empty()) replacement = guard_abs_comparison(l, abs_of);
             if (replacement.empty()) replacement = rewrite_neg_of_abs(l, abs_of);
             if (replacement.empty()) replacement = rewrite_signed_field(l, converted);
+            if (replacement.empty()) replacement = rewrite_negative_half_pack(l, half_immediates);
+            if (replacement.empty()) replacement = rewrite_negated_half(l, packed_halves);
             for (const std::string &w : written_registers(l))
                 for (auto it = abs_of.begin(); it != abs_of.end();)
                     it = it->first == w || it->second == w ? abs_of.erase(it) : std::next(it);
             if ((l.op == "abs.f32" || l.op == "abs.f64") && l.args.size() == 2 && l.args[0] != l.args[1])
                 abs_of[l.args[0]] = l.args[1];
         } else if (trim(l.text).ends_with(":")) {
-            abs_of.clear(); // a label: another block
+            // a label: another block; pairs of registers written once stay valid in it
+            for (auto it = abs_of.begin(); it != abs_of.end();)
+                it = writes[it->first] == 1 && writes[it->second] == 1 ? std::next(it) : abs_of.erase(it);
+        } else if (l.text.find(".entry") != std::string_view::npos || l.text.find(".func") != std::string_view::npos) {
+            abs_of.clear(); // another function
         }
         if (!replacement.empty()) {
             out += replacement;
