@@ -273,6 +273,23 @@ std::string widen_immediate16(const std::string &text, bool is_signed) {
     return std::to_string(widened);
 }
 
+/// [Note] ptxas and predicates kept across a 64-bit division call
+/// ===============================================================
+/// ember's runtime links a kernel's PTX into a cubin with the driver's linker (cuLink, for the
+/// compile cache's image level), a relocatable compile in which ptxas (CUDA 13.0, sm_90) makes each
+/// 64-bit `div`/`rem` an ABI call (`__cuda_sm20_rem_u64`: the dividend in R4:R5, the result in the
+/// same registers). Where a predicate computed from the dividend before the call is needed after it,
+/// only the result's low word is used, and registers are scarce, ptxas computed the predicate again
+/// after the call from R5, which the call had overwritten with the result's high word: a `select`
+/// on `x < 2^57` of `x % y` gave 0 (found by ember-difftest; a probe on an H100 and an H200 measured
+/// 24,595 to 64,823 of 65,536 inputs wrong for `rem`/`div`, `.u64`/`.s64`, through cuLink, and none
+/// through cuModuleLoadDataEx, the whole-program compile). With the whole 64-bit result of the call
+/// used, the probe measured every form right: `rem` becomes `div` + `mul.lo` + `sub` (a - a / b * b),
+/// and `div` adds 1 where a - q * b == b, which never holds (the remainder is smaller than b; ember's
+/// IR never divides by zero or INT_MIN by -1 here: the code generator selects a safe divisor).
+/// About five instructions beside a call of some seventy. test/lit/eir/ptxas_workarounds.eir pins
+/// the forms.
+
 /// The replacement of one PTX instruction (`op dst, src[, src2]`), or "" to keep it.
 std::string rewrite_instruction(const std::string &op, const std::vector<std::string> &args, const std::string &indent) {
     auto bits_of = [](const std::string &t) { return t.substr(t.size() - 2); }; // "16", "32" or "64"
@@ -313,6 +330,25 @@ std::string rewrite_instruction(const std::string &op, const std::vector<std::st
         out += indent + wide + " \t%mm16_a, " + operands[0] + ", " + operands[1] + ";\n";
         out += indent + "cvt.u16.u32 \t" + args[0] + ", %mm16_a;\n" + indent + "}";
         return out;
+    }
+    if ((op == "rem.u64" || op == "rem.s64") && args.size() == 3) {
+        const std::string div = op == "rem.u64" ? "div.u64" : "div.s64";
+        // d may be a or b: both are read before the sub writes d.
+        return indent + "// " + op + " as div + mul + sub: ember's [Note] ptxas and predicates kept across a 64-bit division call\n" +
+               indent + "{\n" + indent + ".reg .b64 %dr64_q, %dr64_p;\n" +
+               indent + div + " \t%dr64_q, " + args[1] + ", " + args[2] + ";\n" +
+               indent + "mul.lo.s64 \t%dr64_p, %dr64_q, " + args[2] + ";\n" +
+               indent + "sub.s64 \t" + args[0] + ", " + args[1] + ", %dr64_p;\n" + indent + "}";
+    }
+    if ((op == "div.u64" || op == "div.s64") && args.size() == 3) {
+        return indent + "// " + op + " with its high word used: ember's [Note] ptxas and predicates kept across a 64-bit division call\n" +
+               indent + "{\n" + indent + ".reg .pred %dr64_e;\n" + indent + ".reg .b64 %dr64_q, %dr64_p, %dr64_r, %dr64_c;\n" +
+               indent + op + " \t%dr64_q, " + args[1] + ", " + args[2] + ";\n" +
+               indent + "mul.lo.s64 \t%dr64_p, %dr64_q, " + args[2] + ";\n" +
+               indent + "sub.s64 \t%dr64_r, " + args[1] + ", %dr64_p;\n" +
+               indent + "setp.eq.s64 \t%dr64_e, %dr64_r, " + args[2] + ";\n" +
+               indent + "selp.u64 \t%dr64_c, 1, 0, %dr64_e;\n" +
+               indent + "add.s64 \t" + args[0] + ", %dr64_q, %dr64_c;\n" + indent + "}";
     }
     if ((op == "min.f16" || op == "max.f16") && args.size() == 3 && !args[1].empty() && args[1][0] == '%' &&
         !args[2].empty() && args[2][0] == '%') {
@@ -636,7 +672,7 @@ std::string rewrite_negated_half(const PtxLine &l, const std::set<std::string> &
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16",
                                                     "min.f", "max.f", "sub.s64", "abs.f", "shr.s", "bfe.s", "mov.b16", "mov.u16", "mov.s16",
-                                                    "neg.f16", "neg.bf16"};
+                                                    "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;

@@ -658,6 +658,61 @@ TEST_P(BuiltinsTest, PackedNegativeLanesKeepTheirSign) {
     check_packed_negative_lanes<bfloat16>(ctx());
 }
 
+// 64-bit division and remainder, unsigned and signed, with a select on the dividend around them
+// (the shape ptxas miscompiled in the driver's linker: [Note] ptxas and predicates kept across a
+// 64-bit division call), against the IR's semantics: x / 0 == x % 0 == 0, MIN / -1 == MIN.
+const auto division64 = kernel("division64", {"u", "s", "ou", "os"},
+                               [](Ptr<uint64_t> u, Ptr<int64_t> s, Ptr<uint64_t> ou, Ptr<int64_t> os) {
+                                   auto i = global_idx.x;
+                                   UInt64 x = u[i * 2], y = u[i * 2 + 1];
+                                   Int64 a = s[i * 2], b = s[i * 2 + 1];
+                                   ou[i * 3] = select(x < (uint64_t(1) << 57), x % y, UInt64(7));
+                                   ou[i * 3 + 1] = x / y;
+                                   ou[i * 3 + 2] = cast<uint64_t>(cast<uint32_t>(x % y));
+                                   os[i * 2] = select(a < 0, a % b, Int64(-7));
+                                   os[i * 2 + 1] = a / b;
+                               });
+
+TEST_P(BuiltinsTest, Division64MatchesTheIrSemantics) {
+    const uint64_t uv[] = {0, 1, 2, 29, 0xffffffffull, 0x100000000ull, 0x3A5FFFF000000000ull, (uint64_t(1) << 57) - 1,
+                           uint64_t(1) << 57, 0x8000000000000000ull, 0xffffffffffffffffull, 12345678901234567ull};
+    const int64_t sv[] = {0, 1, -1, 29, -29, 0x7fffffffffffffffll, std::numeric_limits<int64_t>::min(), -4294967296ll,
+                          4294967297ll, -12345678901234567ll};
+    std::vector<uint64_t> u;
+    std::vector<int64_t> s;
+    for (uint64_t x : uv)
+        for (uint64_t y : uv) u.insert(u.end(), {x, y});
+    for (size_t k = 0; s.size() < u.size(); ++k) s.insert(s.end(), {sv[k % std::size(sv)], sv[(k / std::size(sv)) % std::size(sv)]});
+    const int64_t n = static_cast<int64_t>(u.size() / 2);
+    DeviceContext &c = ctx();
+    auto du = c.enqueue_create_buffer<uint64_t>(u.size());
+    auto ds = c.enqueue_create_buffer<int64_t>(s.size());
+    auto dou = c.enqueue_create_buffer<uint64_t>(static_cast<size_t>(n) * 3);
+    auto dos = c.enqueue_create_buffer<int64_t>(static_cast<size_t>(n) * 2);
+    c.enqueue_copy(du, u.data());
+    c.enqueue_copy(ds, s.data());
+    c.enqueue_function(division64, du, ds, dou, dos, grid_dim(1), block_dim(n));
+    std::vector<uint64_t> ou(static_cast<size_t>(n) * 3);
+    std::vector<int64_t> os(static_cast<size_t>(n) * 2);
+    c.enqueue_copy(ou.data(), dou);
+    c.enqueue_copy(os.data(), dos);
+    c.synchronize();
+    auto urem = [](uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; };
+    auto srem = [](int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; };
+    auto sdiv = [](int64_t a, int64_t b) {
+        return b == 0 ? 0 : b == -1 ? static_cast<int64_t>(0 - static_cast<uint64_t>(a)) : a / b;
+    };
+    for (int64_t i = 0; i < n; ++i) {
+        const uint64_t x = u[i * 2], y = u[i * 2 + 1];
+        const int64_t a = s[i * 2], b = s[i * 2 + 1];
+        EXPECT_EQ(ou[i * 3], x < (uint64_t(1) << 57) ? urem(x, y) : 7u) << x << " % " << y;
+        EXPECT_EQ(ou[i * 3 + 1], y == 0 ? 0 : x / y) << x << " / " << y;
+        EXPECT_EQ(ou[i * 3 + 2], static_cast<uint32_t>(urem(x, y))) << x << " % " << y << ", low word";
+        EXPECT_EQ(os[i * 2], a < 0 ? srem(a, b) : -7) << a << " % " << b;
+        EXPECT_EQ(os[i * 2 + 1], sdiv(a, b)) << a << " / " << b;
+    }
+}
+
 // Scalar f16 min/max, alone and packed into a vector max (the shape on which ptxas crashed
 // every other run: [Note] ptxas and integer negation, abs and 16-bit min/max): minNum/maxNum,
 // exact, NaN operands give the other one.
