@@ -579,7 +579,7 @@ std::string guard_abs_comparison(const PtxLine &l, const std::map<std::string, s
 std::string rewrite_signed_field(const PtxLine &l, const std::set<std::string> &converted) {
     if ((l.op != "bfe.s32" && l.op != "bfe.s64") || l.args.size() != 4 || converted.count(l.args[0]) == 0) return "";
     const std::string &len = l.args[3];
-    if (len.empty() || len.find_first_not_of("0123456789") != std::string::npos) return "";
+    if (len.empty() || len.size() > 2 || len.find_first_not_of("0123456789") != std::string::npos) return "";
     const int bits = std::stoi(len), width = l.op == "bfe.s32" ? 32 : 64;
     if (bits < 1 || bits >= width) return "";
     const std::string n = std::to_string(width), sign = std::to_string(1ull << (bits - 1)), indent(l.indent);
@@ -602,9 +602,10 @@ bool is_unsigned_to_float_cvt(const std::string &op) {
 /// Where x is a `selp` of constants, one of them 0.0, ptxas (CUDA 13.0, sm_90) folds the `neg`
 /// of the zero to +0.0: copysign(select(c, 0.0, -7.0), -1.0) gave +0.0 where -0.0 is right (found
 /// by ember-difftest; a probe on an H100 showed `neg.f32` of `abs.f32` of such a `selp` wrong
-/// and `neg.f32` of the `selp` right). A `neg` of an `abs` in the same block is rewritten to set
-/// the sign bit of the abs's operand, -|x| = x | 0x80000000, with no abs or neg left for ptxas to
-/// fold. test/lit/eir/ptxas_workarounds.eir pins the form.
+/// and `neg.f32` of the `selp` right). A `neg` of an `abs` (where the abs is tracked as for
+/// [Note] ptxas and comparisons of abs with NaN) is rewritten to set the sign bit of the abs's
+/// operand, -|x| = x | 0x80000000, with no abs or neg left for ptxas to fold; the seed agrees on
+/// the GPU since. test/lit/eir/ptxas_workarounds.eir pins the form.
 std::string rewrite_neg_of_abs(const PtxLine &l, const std::map<std::string, std::string> &abs_of) {
     if ((l.op != "neg.f32" && l.op != "neg.f64") || l.args.size() != 2) return "";
     auto a = abs_of.find(l.args[1]);
@@ -633,7 +634,8 @@ std::string rewrite_neg_of_abs(const PtxLine &l, const std::map<std::string, std
 /// means. The probe measured both rewritten forms right. test/lit/eir/ptxas_workarounds.eir pins
 /// the forms.
 std::string rewrite_negative_half_pack(const PtxLine &l, const std::map<std::string, unsigned> &half_immediates) {
-    if (l.op != "mov.b32" || l.args.size() != 3 || l.args[1].empty() || l.args[1][0] != '{' || l.args[2].back() != '}')
+    if (l.op != "mov.b32" || l.args.size() != 3 || l.args[1].empty() || l.args[1][0] != '{' || l.args[2].empty() ||
+        l.args[2].back() != '}')
         return "";
     const std::string lo = trim(l.args[1].substr(1)), hi = trim(l.args[2].substr(0, l.args[2].size() - 1));
     auto imm = [&](const std::string &r) -> long {
