@@ -288,7 +288,8 @@ std::string widen_immediate16(const std::string &text, bool is_signed) {
 /// and `div` adds 1 where a - q * b == b, which never holds (the remainder is smaller than b; ember's
 /// IR never divides by zero or INT_MIN by -1 here: the code generator selects a safe divisor).
 /// About five instructions beside a call of some seventy. test/lit/eir/ptxas_workarounds.eir pins
-/// the forms.
+/// the forms. (Loading PTX whole-program would avoid the relocatable compile and its ABI calls,
+/// but the compile cache would lose the cubin it keeps; the relocatable compile is what runs.)
 
 /// The replacement of one PTX instruction (`op dst, src[, src2]`), or "" to keep it.
 std::string rewrite_instruction(const std::string &op, const std::vector<std::string> &args, const std::string &indent) {
