@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -634,11 +635,18 @@ std::string rewrite_neg_of_abs(const PtxLine &l, const std::map<std::string, std
 /// multiplicands): such a `neg` becomes `xor.b16` of the sign bit, which is what LLVM's fneg
 /// means. The probe measured both rewritten forms right. test/lit/eir/ptxas_workarounds.eir pins
 /// the forms.
-std::string rewrite_negative_half_pack(const PtxLine &l, const std::map<std::string, unsigned> &half_immediates) {
+/// The low and high halves of a pack `mov.b32 %r, {%lo, %hi}`; nullopt for any other line.
+std::optional<std::pair<std::string, std::string>> packed_halves_of(const PtxLine &l) {
     if (l.op != "mov.b32" || l.args.size() != 3 || l.args[1].empty() || l.args[1][0] != '{' || l.args[2].empty() ||
         l.args[2].back() != '}')
-        return "";
-    const std::string lo = trim(l.args[1].substr(1)), hi = trim(l.args[2].substr(0, l.args[2].size() - 1));
+        return std::nullopt;
+    return std::make_pair(trim(l.args[1].substr(1)), trim(l.args[2].substr(0, l.args[2].size() - 1)));
+}
+
+std::string rewrite_negative_half_pack(const PtxLine &l, const std::map<std::string, unsigned> &half_immediates) {
+    const auto halves = packed_halves_of(l);
+    if (!halves) return "";
+    const std::string &lo = halves->first, &hi = halves->second;
     auto imm = [&](const std::string &r) -> long {
         auto it = half_immediates.find(r);
         return it == half_immediates.end() ? -1 : static_cast<long>(it->second);
@@ -665,6 +673,7 @@ std::string rewrite_negative_half_pack(const PtxLine &l, const std::map<std::str
     return out + indent + "}";
 }
 
+/// A `neg.f16`/`neg.bf16` whose result is a half of some pack, as an `xor.b16` of the sign bit.
 std::string rewrite_negated_half(const PtxLine &l, const std::set<std::string> &packed_halves) {
     if ((l.op != "neg.f16" && l.op != "neg.bf16") || l.args.size() != 2 || packed_halves.count(l.args[0]) == 0) return "";
     const std::string indent(l.indent);
@@ -673,9 +682,9 @@ std::string rewrite_negated_half(const PtxLine &l, const std::set<std::string> &
 }
 
 std::string patch_ptx(std::string ptx) {
-    static constexpr std::string_view triggers[] = {"neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16",
-                                                    "min.f", "max.f", "sub.s64", "abs.f", "shr.s", "bfe.s", "mov.b16", "mov.u16", "mov.s16",
-                                                    "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64"};
+    static constexpr std::string_view triggers[] = {
+        "neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f",   "max.f",    "sub.s64", "abs.f",   "shr.s",
+        "bfe.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -715,16 +724,16 @@ std::string patch_ptx(std::string ptx) {
     // immediates).
     std::map<std::string, unsigned> half_immediates;
     for (const PtxLine &l : lines)
-        if ((l.op == "mov.b16" || l.op == "mov.u16" || l.op == "mov.s16") && l.args.size() == 2 && l.args[1].size() == 6 && l.args[1].rfind("0x", 0) == 0 &&
+        if ((l.op == "mov.b16" || l.op == "mov.u16" || l.op == "mov.s16") && l.args.size() == 2 &&
+            l.args[1].size() == 6 && l.args[1].rfind("0x", 0) == 0 &&
             l.args[1].find_first_not_of("0123456789abcdefABCDEF", 2) == std::string::npos && writes[l.args[0]] == 1)
             half_immediates[l.args[0]] = static_cast<unsigned>(std::stoul(l.args[1].substr(2), nullptr, 16));
     // 16-bit registers packed into 32 bits by `mov.b32 %r, {%a, %b}`.
     std::set<std::string> packed_halves;
     for (const PtxLine &l : lines)
-        if (l.op == "mov.b32" && l.args.size() == 3 && !l.args[1].empty() && l.args[1][0] == '{' && !l.args[2].empty() &&
-            l.args[2].back() == '}') {
-            packed_halves.insert(trim(l.args[1].substr(1)));
-            packed_halves.insert(trim(l.args[2].substr(0, l.args[2].size() - 1)));
+        if (const auto halves = packed_halves_of(l)) {
+            packed_halves.insert(halves->first);
+            packed_halves.insert(halves->second);
         }
     // Registers converted from unsigned integers to floats ([Note] ptxas and unsigned conversions
     // of sign-extended fields).
