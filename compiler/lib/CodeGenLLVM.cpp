@@ -378,6 +378,16 @@ llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Val
     // [Note] IR semantics: x / 0 == x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0. The divisor is
     // replaced by 1 where the hardware instruction would be undefined (x / 1 == x gives MIN for
     // MIN / -1 and x % 1 == 0), then a select puts 0 where the divisor was 0. No UB, no poison.
+    //
+    // [Note] Vector divisors with a zero lane
+    // The zero divisor becomes 1 through umax(b, 1), not through select(b == 0, 1, b). LLVM 19's
+    // InstSimplify threads a division over a select of its divisor and folds a division by a
+    // constant vector with a zero lane to poison for the whole vector, which is wrong when the
+    // select's condition is a vector: `srem x, select(c, <1, 1>, <16, 0>)` became 0, dropping the
+    // lane that divides by 16 (fixed upstream in LLVM 20). A divisor that becomes a constant only
+    // after inlining or unrolling met that fold (ember-difftest found it on the CPU device and the
+    // GPU alike). umax(b, 1) has no zero lane once folded, so the only select left, the signed
+    // overflow guard, chooses between divisors that are never 0.
     llvm::Type *ty = a->getType();
     llvm::Constant *zero = llvm::Constant::getNullValue(ty);
     llvm::Constant *one = llvm::ConstantInt::get(ty, 1);
@@ -392,16 +402,17 @@ llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Val
         if (!t.is_signed_int() || !k->isMinusOne()) return divide(b);
     }
     llvm::Value *by_zero = b_.CreateICmpEQ(b, zero, "div.by_zero");
-    llvm::Value *unsafe = by_zero;
+    llvm::Value *safe = llvm::isa<llvm::ConstantInt>(b) // -1 here
+                            ? b
+                            : b_.CreateBinaryIntrinsic(llvm::Intrinsic::umax, b, one, nullptr, "div.nonzero");
     if (t.is_signed_int()) {
         llvm::Value *overflow = b_.CreateAnd(
             b_.CreateICmpEQ(a, llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(
                                                                ty->getScalarSizeInBits()))),
             b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(ty)), "div.overflow");
-        unsafe = b_.CreateOr(by_zero, overflow);
+        safe = b_.CreateSelect(overflow, one, safe, "div.safe");
     }
-    llvm::Value *result = divide(b_.CreateSelect(unsafe, one, b, "div.safe"));
-    return b_.CreateSelect(by_zero, zero, result);
+    return b_.CreateSelect(by_zero, zero, divide(safe));
 }
 
 llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {

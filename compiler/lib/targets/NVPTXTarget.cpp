@@ -163,6 +163,41 @@ void select_for_sitofp_i1(llvm::Module &m) {
     }
 }
 
+/// [Note] LLVM 19's NVPTX back end and compares of 16-bit pairs
+/// ================================================================
+/// A comparison of two-lane vectors of 16-bit lanes (i16x2, f16x2, bf16x2) whose result is
+/// sign-extended back to 16-bit lanes aborts LLVM 19's NVPTX instruction selection ("Cannot
+/// select: v2i16 = setcc", for every sm): the DAG combiner folds `sext(setcc)` into a setcc with
+/// a v2i16 result, which the back end has no pattern for. `llc` alone shows it on `icmp sgt
+/// <2 x i16> %x, %y` + `sext <2 x i1> ... to <2 x i16>`; LLVM makes that sext out of a zext
+/// negated, and out of `~(x >> 15)`, and ember-difftest met it (one kernel of 80,000 aborted the
+/// compiler; f16x2 and bf16x2 compares fail the same way, 4- and 8-lane vectors do not). Before
+/// code generation such a comparison is done lane by lane (two scalar compares put into a
+/// <2 x i1>), which the combiner leaves alone; PTX has no packed integer compare, so the code is
+/// the same two `setp` (a packed f16x2 `setp` becomes two). test/lit/eir/llvm_fold_workarounds.eir
+/// pins the form; SimdTest runs it.
+void scalar_compares_of_16bit_pairs(llvm::Module &m) {
+    auto found = instructions_of<llvm::CmpInst>(m, [](llvm::CmpInst &c) {
+        auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(c.getOperand(0)->getType());
+        return vt && vt->getNumElements() == 2 && vt->getScalarSizeInBits() == 16;
+    });
+    for (llvm::CmpInst *c : found) {
+        llvm::IRBuilder<> b(c);
+        llvm::Value *r = llvm::PoisonValue::get(c->getType());
+        for (unsigned lane = 0; lane < 2; ++lane) {
+            llvm::Value *x = b.CreateExtractElement(c->getOperand(0), lane);
+            llvm::Value *y = b.CreateExtractElement(c->getOperand(1), lane);
+            llvm::Value *bit = c->isFPPredicate() ? b.CreateFCmp(c->getPredicate(), x, y)
+                                                  : b.CreateICmp(c->getPredicate(), x, y);
+            if (auto *fc = llvm::dyn_cast<llvm::FCmpInst>(bit)) fc->copyFastMathFlags(c);
+            r = b.CreateInsertElement(r, bit, lane);
+        }
+        r->takeName(c);
+        c->replaceAllUsesWith(r);
+        c->eraseFromParent();
+    }
+}
+
 /// [Note] LLVM 19's NVPTX back end and bf16 constants passed to calls
 /// ====================================================================
 /// A call to a device function LLVM did not inline (a large one, or a huge one, `is_huge`) that
@@ -521,31 +556,25 @@ std::string guard_float_clamp(const PtxLine &l, const std::set<std::string> &cla
 /// of it with a non-positive constant as if it could not be NaN: `setp.gt.f32 p, |x|, -1e30`
 /// and `setp.ge.f32 p, |x|, 0.0` became true, where a NaN x makes both false (the SASS had no
 /// comparison left and the branch it guarded was gone). ember-difftest found it in three
-/// kernels on the GPU. Such a comparison is rewritten to AND in an explicit test of the abs's
-/// operand, which ptxas knows nothing about: `setp.num q, x, x; setp.gt.and p, |x|, c, q` (for
-/// the unordered comparisons, `setp.nan` and `.or`); a `setp.nan`/`setp.num` of |x| tests x
-/// instead. Comparisons with positive constants or registers are left alone (nothing is
-/// known of their outcome). The fold happens across basic blocks too (LLVM hoists an abs used in
+/// kernels on the GPU. The constant need not be an immediate: `mov.f32 %f3, 0fAEDBE6B1` then
+/// `setp.le.f32 %p13, %f3, %f25` with %f25 = |x| was folded to true as well (a fourth kernel),
+/// ptxas propagating the register's value. So every ordered or unordered comparison with an abs
+/// operand is rewritten to AND in an explicit test of the operands, which ptxas knows nothing
+/// about: `setp.num q, x, y; setp.gt.and p, |x|, y, q` (for the unordered comparisons,
+/// `setp.nan` and `.or`; x and y are the abs's operands where both sides are abs, a float
+/// immediate is left out of the test). The value is the same for every input: a NaN operand
+/// makes an ordered comparison false and an unordered one true already. A `setp.nan`/`setp.num`
+/// of |x| tests x instead. The fold happens across basic blocks too (LLVM hoists an abs used in
 /// two blocks: `abs.f32 %f1, %f2` in the entry block, `setp.ge.f32 %p3, %f1, 0fC4EDE795` after a
 /// label, ptxas 13.0 kept no FSETP; a probe on an H100 measured the guarded form right), so the
 /// pair is kept across labels where both registers are written once. test/lit/eir/ptxas_workarounds.eir
 /// pins the form.
-bool is_nonpositive_float_immediate(const std::string &a) {
-    if (a.size() < 3 || a[0] != '0' || (a[1] != 'f' && a[1] != 'd')) return false;
-    const std::string hex = a.substr(2);
-    if (hex.size() != (a[1] == 'f' ? 8u : 16u) || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-        return false;
-    const unsigned long long bits = std::strtoull(hex.c_str(), nullptr, 16);
-    const unsigned width = a[1] == 'f' ? 32 : 64;
-    return (bits >> (width - 1)) != 0 || bits == 0; // negative (incl. -0) or +0
-}
-
 std::string guard_abs_comparison(const PtxLine &l, const std::map<std::string, std::string> &abs_of) {
     if (l.op.rfind("setp.", 0) != 0 || l.args.size() != 3) return "";
     const size_t dot = l.op.find('.', 5);
     if (dot == std::string::npos) return "";
     const std::string cmp = l.op.substr(5, dot - 5), type = l.op.substr(dot + 1);
-    if (type != "f32" && type != "f64") return "";
+    if (type != "f32" && type != "f64" && type != "f16" && type != "bf16") return "";
     const std::string indent(l.indent);
     auto a = abs_of.find(l.args[1]), b = abs_of.find(l.args[2]);
     if (cmp == "nan" || cmp == "num") {
@@ -557,13 +586,16 @@ std::string guard_abs_comparison(const PtxLine &l, const std::map<std::string, s
     static const std::set<std::string> unordered = {"equ", "neu", "ltu", "leu", "gtu", "geu"};
     const bool is_ordered = ordered.count(cmp) != 0;
     if (!is_ordered && unordered.count(cmp) == 0) return "";
-    std::string x;
-    if (a != abs_of.end() && is_nonpositive_float_immediate(l.args[2])) x = a->second;
-    else if (b != abs_of.end() && is_nonpositive_float_immediate(l.args[1])) x = b->second;
-    else return "";
-    return indent + "// " + l.op + " of abs and a constant with the NaN test explicit: ember's [Note] ptxas and comparisons of abs with NaN\n" +
+    if (a == abs_of.end() && b == abs_of.end()) return "";
+    // the values whose NaN decides the comparison: each abs's operand, the other side's register
+    std::vector<std::string> tested;
+    for (auto [side, arg] : {std::pair{a, &l.args[1]}, std::pair{b, &l.args[2]}})
+        if (side != abs_of.end()) tested.push_back(side->second);
+        else if (arg->starts_with("%")) tested.push_back(*arg);
+    const std::string &p = tested.front(), &q = tested.back();
+    return indent + "// " + l.op + " of abs with the NaN test explicit: ember's [Note] ptxas and comparisons of abs with NaN\n" +
            indent + "{\n" + indent + ".reg .pred %absc_p;\n" +
-           indent + "setp." + (is_ordered ? "num." : "nan.") + type + " \t%absc_p, " + x + ", " + x + ";\n" +
+           indent + "setp." + (is_ordered ? "num." : "nan.") + type + " \t%absc_p, " + p + ", " + q + ";\n" +
            indent + "setp." + cmp + (is_ordered ? ".and." : ".or.") + type + " \t" + l.args[0] + ", " + l.args[1] + ", " +
            l.args[2] + ", %absc_p;\n" + indent + "}";
 }
@@ -607,16 +639,23 @@ bool is_unsigned_to_float_cvt(const std::string &op) {
 /// and `neg.f32` of the `selp` right). A `neg` of an `abs` (where the abs is tracked as for
 /// [Note] ptxas and comparisons of abs with NaN) is rewritten to set the sign bit of the abs's
 /// operand, -|x| = x | 0x80000000, with no abs or neg left for ptxas to fold; the seed agrees on
-/// the GPU since. test/lit/eir/ptxas_workarounds.eir pins the form.
+/// the GPU since. bf16 and f16 go the same way (`or.b16` of 0x8000): with `abs.bf16 a, x` read by
+/// an `add` and by a copysign's `neg.bf16 n, a`, ptxas made the add's |x| negative too
+/// (floor(x) + abs(x) + copysign(x, x) gave -8 for x = -2.5, where -3 is right; -inf + |-inf|
+/// gave -inf, not NaN). test/lit/eir/ptxas_workarounds.eir pins the form.
 std::string rewrite_neg_of_abs(const PtxLine &l, const std::map<std::string, std::string> &abs_of) {
-    if ((l.op != "neg.f32" && l.op != "neg.f64") || l.args.size() != 2) return "";
+    static const std::map<std::string, std::pair<std::string, std::string>> sign_bit = {
+        {"neg.f64", {"or.b64", "-9223372036854775808"}},
+        {"neg.f32", {"or.b32", "-2147483648"}},
+        {"neg.f16", {"or.b16", "0x8000"}},
+        {"neg.bf16", {"or.b16", "0x8000"}}};
+    const auto op = sign_bit.find(l.op);
+    if (op == sign_bit.end() || l.args.size() != 2) return "";
     auto a = abs_of.find(l.args[1]);
     if (a == abs_of.end()) return "";
-    const bool f32 = l.op == "neg.f32";
     const std::string indent(l.indent);
     return indent + "// " + l.op + " of abs as the operand's sign bit set: ember's [Note] ptxas and negations of abs\n" +
-           indent + (f32 ? "or.b32 \t" : "or.b64 \t") + l.args[0] + ", " + a->second + ", " +
-           (f32 ? "-2147483648;" : "-9223372036854775808;");
+           indent + op->second.first + " \t" + l.args[0] + ", " + a->second + ", " + op->second.second + ";";
 }
 
 /// [Note] ptxas and packed negative half immediates
@@ -683,7 +722,7 @@ std::string rewrite_negated_half(const PtxLine &l, const std::set<std::string> &
 
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {
-        "neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f",   "max.f",    "sub.s64", "abs.f",   "shr.s",
+        "neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f",   "max.f",    "sub.s64", "abs.f",   "abs.bf", "shr.s",
         "bfe.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
@@ -764,7 +803,8 @@ std::string patch_ptx(std::string ptx) {
             for (const std::string &w : written_registers(l))
                 for (auto it = abs_of.begin(); it != abs_of.end();)
                     it = it->first == w || it->second == w ? abs_of.erase(it) : std::next(it);
-            if ((l.op == "abs.f32" || l.op == "abs.f64") && l.args.size() == 2 && l.args[0] != l.args[1])
+            if ((l.op == "abs.f32" || l.op == "abs.f64" || l.op == "abs.f16" || l.op == "abs.bf16") &&
+                l.args.size() == 2 && l.args[0] != l.args[1])
                 abs_of[l.args[0]] = l.args[1];
         } else if (trim(l.text).ends_with(":")) {
             // a label: another block; pairs of registers written once stay valid in it
@@ -1105,6 +1145,7 @@ public:
         select_for_sitofp_i1(m);
         native_float_to_int(m);
         opaque_bf16_call_constants(m);
+        scalar_compares_of_16bit_pairs(m);
     }
 
     std::string patch_assembly(std::string text) const override { return patch_ptx(std::move(text)); }

@@ -179,7 +179,7 @@ public:
 
     /// Rewrites the optimised module just before LLVM's code generator runs on it, for defects of
     /// LLVM's own back end or of what it makes of the module (NVPTX: [Note] LLVM 19's NVPTX back
-    /// end and sitofp of i1, and the two notes after it). What the `llvm-opt` stage prints is the
+    /// end and sitofp of i1, and the three notes after it). What the `llvm-opt` stage prints is the
     /// module after this.
     virtual void prepare_codegen(llvm::Module &) const {}
 

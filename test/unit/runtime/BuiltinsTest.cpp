@@ -1,6 +1,7 @@
 /// \file
 /// The built-in functions and return_ on every api, against the C++ standard library on the host.
 #include "ember/ember.h"
+#include "ember/compiler/IRPrinter.h"
 
 #include "DeviceTest.h"
 #include "FloatToInt.h"
@@ -507,6 +508,63 @@ TEST_P(BuiltinsTest, AbsComparedWithNegativeConstantsSeesNaN) {
     }
 }
 
+// A comparison of abs with a constant that LLVM keeps in a register (`mov.f32 %f3, 0fAEDBE6B1`,
+// then `setp.le.f32 %p, %f3, |r|` after an fmod's loop): ptxas folded it to true as well, so
+// 0 - 1e-10 <= |v % v| held for an infinite v. The kernel is textual IR: LLVM puts the constant in
+// a register only in this shape (lanes of a vector compare, one lane's value folded late).
+Kernel<Ptr<float>, Ptr<double>, Ptr<int16_t>> abs_compare_register_kernel() {
+    static const std::string text = R"(
+kernel @abs_compare_register(%f: ptr<global f32>, %d: ptr<global f64>, %o: ptr<global i16>) {
+  let %i: i64 = ((block_idx.x * block_dim.x) + thread_idx.x)
+  if (%i >= 1000:i64) {
+  } else {
+    let %h: f16 = cast<f16>(%f[(%i * 2:i64)])
+    let %z: f32 = cast<f32>(cast<u32>((%h > %h)))
+    let %v: f32 = %f[(%i * 2:i64)]
+    let %w: f32 = %f[((%i * 2:i64) + 1:i64)]
+    let %q: i16x4 = select(((f32x4(cast<f32>(%d[%i]), sqrt(%z), (max(%v, %v) + 0.0:f32), (fmax(%w, -7.0:f32) + 0.0:f32)) - f32x4((1e-40:f32 * 1e+30:f32))) <= abs(f32x4((%v % %v)))), i16x4(1:i16), i16x4(2:i16))
+    %o[(%i * 4:i64)] = %q
+  }
+}
+)";
+    auto info = std::make_shared<detail::KernelInfo>();
+    info->ir = ir::parse_module(text, "abs_compare_register.eir").kernels.at(0);
+    info->param_names = {"f", "d", "o"};
+    info->id = std::numeric_limits<uint64_t>::max() - 2; // not traced; compiled with compile_function only
+    return Kernel<Ptr<float>, Ptr<double>, Ptr<int16_t>>(info);
+}
+
+TEST_P(BuiltinsTest, AbsComparedWithAConstantInARegisterSeesNaN) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+    const float vs[] = {nan, -nan, inf, -inf, 0.0f, -0.0f, 1.0f, -2.5f, 7800.3115f, 1e-30f};
+    std::vector<float> f;
+    std::vector<double> d;
+    for (float v : vs)
+        for (float w : {-9.0f, 0.5f, nan}) {
+            f.insert(f.end(), {v, w});
+            d.push_back(w == 0.5f ? 3.0 : -1e-12);
+        }
+    const int64_t n = static_cast<int64_t>(d.size());
+    DeviceContext &c = ctx();
+    auto df = c.enqueue_create_buffer<float>(f.size());
+    auto dd = c.enqueue_create_buffer<double>(d.size());
+    auto dout = c.enqueue_create_buffer<int16_t>(static_cast<size_t>(n) * 4);
+    c.enqueue_copy(df, f.data());
+    c.enqueue_copy(dd, d.data());
+    c.enqueue_function(c.compile_function(abs_compare_register_kernel()), df, dd, dout, grid_dim(1), block_dim(n));
+    std::vector<int16_t> out(static_cast<size_t>(n) * 4);
+    c.enqueue_copy(out.data(), dout);
+    c.synchronize();
+    const float k = 1e-40f * 1e30f;
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = f[i * 2], w = f[i * 2 + 1];
+        const float r = std::fabs(std::fmod(v, v)); // NaN for an infinite, NaN or zero v
+        const float lanes[4] = {static_cast<float>(d[i]), 0.0f, v, std::fmax(w, -7.0f)};
+        for (int l = 0; l < 4; ++l)
+            EXPECT_EQ(out[i * 4 + l], lanes[l] + 0.0f - k <= r ? 1 : 2) << "lane " << l << " of v=" << v << ", w=" << w;
+    }
+}
+
 // Unsigned conversions to float of sign-extended lanes: ptxas fused the lane's sign extension and
 // the conversion into one signed conversion of the byte ([Note] ptxas and unsigned conversions of
 // sign-extended fields), so -86 gave -86.0 instead of 4294967210 rounded.
@@ -657,6 +715,43 @@ template <class H> void check_packed_negative_lanes(DeviceContext &c) {
 TEST_P(BuiltinsTest, PackedNegativeLanesKeepTheirSign) {
     check_packed_negative_lanes<half>(ctx());
     check_packed_negative_lanes<bfloat16>(ctx());
+}
+
+// abs of an f16/bf16 read both by an addition and by a copysign's negation: ptxas made the
+// addition's |x| negative too ([Note] ptxas and negations of abs), so -inf + |-inf| gave -inf.
+template <class H> auto half_abs_and_copysign_kernel() {
+    return kernel(std::is_same_v<H, half> ? "half_abs_and_copysign_f16" : "half_abs_and_copysign_bf16", {"in", "out"},
+                  [](Ptr<H> in, Ptr<H> out) {
+                      auto i = global_idx.x;
+                      Value<H> x = in[i];
+                      out[i * 2] = floor(x) + abs(x);
+                      out[i * 2 + 1] = copysign(x, select(isnan(x), Value<H>(H(-1.0f)), x)) + abs(x);
+                  });
+}
+
+template <class H> void check_half_abs_and_copysign(DeviceContext &c) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<H> in = {H(-2.5f), H(2.5f), H(-inf), H(inf), H(-0.0f), H(0.0f), H(-7.0f), H(0.125f), H(-0.125f), H(NAN)};
+    const int64_t n = static_cast<int64_t>(in.size());
+    auto din = c.enqueue_create_buffer<H>(in.size());
+    auto dout = c.enqueue_create_buffer<H>(in.size() * 2);
+    c.enqueue_copy(din, in.data());
+    c.enqueue_function(half_abs_and_copysign_kernel<H>(), din, dout, grid_dim(1), block_dim(n));
+    std::vector<H> out(in.size() * 2);
+    c.enqueue_copy(out.data(), dout);
+    c.synchronize();
+    auto same = [](float x, float y) { return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y)); };
+    for (int64_t i = 0; i < n; ++i) {
+        const float x = float(in[i]);
+        const float want[2] = {float(H(std::floor(x) + std::fabs(x))), float(H(x + std::fabs(x)))}; // exact in float
+        for (int k = 0; k < 2; ++k)
+            EXPECT_TRUE(same(float(out[i * 2 + k]), want[k])) << "result " << k << " of " << x << ": " << float(out[i * 2 + k]) << ", want " << want[k];
+    }
+}
+
+TEST_P(BuiltinsTest, HalfAbsReadByANegationStaysPositive) {
+    check_half_abs_and_copysign<half>(ctx());
+    check_half_abs_and_copysign<bfloat16>(ctx());
 }
 
 // 64-bit division and remainder, unsigned and signed, with a select on the dividend around them

@@ -126,6 +126,78 @@ TEST_P(SimdTest, IntegerOperatorsLaneByLane) {
     }
 }
 
+// A constant divisor with a zero lane ([Note] Vector divisors with a zero lane): LLVM 19 folded the
+// remainder to 0 and the quotient to the dividend in every lane, the lanes dividing by 16 and 5 with
+// them, on the CPU device and the GPU alike.
+const auto zero_lane_divisor = kernel("simd_zero_lane_divisor", [](Ptr<const int16_t> in, Ptr<int16_t> out) {
+    auto i = global_idx.x;
+    auto x = in.load<4>(i * 4);
+    const SIMD<int16_t, 4> d(Int16(16), Int16(0), Int16(5), Int16(-1));
+    out.store(i * 8, x % d);
+    out.store(i * 8 + 4, x / d);
+});
+
+TEST_P(SimdTest, ConstantDivisorWithAZeroLane) {
+    std::vector<int16_t> in;
+    for (int v : {0, 1, -1, 15, 16, 17, -17, 19855, -5105, 32767, -32768, 12345})
+        for (int l = 0; l < 4; ++l) in.push_back(static_cast<int16_t>(v + 7 * l));
+    const int64_t n = static_cast<int64_t>(in.size() / 4);
+    auto din = upload(in);
+    auto dout = ctx().enqueue_create_buffer<int16_t>(static_cast<size_t>(n) * 8);
+    ctx().enqueue_function(zero_lane_divisor, din, dout, grid_dim(1), block_dim(n));
+    std::vector<int16_t> out = download(dout);
+    const int d[4] = {16, 0, 5, -1};
+    for (int64_t i = 0; i < n; ++i)
+        for (int l = 0; l < 4; ++l) {
+            const int x = in[i * 4 + l];
+            const int16_t rem = static_cast<int16_t>(d[l] == 0 || d[l] == -1 ? 0 : x % d[l]);
+            const int16_t quot = static_cast<int16_t>(d[l] == 0 ? 0 : d[l] == -1 ? -x : x / d[l]); // -(-32768) wraps
+            EXPECT_EQ(out[i * 8 + l], rem) << x << " % " << d[l];
+            EXPECT_EQ(out[i * 8 + 4 + l], quot) << x << " / " << d[l];
+        }
+}
+
+// Compares of 16-bit pairs turned into 0 / -1 lanes ([Note] LLVM 19's NVPTX back end and compares
+// of 16-bit pairs): LLVM's NVPTX back end aborted compiling them.
+const auto pair_compares = kernel("simd_pair_compares", [](Ptr<const int16_t> x, Ptr<const half> h,
+                                                           Ptr<const bfloat16> b, Ptr<int16_t> out) {
+    auto i = global_idx.x;
+    auto v = x.load<2>(i * 2);
+    out.store(i * 6, ~(v >> 15));
+    out.store(i * 6 + 2, -cast<int16_t>(h.load<2>(i * 4) < h.load<2>(i * 4 + 2)));
+    out.store(i * 6 + 4, -cast<int16_t>(b.load<2>(i * 4) >= b.load<2>(i * 4 + 2)));
+});
+
+TEST_P(SimdTest, ComparesOfSixteenBitPairs) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float fs[] = {0.0f, -0.0f, 1.5f, -2.0f, nan, 65504.0f, -1.0f, 3.0f};
+    const int16_t is[] = {0, -1, 1, -32768, 32767, 15, -16, 300};
+    std::vector<int16_t> x;
+    std::vector<half> h;
+    std::vector<bfloat16> b;
+    for (int a = 0; a < 8; ++a)
+        for (int c = 0; c < 8; ++c) {
+            x.insert(x.end(), {is[a], is[c]});
+            h.insert(h.end(), {half(fs[a]), half(fs[c]), half(fs[c]), half(fs[a])});
+            b.insert(b.end(), {bfloat16(fs[a]), bfloat16(fs[c]), bfloat16(fs[c]), bfloat16(fs[a])});
+        }
+    const int64_t n = static_cast<int64_t>(x.size() / 2);
+    auto dx = upload(x);
+    auto dh = upload(h);
+    auto db = upload(b);
+    auto dout = ctx().enqueue_create_buffer<int16_t>(static_cast<size_t>(n) * 6);
+    ctx().enqueue_function(pair_compares, dx, dh, db, dout, grid_dim(1), block_dim(n));
+    std::vector<int16_t> out = download(dout);
+    for (int64_t i = 0; i < n; ++i)
+        for (int l = 0; l < 2; ++l) {
+            EXPECT_EQ(out[i * 6 + l], x[i * 2 + l] >= 0 ? -1 : 0) << "~(x >> 15) of " << x[i * 2 + l];
+            const float hl = float(h[i * 4 + l]), hr = float(h[i * 4 + 2 + l]);
+            EXPECT_EQ(out[i * 6 + 2 + l], hl < hr ? -1 : 0) << hl << " < " << hr;
+            const float bl = float(b[i * 4 + l]), br = float(b[i * 4 + 2 + l]);
+            EXPECT_EQ(out[i * 6 + 4 + l], bl >= br ? -1 : 0) << bl << " >= " << br;
+        }
+}
+
 // Float lanes: arithmetic with broadcast constants and the exact built-in functions.
 const auto float_ops = kernel("simd_float_ops", [](Ptr<const double> in, Ptr<double> out, Ptr<bool> flags) {
     auto a = in.load<2>(0), b = in.load<2>(2);
