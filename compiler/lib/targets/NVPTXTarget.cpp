@@ -36,8 +36,19 @@ constexpr const char *nvptx_triple = "nvptx64-nvidia-cuda";
 /// remainder, with the sign of x. NaN when x is NaN or infinite or y is NaN or zero; x itself
 /// when |x| < |y| (this covers an infinite y and x = +-0). At most ~280 (f32) or ~2100 (f64)
 /// iterations, the span of the exponents.
+///
+/// Two constants are folded here, exactly (APFloat's mod is IEEE fmod), so that no loop over
+/// constants reaches ptxas: LLVM leaves the loop in place, and the driver's JIT then folded
+/// `65520.0 - fmod(4673.3066, 7505.544)`, an exact tie between two floats, to the odd one
+/// (0x476DAEB1; round-to-nearest-even and the toolkit's ptxas give 0x476DAEB2).
 llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) {
     using namespace llvm;
+    if (auto *cx = dyn_cast<ConstantFP>(x))
+        if (auto *cy = dyn_cast<ConstantFP>(y)) {
+            APFloat r = cx->getValueAPF();
+            r.mod(cy->getValueAPF());
+            return r.isNaN() ? ConstantFP::getNaN(x->getType()) : ConstantFP::get(x->getType(), r);
+        }
     LLVMContext &c = b.getContext();
     Function *fn = b.GetInsertBlock()->getParent();
     Type *ty = x->getType();
@@ -608,9 +619,26 @@ std::string guard_abs_comparison(const PtxLine &l, const std::map<std::string, s
 /// byte at each position: bfe of 8 and 16 bits into f32 and f64 are all wrong, 32,768 of 65,536
 /// inputs; going through u64 or f64 does not help, ptxas sees through it). Such a field extract
 /// becomes `bfe.u32` + `xor` + `sub` of the field's sign bit, the same value, which the probe
-/// measured right for every input. Only fields read by an unsigned-to-float `cvt` somewhere in the
-/// text are rewritten; test/lit/eir/ptxas_workarounds.eir pins the form.
+/// measured right for every input. A sign extension by `cvt` is the same pair for ptxas:
+/// `cvt.s32.s16 r, h` + `cvt.rn.f64.u32 d, r` gave -3.0 for the i16 -3 where 4294967293.0 is right
+/// (cast<f64>(cast<u32>(x)), found by ember-difftest on an H200); it becomes `cvt.u32.u16` + `xor`
+/// + `sub` alike (also from 8 bits, and into 64). Only registers read by an unsigned-to-float
+/// `cvt` somewhere in the text are rewritten; test/lit/eir/ptxas_workarounds.eir pins the form.
 std::string rewrite_signed_field(const PtxLine &l, const std::set<std::string> &converted) {
+    // a sign extension by cvt: cvt.s32.s16 d, a becomes cvt.u32.u16 + xor + sub of bit 15
+    static const std::map<std::string, std::tuple<std::string, int, int>> extensions = {
+        {"cvt.s32.s8", {"cvt.u32.u8", 32, 8}},   {"cvt.s32.s16", {"cvt.u32.u16", 32, 16}},
+        {"cvt.s64.s8", {"cvt.u64.u8", 64, 8}},   {"cvt.s64.s16", {"cvt.u64.u16", 64, 16}},
+        {"cvt.s64.s32", {"cvt.u64.u32", 64, 32}}};
+    if (const auto e = extensions.find(l.op); e != extensions.end()) {
+        if (l.args.size() != 2 || converted.count(l.args[0]) == 0) return "";
+        const auto &[zext, width, bits] = e->second;
+        const std::string n = std::to_string(width), sign = std::to_string(1ull << (bits - 1)), indent(l.indent);
+        return indent + "// " + l.op + " read by an unsigned conversion to float, as " + zext + " + xor + sub: ember's [Note] ptxas and unsigned conversions of sign-extended fields\n" +
+               indent + zext + " \t" + l.args[0] + ", " + l.args[1] + ";\n" +
+               indent + "xor.b" + n + " \t" + l.args[0] + ", " + l.args[0] + ", " + sign + ";\n" +
+               indent + "sub.s" + n + " \t" + l.args[0] + ", " + l.args[0] + ", " + sign + ";";
+    }
     if ((l.op != "bfe.s32" && l.op != "bfe.s64") || l.args.size() != 4 || converted.count(l.args[0]) == 0) return "";
     const std::string &len = l.args[3];
     if (len.empty() || len.size() > 2 || len.find_first_not_of("0123456789") != std::string::npos) return "";
@@ -723,7 +751,7 @@ std::string rewrite_negated_half(const PtxLine &l, const std::set<std::string> &
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {
         "neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f",   "max.f",    "sub.s64", "abs.f",   "abs.bf", "shr.s",
-        "bfe.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64"};
+        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;

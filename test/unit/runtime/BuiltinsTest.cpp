@@ -622,6 +622,57 @@ TEST_P(BuiltinsTest, SignedLanesConvertAsUnsigned) {
 // copysign of a select between 0.0 and another constant: LLVM's NVPTX lowering of copysign
 // negates the abs, and ptxas folded the negation of the zero to +0.0 ([Note] ptxas and negations
 // of abs).
+// Scalar sign extensions read by unsigned conversions: by cvt (the value has another use) and by a
+// sign-extending load (its only use). ptxas fused `cvt.s32.s16` + `cvt.rn.f64.u32` into a signed
+// conversion ([Note] ptxas and unsigned conversions of sign-extended fields).
+const auto signed_scalars_to_float = kernel("signed_scalars_to_float", {"h", "w", "o16", "o32", "d", "f"},
+                                            [](Ptr<int16_t> h, Ptr<int32_t> w, Ptr<int16_t> o16, Ptr<int32_t> o32,
+                                               Ptr<double> d, Ptr<float> f) {
+                                                auto i = global_idx.x;
+                                                Int16 v = h[i];
+                                                o16[i] = v * v;
+                                                d[i * 3] = cast<double>(cast<uint32_t>(v));
+                                                d[i * 3 + 1] = cast<double>(cast<uint32_t>(h[i]));
+                                                Int32 x = w[i];
+                                                o32[i] = x * x;
+                                                d[i * 3 + 2] = cast<double>(cast<uint64_t>(x));
+                                                f[i] = cast<float>(cast<uint64_t>(x));
+                                            });
+
+TEST_P(BuiltinsTest, SignedScalarsConvertAsUnsigned) {
+    std::vector<int16_t> h;
+    std::vector<int32_t> w;
+    for (int v : {-3, -1, 0, 1, -32768, 32767, -129, 200})
+        for (int k = 0; k < 4; ++k) {
+            h.push_back(static_cast<int16_t>(v + k * 9));
+            w.push_back(static_cast<int32_t>(v) * 65537 - k);
+        }
+    const int64_t n = static_cast<int64_t>(h.size());
+    DeviceContext &c = ctx();
+    auto dh = c.enqueue_create_buffer<int16_t>(h.size());
+    auto dw = c.enqueue_create_buffer<int32_t>(w.size());
+    auto d16 = c.enqueue_create_buffer<int16_t>(h.size());
+    auto d32 = c.enqueue_create_buffer<int32_t>(w.size());
+    auto dd = c.enqueue_create_buffer<double>(h.size() * 3);
+    auto df = c.enqueue_create_buffer<float>(h.size());
+    c.enqueue_copy(dh, h.data());
+    c.enqueue_copy(dw, w.data());
+    c.enqueue_function(signed_scalars_to_float, dh, dw, d16, d32, dd, df, grid_dim(1), block_dim(n));
+    std::vector<double> d(h.size() * 3);
+    std::vector<float> f(h.size());
+    c.enqueue_copy(d.data(), dd);
+    c.enqueue_copy(f.data(), df);
+    c.synchronize();
+    for (int64_t i = 0; i < n; ++i) {
+        const double u16 = static_cast<double>(static_cast<uint32_t>(static_cast<int32_t>(h[i])));
+        const uint64_t u64 = static_cast<uint64_t>(static_cast<int64_t>(w[i]));
+        EXPECT_EQ(d[i * 3], u16) << "cast<f64>(cast<u32>(" << h[i] << "))";
+        EXPECT_EQ(d[i * 3 + 1], u16) << "cast<f64>(cast<u32>(" << h[i] << ")), loaded";
+        EXPECT_EQ(d[i * 3 + 2], static_cast<double>(u64)) << "cast<f64>(cast<u64>(" << w[i] << "))";
+        EXPECT_EQ(f[i], static_cast<float>(u64)) << "cast<f32>(cast<u64>(" << w[i] << "))";
+    }
+}
+
 const auto copysign_of_select = kernel("copysign_of_select", {"c", "s", "y", "out"},
                                        [](Ptr<int32_t> c, Ptr<float> s, Ptr<float> y, Ptr<float> out) {
                                            auto i = global_idx.x;
