@@ -331,6 +331,18 @@ llvm::Value *CodeGenLLVM::emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value
     const llvm::Intrinsic::ID reduce =
         id == llvm::Intrinsic::minnum ? llvm::Intrinsic::vector_reduce_fmin : llvm::Intrinsic::vector_reduce_fmax;
     auto pair = [&](llvm::Value *p, llvm::Value *q) -> llvm::Value * {
+        // Two constants are folded here: LLVM 19 does not fold the reduction of a constant pair,
+        // so what depends on it (an fmod, [Note] fmod on NVPTX is expanded after optimisation)
+        // would stay an operation on constants for the back end. Zeros of two signs stay unfolded.
+        auto *cp = llvm::dyn_cast<llvm::ConstantFP>(p);
+        auto *cq = llvm::dyn_cast<llvm::ConstantFP>(q);
+        if (cp && cq && !(cp->isZero() && cq->isZero() && cp->isNegative() != cq->isNegative())) {
+            const llvm::APFloat &a = cp->getValueAPF(), &c = cq->getValueAPF();
+            if (a.isNaN()) return cq;
+            if (c.isNaN()) return cp;
+            const bool a_less = a.compare(c) == llvm::APFloat::cmpLessThan;
+            return (id == llvm::Intrinsic::minnum) == a_less ? cp : cq;
+        }
         auto *vt = llvm::FixedVectorType::get(p->getType(), 2);
         llvm::Value *v = b_.CreateInsertElement(llvm::PoisonValue::get(vt), p, uint64_t{0});
         v = b_.CreateInsertElement(v, q, uint64_t{1});

@@ -289,6 +289,21 @@ std::vector<Out> run_one_block_to(DeviceContext &ctx, const K &k, const std::vec
     return out;
 }
 
+// A new device buffer holding `host`.
+template <class T> DeviceBuffer<T> upload(DeviceContext &ctx, const std::vector<T> &host) {
+    auto d = ctx.enqueue_create_buffer<T>(host.size());
+    ctx.enqueue_copy(d, host.data());
+    return d;
+}
+
+// The whole of `d`, once the context's work is done.
+template <class T> std::vector<T> download(DeviceContext &ctx, const DeviceBuffer<T> &d) {
+    std::vector<T> host(d.size());
+    ctx.enqueue_copy(host.data(), d);
+    ctx.synchronize();
+    return host;
+}
+
 // The same, with `out` of the type of `in`.
 template <typename T, typename K>
 std::vector<T> run_one_block(DeviceContext &ctx, const K &k, const std::vector<T> &in, size_t out_size, int64_t threads) {
@@ -622,6 +637,50 @@ TEST_P(BuiltinsTest, SignedLanesConvertAsUnsigned) {
 // copysign of a select between 0.0 and another constant: LLVM's NVPTX lowering of copysign
 // negates the abs, and ptxas folded the negation of the zero to +0.0 ([Note] ptxas and negations
 // of abs).
+// Float remainders: exact fmod for values (on NVPTX the shift-and-subtract loop, put in after
+// optimisation) and for operands that are constants only once optimised, which are folded to the
+// exact remainder ([Note] fmod on NVPTX is expanded after optimisation): 65520 - fmod(4673.3066,
+// 7505.544) is a tie that the driver's JIT, evaluating the loop, rounded to the odd float.
+const auto float_remainders = kernel("float_remainders", {"x", "y", "xd", "yd", "out", "outd"},
+                                     [](Ptr<float> x, Ptr<float> y, Ptr<double> xd, Ptr<double> yd, Ptr<float> out,
+                                        Ptr<double> outd) {
+                                         auto i = global_idx.x;
+                                         out[i * 2] = x[i] % y[i];
+                                         const float inf = std::numeric_limits<float>::infinity();
+                                         out[i * 2 + 1] =
+                                             abs(Float32(65520.0f) - ((min(Float32(inf), Float32(4673.3066f)) + 0.0f) % 7505.544f));
+                                         outd[i] = xd[i] % yd[i];
+                                     });
+
+TEST_P(BuiltinsTest, FloatRemaindersAreExact) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+    const float fs[] = {0.0f, -0.0f, 1.0f, -2.5f, 7505.544f, 4673.3066f, 3.0e38f, -1.0e-38f, 1.0e-45f, inf, -inf, nan, 0.1f};
+    std::vector<float> x, y;
+    std::vector<double> xd, yd;
+    for (float a : fs)
+        for (float b : fs) {
+            x.push_back(a), y.push_back(b);
+            xd.push_back(a == 3.0e38f ? 1.0e308 : a), yd.push_back(b == 1.0e-45f ? 5.0e-324 : b);
+        }
+    const int64_t n = static_cast<int64_t>(x.size());
+    DeviceContext &c = ctx();
+    auto dout = c.enqueue_create_buffer<float>(x.size() * 2);
+    auto doutd = c.enqueue_create_buffer<double>(xd.size());
+    auto dx = upload(c, x), dy = upload(c, y);
+    auto dxd = upload(c, xd), dyd = upload(c, yd);
+    c.enqueue_function(float_remainders, dx, dy, dxd, dyd, dout, doutd, grid_dim(1), block_dim(n));
+    const std::vector<float> out = download(c, dout);
+    const std::vector<double> outd = download(c, doutd);
+    auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); };
+    const float tie = std::fabs(65520.0f - std::fmod(4673.3066f, 7505.544f));
+    ASSERT_EQ(std::bit_cast<uint32_t>(tie), 0x476DAEB2u);
+    for (int64_t i = 0; i < n; ++i) {
+        EXPECT_TRUE(same(out[i * 2], std::fmod(x[i], y[i]))) << x[i] << " % " << y[i] << ": " << out[i * 2];
+        EXPECT_EQ(std::bit_cast<uint32_t>(out[i * 2 + 1]), 0x476DAEB2u) << out[i * 2 + 1];
+        EXPECT_TRUE(same(outd[i], std::fmod(xd[i], yd[i]))) << xd[i] << " % " << yd[i] << ": " << outd[i];
+    }
+}
+
 // Scalar sign extensions read by unsigned conversions: by cvt (the value has another use) and by a
 // sign-extending load (its only use). ptxas fused `cvt.s32.s16` + `cvt.rn.f64.u32` into a signed
 // conversion ([Note] ptxas and unsigned conversions of sign-extended fields).
@@ -649,20 +708,15 @@ TEST_P(BuiltinsTest, SignedScalarsConvertAsUnsigned) {
         }
     const int64_t n = static_cast<int64_t>(h.size());
     DeviceContext &c = ctx();
-    auto dh = c.enqueue_create_buffer<int16_t>(h.size());
-    auto dw = c.enqueue_create_buffer<int32_t>(w.size());
-    auto d16 = c.enqueue_create_buffer<int16_t>(h.size());
-    auto d32 = c.enqueue_create_buffer<int32_t>(w.size());
     auto dd = c.enqueue_create_buffer<double>(h.size() * 3);
     auto df = c.enqueue_create_buffer<float>(h.size());
-    c.enqueue_copy(dh, h.data());
-    c.enqueue_copy(dw, w.data());
+    auto dh = upload(c, h);
+    auto dw = upload(c, w);
+    auto d16 = c.enqueue_create_buffer<int16_t>(h.size());
+    auto d32 = c.enqueue_create_buffer<int32_t>(w.size());
     c.enqueue_function(signed_scalars_to_float, dh, dw, d16, d32, dd, df, grid_dim(1), block_dim(n));
-    std::vector<double> d(h.size() * 3);
-    std::vector<float> f(h.size());
-    c.enqueue_copy(d.data(), dd);
-    c.enqueue_copy(f.data(), df);
-    c.synchronize();
+    const std::vector<double> d = download(c, dd);
+    const std::vector<float> f = download(c, df);
     for (int64_t i = 0; i < n; ++i) {
         const double u16 = static_cast<double>(static_cast<uint32_t>(static_cast<int32_t>(h[i])));
         const uint64_t u64 = static_cast<uint64_t>(static_cast<int64_t>(w[i]));
