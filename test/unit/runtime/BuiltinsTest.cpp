@@ -704,7 +704,7 @@ TEST_P(BuiltinsTest, SignedScalarsConvertAsUnsigned) {
     for (int v : {-3, -1, 0, 1, -32768, 32767, -129, 200})
         for (int k = 0; k < 4; ++k) {
             h.push_back(static_cast<int16_t>(v + k * 9));
-            w.push_back(static_cast<int32_t>(v) * 65537 - k);
+            w.push_back(static_cast<int32_t>(static_cast<uint32_t>(v) * 65537u - static_cast<uint32_t>(k))); // wraps
         }
     const int64_t n = static_cast<int64_t>(h.size());
     DeviceContext &c = ctx();
