@@ -9,7 +9,9 @@
 # under the device tool's 10 minutes) and then sums up the kernels that finished; split a larger
 # N over several calls by seed. With N = @FILE (a path relative to the tree), the seeds listed
 # in FILE (one per line) are replayed instead, one process per seed on every core: the way to
-# check, after a fix, the seeds that disagreed before. $DIFFTEST_DEVICES (default cuda,cpu)
+# check, after a fix, the seeds that disagreed before (its log and archive are
+# $OUT/difftest-replay.txt and $OUT/difftest-replay-repro.tar.xz, so a replay and a run can share
+# one call). $DIFFTEST_DEVICES (default cuda,cpu)
 # names the devices. On a host with several GPUs the seeds are split between them: one
 # ember-difftest per GPU over its own range (or, replaying, seed modulo the GPU count), with the
 # cores shared out; the logs are joined in $OUT/difftest.txt. test/difftest/gpu_seeds.txt lists
@@ -37,13 +39,15 @@ fi
 cores=$(nproc)
 if [[ -n $seeds_file ]]; then
   total=$(grep -c . "$seeds_file")
-  echo "replay of $total seeds from ${count#@} on $devices" > "$OUT/difftest.txt"
+  log="$OUT/difftest-replay.txt"
+  echo "replay of $total seeds from ${count#@} on $devices" > "$log"
   grep . "$seeds_file" | xargs -P "$cores" -I{} sh -c \
     "CUDA_VISIBLE_DEVICES=\$(( {} % $gpus )) EMBER_CPU_THREADS=1 timeout 120 ./tools/ember-difftest --seed {} --count 1 --devices $devices --repro-dir $repro $* > $repro/log-{}.txt 2>&1 || true"
   still=$(ls "$repro"/difftest-*.txt 2>/dev/null | sed 's/.*difftest-//; s/[.]txt$//' | sort -n | tr '\n' ' ')
   crashed=$(grep -l "crash or hang" "$repro"/log-*.txt 2>/dev/null | sed 's/.*log-//; s/[.]txt$//' | sort -n | tr '\n' ' ')
-  { echo "still disagreeing: $(echo $still | wc -w) of $total: $still"; echo "crashed or hung: $crashed"; } | tee -a "$OUT/difftest.txt"
-  tar -C "$(dirname "$repro")" -cf - "$(basename "$repro")" | xz -T0 > "$OUT/difftest-repro.tar.xz"
+  { echo "still disagreeing: $(echo $still | wc -w) of $total: $still"; echo "crashed or hung: $crashed"; } | tee -a "$log"
+  tar -C "$(dirname "$repro")" -cf - "$(basename "$repro")" | xz -T0 > "$OUT/difftest-replay-repro.tar.xz"
+  rm -rf "$repro"
   [[ -z $still && -z $crashed ]]
   exit
 fi
