@@ -22,16 +22,6 @@ std::string_view kind_name(VarKind k) {
     return "invalid kind";
 }
 
-bool is_c_identifier(const std::string &s) {
-    if (s.empty()) return false;
-    for (size_t i = 0; i < s.size(); ++i) {
-        char c = s[i];
-        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!alpha && (i == 0 || c < '0' || c > '9')) return false;
-    }
-    return true;
-}
-
 /// Does `s` end in a return on every path?
 bool always_returns(const Stmt &s) {
     if (!s) return false;
@@ -542,5 +532,15 @@ std::vector<std::string> verify(const Function &f) {
 
 void verify_or_throw(const Kernel &k) { throw_problems("kernel '" + k.name + "'", verify(k)); }
 void verify_or_throw(const Function &f) { throw_problems("function '@" + f.name + "'", verify(f)); }
+
+bool is_c_identifier(std::string_view s) {
+    if (s.empty()) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!alpha && (i == 0 || c < '0' || c > '9')) return false;
+    }
+    return true;
+}
 
 } // namespace ember::ir

@@ -1,20 +1,9 @@
 /// \file
 /// constant_array: the trace-time checks of a constant array's declaration (Value.h).
 #include "ember/dsl/Value.h"
+#include "ember/compiler/Verifier.h"
 
 namespace ember::detail {
-
-namespace {
-bool is_c_identifier(const std::string &s) {
-    if (s.empty()) return false;
-    for (size_t i = 0; i < s.size(); ++i) {
-        const char c = s[i];
-        const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!alpha && (i == 0 || c < '0' || c > '9')) return false;
-    }
-    return true;
-}
-} // namespace
 
 void declare_constant_array(const ir::VariableRef &var, const std::string &name, uint64_t count,
                             std::vector<ir::Expr> init, const std::source_location &loc) {
@@ -25,7 +14,7 @@ void declare_constant_array(const ir::VariableRef &var, const std::string &name,
         throw DslError(what + ": constant arrays are module globals declared in kernels; declare it in the kernel "
                               "and pass the ConstPtr<T> to the function",
                        loc);
-    if (!is_c_identifier(name))
+    if (!ir::is_c_identifier(name))
         throw DslError(what + ": the name must be a C identifier (letters, digits and '_', not starting with a digit)",
                        loc);
     if (name.size() >= 2 && name[0] == '_' && name[1] == '_')

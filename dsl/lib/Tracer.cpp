@@ -56,12 +56,6 @@ TraceNames &trace_names() {
     return *names;
 }
 
-bool is_identifier(const std::string &s) {
-    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-    for (char c : s)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-    return true;
-}
 } // namespace
 
 void Builder::emit(ir::Stmt s, const std::source_location &loc) {
@@ -396,7 +390,7 @@ ir::Expr host_constant_float(ir::Type t, double v, const std::source_location &l
 
 void check_kernel_signature(const std::string &name, size_t num_params, size_t num_names,
                             const std::source_location &loc) {
-    if (!is_identifier(name))
+    if (!ir::is_c_identifier(name))
         throw DslError("kernel name '" + name + "' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)", loc);
     if (num_names != 0 && num_names != num_params)
         throw DslError("kernel '" + name + "': " + std::to_string(num_names) +
@@ -406,7 +400,7 @@ void check_kernel_signature(const std::string &name, size_t num_params, size_t n
 
 void check_function_name(const std::string &name, size_t num_params, size_t num_names,
                          const std::source_location &loc) {
-    if (!is_identifier(name))
+    if (!ir::is_c_identifier(name))
         throw DslError("device function name '" + name + "' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)", loc);
     if (num_names != 0 && num_names != num_params)
         throw DslError("device function '" + name + "': " + std::to_string(num_names) +

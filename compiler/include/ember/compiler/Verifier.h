@@ -6,9 +6,14 @@
 #include "ember/compiler/IR.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::ir {
+
+/// Is `s` a C identifier: an ASCII letter or `_`, then letters, digits and `_`? Kernel,
+/// function, parameter and constant-array names must be (the verifier and the DSL's tracer ask).
+bool is_c_identifier(std::string_view s);
 
 /// Every problem found in `k`, each a one-line message naming the kernel and, where it helps, the
 /// offending statement in textual form. Empty when the kernel is well formed.
