@@ -1,6 +1,7 @@
 /// \file
 /// Repro bundles ([Note] Repro bundles in ember/compiler/Bundle.h): writing, reading, replaying.
 #include "ember/compiler/Bundle.h"
+#include "ember/compiler/Settings.h"
 #include "ember/compiler/Sha256.h"
 
 #include "BundleInternal.h"
@@ -195,10 +196,9 @@ std::string bundle_directory(const ReproBundle &b) {
     const std::string key = b.ir + "\n" + b.target.to_string() + "\n" + options_text(b.opt_level);
     sha.update(key);
     const std::string name = "ember-bundle-" + file_safe(b.kernel_name) + "-" + hex_prefix(sha.final(), 12);
-    const char *dir = std::getenv("EMBER_DUMP_DIR");
-    if (!dir || !*dir) dir = std::getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    return (fs::path(dir) / name).string();
+    if (const std::optional<std::string> dir = settings::text("EMBER_DUMP_DIR")) return (fs::path(*dir) / name).string();
+    const char *tmp = std::getenv("TMPDIR");
+    return (fs::path(tmp && *tmp ? tmp : "/tmp") / name).string();
 }
 
 std::string write_bundle(const ReproBundle &b, std::string *why) noexcept {

@@ -2,6 +2,7 @@
 /// The compilation pipeline of [Note] Compilation pipeline: verify, lower, optimise, emit; stage
 /// dumps (EMBER_DUMP) and the conversion of internal errors into ember::CompileError.
 #include "ember/compiler/Compiler.h"
+#include "ember/compiler/Settings.h"
 
 #include "BundleInternal.h"
 #include "CodeGenLLVM.h"
@@ -66,9 +67,9 @@ struct DumpConfig {
 
 DumpConfig read_dump_config() {
     DumpConfig c;
-    const char *env = std::getenv("EMBER_DUMP");
-    if (!env || !*env) return c;
-    std::string_view rest(env);
+    const std::optional<std::string> env = settings::text("EMBER_DUMP");
+    if (!env) return c;
+    std::string_view rest(*env);
     while (!rest.empty()) {
         const size_t comma = rest.find(',');
         std::string_view item = rest.substr(0, comma);
@@ -82,8 +83,7 @@ DumpConfig read_dump_config() {
         }
         std::optional<Stage> st = parse_stage(item);
         if (!st || *st == Stage::Obj) {
-            std::cerr << "ember: warning: EMBER_DUMP: unknown stage '" << item
-                      << "' ignored; valid stages are ir, llvm, llvm-opt, asm (and bundle)\n";
+            settings::warn("EMBER_DUMP", *env, "unknown stage '" + std::string(item) + "' ignored");
             continue;
         }
         switch (*st) {
@@ -94,14 +94,14 @@ DumpConfig read_dump_config() {
         case Stage::Obj: break;
         }
     }
-    if (const char *dir = std::getenv("EMBER_DUMP_DIR"); dir && *dir && c.any()) {
+    if (const std::optional<std::string> dir = settings::text("EMBER_DUMP_DIR"); dir && c.any()) {
         std::error_code ec;
-        std::filesystem::create_directories(dir, ec);
+        std::filesystem::create_directories(*dir, ec);
         if (ec)
-            std::cerr << "ember: warning: EMBER_DUMP_DIR: cannot create '" << dir
+            std::cerr << "ember: warning: EMBER_DUMP_DIR: cannot create '" << *dir
                       << "': " << ec.message() << "; dumping to stderr instead\n";
         else
-            c.dir = dir;
+            c.dir = *dir;
     }
     return c;
 }
@@ -432,6 +432,8 @@ CompiledKernel compile_stages(const ir::Kernel &k, const TargetSpec &target,
 
 bool detail::bundle_dump_enabled() { return dump_config().bundle; }
 
+bool dumps_requested() { return dump_config().any() || dump_config().bundle; }
+
 std::string detail::produce_stages(const ir::Kernel &k, const TargetSpec &target, int opt_level,
                                    CompiledKernel &out) noexcept {
     try {
@@ -470,7 +472,7 @@ CompiledKernel compile(const ir::Kernel &k, const TargetSpec &target,
 
 std::string emit(const ir::Kernel &k, const TargetSpec &target, Stage stage, int opt_level) {
     check_opt_level(opt_level);
-    if (dump_config().any() || dump_config().bundle) {
+    if (dumps_requested()) {
         // EMBER_DUMP asks for stages this call would not compute: take the full path, which dumps.
         CompileOptions o;
         o.opt_level = opt_level;

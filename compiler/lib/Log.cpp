@@ -1,4 +1,5 @@
 #include "ember/compiler/Log.h"
+#include "ember/compiler/Settings.h"
 
 #include <atomic>
 #include <cstdio>
@@ -58,8 +59,8 @@ unsigned parse(std::string_view list) {
 bool log_enabled(LogTopic t) noexcept {
     unsigned m = g_topics.load(std::memory_order_relaxed);
     if (m == kUnread) [[unlikely]] {
-        const char *env = std::getenv("EMBER_LOG");
-        unsigned parsed = env ? parse(env) : 0;
+        const std::optional<std::string> env = settings::text("EMBER_LOG");
+        unsigned parsed = env ? parse(*env) : 0;
         unsigned expected = kUnread;
         g_topics.compare_exchange_strong(expected, parsed, std::memory_order_relaxed);
         m = g_topics.load(std::memory_order_relaxed);

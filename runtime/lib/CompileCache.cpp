@@ -150,11 +150,6 @@ void log_lookup(bool hit, std::string_view name, const std::string &target, cons
     log_line(LogTopic::cache, line);
 }
 
-bool dumps_requested() {
-    const char *env = std::getenv("EMBER_DUMP");
-    return env && *env;
-}
-
 } // namespace
 
 bool cacheable(const CompileOptions &options) {

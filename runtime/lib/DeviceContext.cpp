@@ -1,6 +1,7 @@
 /// \file
 /// DeviceContext, buffers, compile and launch: the API layer over the back ends.
 #include "ember/runtime/DeviceContext.h"
+#include "ember/compiler/Settings.h"
 
 #include "Backend.h"
 #include "BackendGraph.h"
@@ -50,8 +51,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 /// The api "default" stands for: $EMBER_API, else the first GPU, else the CPU device.
 std::string resolve_api(std::string_view api) {
     if (api != "default") return std::string(api);
-    if (const char *env = std::getenv("EMBER_API"); env && *env) {
-        std::string e(env);
+    if (const std::optional<std::string> env = settings::text("EMBER_API")) {
+        const std::string &e = *env;
         if (e != "cuda" && e != "hip" && e != "cpu")
             throw LogicError("EMBER_API='" + e + "' names no api: use cuda, hip or cpu");
         return e;

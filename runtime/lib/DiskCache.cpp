@@ -36,6 +36,7 @@
 #include "DiskCache.h"
 
 #include "ember/Error.h"
+#include "ember/compiler/Settings.h"
 
 #include <algorithm>
 #include <atomic>
@@ -430,17 +431,10 @@ DiskCache::DiskCache(std::filesystem::path dir, uint64_t max_bytes)
 }
 
 std::unique_ptr<DiskCache> DiskCache::from_environment() {
-    if (const char *off = env("EMBER_DISABLE_CACHE")) {
-        std::string_view v = off;
-        if (v == "1" || v == "true" || v == "yes" || v == "on")
-            return nullptr;
-        if (v != "0" && v != "false" && v != "no" && v != "off")
-            warn_line("ember: cache: EMBER_DISABLE_CACHE='" + std::string(v) +
-                      "' is not 1/0 (true/false, yes/no, on/off); the disk cache stays on");
-    }
+    if (settings::flag("EMBER_DISABLE_CACHE", false)) return nullptr;
     std::filesystem::path dir;
-    if (const char *d = env("EMBER_CACHE_DIR"))
-        dir = d;
+    if (const std::optional<std::string> d = settings::text("EMBER_CACHE_DIR"))
+        dir = *d;
     else if (const char *x = env("XDG_CACHE_HOME"); x && x[0] == '/') // the XDG spec ignores relative paths
         dir = std::filesystem::path(x) / "ember";
     else if (const char *h = env("HOME"))
@@ -451,11 +445,10 @@ std::unique_ptr<DiskCache> DiskCache::from_environment() {
         return nullptr;
     }
     uint64_t max = kDefaultMaxBytes;
-    if (const char *m = env("EMBER_CACHE_MAX_BYTES")) {
-        std::optional<uint64_t> parsed = parse_byte_size(m);
+    if (const std::optional<std::string> m = settings::text("EMBER_CACHE_MAX_BYTES")) {
+        std::optional<uint64_t> parsed = parse_byte_size(*m);
         if (!parsed || *parsed == 0)
-            warn_line("ember: cache: EMBER_CACHE_MAX_BYTES='" + std::string(m) +
-                      "' is not a size such as 1073741824, 512M or 2G (above 0); using 1G");
+            settings::warn("EMBER_CACHE_MAX_BYTES", *m, "not a size, the cache is capped at 1G");
         else
             max = *parsed;
     }

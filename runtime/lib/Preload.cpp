@@ -1,5 +1,7 @@
 #include "Preload.h"
 
+#include "ember/compiler/Settings.h"
+
 #include "DiskCache.h"
 
 #include "ember/compiler/CacheSupport.h"
@@ -71,13 +73,7 @@ std::string preload_list_key() {
     return sha256_hex("ember-preload\n" + path + "\n");
 }
 
-bool preload_enabled() {
-    const char *v = std::getenv("EMBER_PRELOAD");
-    if (!v) return true;
-    for (const char *off : {"0", "false", "off", "no"})
-        if (std::strcmp(v, off) == 0) return false;
-    return true;
-}
+bool preload_enabled() { return settings::flag("EMBER_PRELOAD", true); }
 
 PreloadPlan read_preload_plan(DiskCache &disk) {
     PreloadPlan plan;

@@ -5,6 +5,7 @@
 /// keeps each stream's in-order semantics; synchronize() has nothing to wait for ([Note] Streams
 /// in Backend.h).
 #include "Backend.h"
+#include "ember/compiler/Settings.h"
 #include "BackendGraph.h"
 #include "cpu/CpuDeviceInfo.h"
 
@@ -40,12 +41,11 @@ namespace {
 
 /// Threads for the CPU device: $EMBER_CPU_THREADS, else every hardware thread.
 unsigned pool_size() {
-    if (const char *env = std::getenv("EMBER_CPU_THREADS"); env && *env) {
+    if (const std::optional<std::string> env = settings::text("EMBER_CPU_THREADS")) {
         char *end = nullptr;
-        long n = std::strtol(env, &end, 10);
+        long n = std::strtol(env->c_str(), &end, 10);
         if (end && *end == '\0' && n >= 1 && n <= 4096) return static_cast<unsigned>(n);
-        throw LogicError(std::string("EMBER_CPU_THREADS='") + env +
-                         "' is not a thread count between 1 and 4096");
+        throw LogicError("EMBER_CPU_THREADS='" + *env + "' is not a thread count between 1 and 4096");
     }
     return std::max(1u, std::thread::hardware_concurrency());
 }

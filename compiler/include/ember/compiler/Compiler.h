@@ -29,6 +29,10 @@ enum class Stage { IR, LLVM, LLVMOpt, Asm, Obj };
 std::string_view to_string(Stage s); // "ir", "llvm", "llvm-opt", "asm", "obj"
 std::optional<Stage> parse_stage(std::string_view s);
 
+/// Whether EMBER_DUMP asks for a stage or for repro bundles (read once; an unknown stage alone
+/// asks for nothing). A compile cache must then compile every kernel, so that it is dumped.
+bool dumps_requested();
+
 struct CompileOptions {
     /// 0..3; 3 is the default O3 pipeline.
     int opt_level = 3;
