@@ -89,8 +89,9 @@ public:
     virtual bool query() = 0;
     /// Waits for the work before the last record; returns at once when never recorded.
     virtual void synchronize() = 0;
-    /// Milliseconds from `start` to this event, both recorded, completed and made with timing.
-    /// Throws LogicError otherwise, naming what is missing.
+    /// Milliseconds from `start` to this event. DeviceEvent::time_since has checked that both are
+    /// of this back end's context, made with timing and recorded; a back end throws LogicError
+    /// only for what it alone knows (CUDA: an event not completed yet).
     virtual float elapsed_ms_since(BackendEvent &start) = 0;
 };
 

@@ -75,6 +75,8 @@ struct StreamImpl {
 struct EventImpl {
     std::shared_ptr<ContextImpl> context;
     std::shared_ptr<BackendEvent> event;
+    bool timing = true;            // made without EventFlags::disable_timing
+    mutable bool recorded = false; // recorded on a stream at least once
 };
 
 /// "argument 1 ('size')" or "argument 1"; with a field: "argument 0 ('v'), field 'data'".

@@ -529,7 +529,9 @@ const detail::EventImpl &require_event(const DeviceEvent &e, const char *call) {
 
 DeviceEvent DeviceContext::create_event(EventFlags flags) const {
     detail::ContextImpl &self = live("create_event");
-    return DeviceEvent(std::make_shared<detail::EventImpl>(detail::EventImpl{impl_, self.backend->create_event(event_options(flags))}));
+    const detail::EventOptions options = event_options(flags);
+    return DeviceEvent(std::make_shared<detail::EventImpl>(
+        detail::EventImpl{impl_, self.backend->create_event(options), options.timing}));
 }
 
 void DeviceContext::record_event(const DeviceEvent &event) const {
@@ -596,6 +598,7 @@ void DeviceStream::record_event(const DeviceEvent &event) const {
                          "; record an event of the stream's own context");
     }
     self.stream->record(*e.event);
+    e.recorded = true;
 }
 
 DeviceEvent DeviceStream::create_event(EventFlags flags) const {
@@ -636,6 +639,11 @@ float DeviceEvent::time_since(const DeviceEvent &earlier) const {
         throw LogicError("time_since: the events belong to " + first + " and " + second +
                          "; time two events of one context");
     }
+    if (!a.timing || !b.timing)
+        throw LogicError("time_since: an event made with EventFlags::disable_timing has no timestamp");
+    if (!a.recorded || !b.recorded)
+        throw LogicError(std::string("time_since: the ") + (a.recorded ? "earlier" : "later") +
+                         " event was never recorded (record it on a stream first)");
     return a.event->elapsed_ms_since(*b.event);
 }
 

@@ -233,30 +233,17 @@ void *aligned_bytes(size_t bytes, const char *what) {
 /// An event of the CPU device: the time of its last record (the work before it is done by then).
 class CpuEvent final : public BackendEvent {
 public:
-    explicit CpuEvent(const EventOptions &o) : timing_(o.timing) {}
+    explicit CpuEvent(const EventOptions &) {}
     bool query() override { return true; }
     void synchronize() override {}
     float elapsed_ms_since(BackendEvent &start_event) override {
-        auto *start = dynamic_cast<CpuEvent *>(&start_event);
-        if (!start)
-            throw LogicError("time_since: the two events belong to different apis; time events of "
-                             "one device");
-        if (!timing_ || !start->timing_)
-            throw LogicError("time_since: an event made with EventFlags::disable_timing has no "
-                             "timestamp");
-        if (!recorded_ || !start->recorded_)
-            throw LogicError(std::string("time_since: the ") + (recorded_ ? "earlier" : "later") +
-                             " event was never recorded (record it on a stream first)");
-        return std::chrono::duration<float, std::milli>(time_ - start->time_).count();
+        // DeviceEvent::time_since has checked the pair: one context, timing, both recorded.
+        const auto &start = static_cast<const CpuEvent &>(start_event);
+        return std::chrono::duration<float, std::milli>(time_ - start.time_).count();
     }
-    void record() {
-        time_ = std::chrono::steady_clock::now();
-        recorded_ = true;
-    }
+    void record() { time_ = std::chrono::steady_clock::now(); }
 
 private:
-    bool timing_;
-    bool recorded_ = false;
     std::chrono::steady_clock::time_point time_{};
 };
 

@@ -167,7 +167,7 @@ cu::CUcontext cuda_context_of(Backend &b) noexcept;
 class CudaEvent final : public BackendEvent {
 public:
     CudaEvent(std::shared_ptr<const CudaPrimaryContext> ctx, const EventOptions &o)
-        : ctx_(std::move(ctx)), timing_(o.timing) {
+        : ctx_(std::move(ctx)) {
         const CudaDriver &drv = ctx_->driver();
         unsigned flags = cu::CU_EVENT_DEFAULT;
         if (!o.timing) flags |= cu::CU_EVENT_DISABLE_TIMING;
@@ -191,7 +191,6 @@ public:
 
     cu::CUevent handle() const noexcept { return event_; }
     const CudaPrimaryContext &context() const noexcept { return *ctx_; }
-    void mark_recorded() noexcept { recorded_ = true; }
 
     bool query() override {
         const CudaDriver &drv = ctx_->driver();
@@ -208,20 +207,12 @@ public:
                   " on " + ctx_->where() + "; the failure comes from work recorded before the event");
     }
     float elapsed_ms_since(BackendEvent &start_event) override {
-        auto *start = dynamic_cast<CudaEvent *>(&start_event);
-        if (!start)
-            throw LogicError("time_since: the two events belong to different apis; time events of "
-                             "one device");
-        if (!timing_ || !start->timing_)
-            throw LogicError("time_since: an event made with EventFlags::disable_timing has no "
-                             "timestamp");
-        if (!recorded_ || !start->recorded_)
-            throw LogicError(std::string("time_since: the ") + (recorded_ ? "earlier" : "later") +
-                             " event was never recorded (record it on a stream first)");
+        // DeviceEvent::time_since has checked the pair: one context, timing, both recorded.
+        const auto &start = static_cast<const CudaEvent &>(start_event);
         const CudaDriver &drv = ctx_->driver();
         ScopedCurrent current(*ctx_);
         float ms = 0;
-        cu::CUresult rc = drv.cuEventElapsedTime(&ms, start->event_, event_);
+        cu::CUresult rc = drv.cuEventElapsedTime(&ms, start.event_, event_);
         if (rc == cu::CUDA_ERROR_NOT_READY)
             throw LogicError("time_since: an event has not completed yet; synchronize the later "
                              "event first");
@@ -232,8 +223,6 @@ public:
 private:
     std::shared_ptr<const CudaPrimaryContext> ctx_;
     cu::CUevent event_ = nullptr;
-    bool timing_;
-    bool recorded_ = false;
 };
 
 /// What the streams and the back end of one device share: the context, the kernels launched
@@ -401,7 +390,6 @@ public:
         ScopedCurrent current(*dev_->ctx);
         dev_->drv.check(dev_->drv.cuEventRecord(ce->handle(), stream_), "cuEventRecord",
                         " on " + dev_->ctx->where());
-        ce->mark_recorded();
     }
 
     void wait(BackendEvent &e) override {
