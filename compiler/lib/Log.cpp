@@ -27,6 +27,7 @@ std::string_view name_of(LogTopic t) {
 }
 
 unsigned parse(std::string_view list) {
+    const std::string_view whole = list;
     unsigned mask = 0;
     std::string unknown;
     while (!list.empty()) {
@@ -48,9 +49,7 @@ unsigned parse(std::string_view list) {
             }
         if (!known) unknown += (unknown.empty() ? "" : ", ") + std::string(item);
     }
-    if (!unknown.empty())
-        std::fprintf(stderr, "ember: EMBER_LOG: unknown topic(s) %s ignored; known: cache, compile, all\n",
-                     unknown.c_str());
+    if (!unknown.empty()) settings::warn("EMBER_LOG", whole, "unknown topic(s) " + unknown + " ignored");
     return mask;
 }
 

@@ -139,10 +139,11 @@ template <class T, class Pred> std::vector<T *> instructions_of(llvm::Module &m,
 /// =====================================================
 /// NVPTX's own lowering of `frem` is not exact, so fmod is exact_fmod's loop; but a loop built at
 /// code generation hides the operation from the optimiser: with both operands constants only once
-/// optimised (`min(inf, 4673.3066) % 7505.544`), LLVM left the loop in place, ptxas (the driver's
-/// JIT) evaluated it and then folded `65520.0 - r` -- an exact tie between two floats -- to the odd
+/// optimised (`min(inf, 4673.3066) % 7505.544`), LLVM left the loop over constants in place, and
+/// `abs(65520.0 - r)` -- an exact tie between two floats -- came out of the GPU as the odd
 /// neighbour, 0x476DAEB1, where round-to-nearest-even gives 0x476DAEB2 (found by ember-difftest on
-/// an H200; the toolkit's `ptxas` folds it right). So the code generator emits a call of
+/// an H200; the toolkit's `ptxas -c` folds the same PTX to 0x476DAEB2, so the driver's JIT, which
+/// compiled what ran, is where it went wrong). So the code generator emits a call of
 /// `__ember_fmod_f32`/`_f64` (no memory, no side effects: the optimiser may fold, hoist and merge
 /// it like any pure operation), and `prepare_codegen` replaces each call: two constants by their
 /// exact remainder (APFloat's mod is IEEE fmod), anything else by exact_fmod's loop at the call.
@@ -676,30 +677,32 @@ std::string guard_abs_comparison(const PtxLine &l, const std::map<std::string, s
 /// + `sub` alike (also from 8 bits, and into 64). Only registers read by an unsigned-to-float
 /// `cvt` somewhere in the text are rewritten; test/lit/eir/ptxas_workarounds.eir pins the form.
 std::string rewrite_signed_field(const PtxLine &l, const std::set<std::string> &converted) {
-    // a sign extension by cvt: cvt.s32.s16 d, a becomes cvt.u32.u16 + xor + sub of bit 15
+    if (l.args.size() < 2 || converted.count(l.args[0]) == 0) return "";
+    const std::string indent(l.indent), &d = l.args[0];
+    // `zero_extend` (one instruction into d), then d's low `bits` bits sign-extended to `width`
+    auto rewrite = [&](const std::string &how, const std::string &zero_extend, int width, int bits) {
+        const std::string n = std::to_string(width), sign = std::to_string(1ull << (bits - 1));
+        return indent + "// " + l.op + " read by an unsigned conversion to float, as " + how + " + xor + sub: ember's [Note] ptxas and unsigned conversions of sign-extended fields\n" +
+               indent + zero_extend + "\n" + indent + "xor.b" + n + " \t" + d + ", " + d + ", " + sign + ";\n" +
+               indent + "sub.s" + n + " \t" + d + ", " + d + ", " + sign + ";";
+    };
+    // a sign extension by cvt: cvt.s32.s16 d, a becomes cvt.u32.u16 d, a + xor + sub of bit 15
     static const std::map<std::string, std::tuple<std::string, int, int>> extensions = {
         {"cvt.s32.s8", {"cvt.u32.u8", 32, 8}},   {"cvt.s32.s16", {"cvt.u32.u16", 32, 16}},
         {"cvt.s64.s8", {"cvt.u64.u8", 64, 8}},   {"cvt.s64.s16", {"cvt.u64.u16", 64, 16}},
         {"cvt.s64.s32", {"cvt.u64.u32", 64, 32}}};
     if (const auto e = extensions.find(l.op); e != extensions.end()) {
-        if (l.args.size() != 2 || converted.count(l.args[0]) == 0) return "";
+        if (l.args.size() != 2) return "";
         const auto &[zext, width, bits] = e->second;
-        const std::string n = std::to_string(width), sign = std::to_string(1ull << (bits - 1)), indent(l.indent);
-        return indent + "// " + l.op + " read by an unsigned conversion to float, as " + zext + " + xor + sub: ember's [Note] ptxas and unsigned conversions of sign-extended fields\n" +
-               indent + zext + " \t" + l.args[0] + ", " + l.args[1] + ";\n" +
-               indent + "xor.b" + n + " \t" + l.args[0] + ", " + l.args[0] + ", " + sign + ";\n" +
-               indent + "sub.s" + n + " \t" + l.args[0] + ", " + l.args[0] + ", " + sign + ";";
+        return rewrite(zext, zext + " \t" + d + ", " + l.args[1] + ";", width, bits);
     }
-    if ((l.op != "bfe.s32" && l.op != "bfe.s64") || l.args.size() != 4 || converted.count(l.args[0]) == 0) return "";
+    if ((l.op != "bfe.s32" && l.op != "bfe.s64") || l.args.size() != 4) return "";
     const std::string &len = l.args[3];
     if (len.empty() || len.size() > 2 || len.find_first_not_of("0123456789") != std::string::npos) return "";
     const int bits = std::stoi(len), width = l.op == "bfe.s32" ? 32 : 64;
     if (bits < 1 || bits >= width) return "";
-    const std::string n = std::to_string(width), sign = std::to_string(1ull << (bits - 1)), indent(l.indent);
-    return indent + "// " + l.op + " read by an unsigned conversion to float, as bfe.u + xor + sub: ember's [Note] ptxas and unsigned conversions of sign-extended fields\n" +
-           indent + "bfe.u" + n + " \t" + l.args[0] + ", " + l.args[1] + ", " + l.args[2] + ", " + len + ";\n" +
-           indent + "xor.b" + n + " \t" + l.args[0] + ", " + l.args[0] + ", " + sign + ";\n" +
-           indent + "sub.s" + n + " \t" + l.args[0] + ", " + l.args[0] + ", " + sign + ";";
+    const std::string n = std::to_string(width);
+    return rewrite("bfe.u", "bfe.u" + n + " \t" + d + ", " + l.args[1] + ", " + l.args[2] + ", " + len + ";", width, bits);
 }
 
 /// Is `op` a conversion of an unsigned 32- or 64-bit integer to a float type?
@@ -719,9 +722,9 @@ bool is_unsigned_to_float_cvt(const std::string &op) {
 /// [Note] ptxas and comparisons of abs with NaN) is rewritten to set the sign bit of the abs's
 /// operand, -|x| = x | 0x80000000, with no abs or neg left for ptxas to fold; the seed agrees on
 /// the GPU since. bf16 and f16 go the same way (`or.b16` of 0x8000): with `abs.bf16 a, x` read by
-/// an `add` and by a copysign's `neg.bf16 n, a`, ptxas made the add's |x| negative too
-/// (floor(x) + abs(x) + copysign(x, x) gave -8 for x = -2.5, where -3 is right; -inf + |-inf|
-/// gave -inf, not NaN). test/lit/eir/ptxas_workarounds.eir pins the form.
+/// an `add` and by a copysign's `neg.bf16 n, a`, the add saw a negative |x| on the GPU (in
+/// `floor(x) + abs(x) + (h + copysign(x, ...))`, -inf + |-inf| gave -inf, not NaN, and 40 of 200
+/// results were wrong). test/lit/eir/ptxas_workarounds.eir pins the form.
 std::string rewrite_neg_of_abs(const PtxLine &l, const std::map<std::string, std::string> &abs_of) {
     static const std::map<std::string, std::pair<std::string, std::string>> sign_bit = {
         {"neg.f64", {"or.b64", "-9223372036854775808"}},
