@@ -332,8 +332,8 @@ llvm::Value *CodeGenLLVM::emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value
         id == llvm::Intrinsic::minnum ? llvm::Intrinsic::vector_reduce_fmin : llvm::Intrinsic::vector_reduce_fmax;
     auto pair = [&](llvm::Value *p, llvm::Value *q) -> llvm::Value * {
         // Two constants are folded here: LLVM 19 does not fold the reduction of a constant pair,
-        // so what depends on it (an fmod, [Note] fmod on NVPTX is expanded after optimisation)
-        // would stay an operation on constants for the back end. Zeros of two signs stay unfolded.
+        // so what depends on it (an fmod, [Note] fmod of operands that become constants) would
+        // stay an operation on constants for the back end. Zeros of two signs stay unfolded.
         auto *cp = llvm::dyn_cast<llvm::ConstantFP>(p);
         auto *cq = llvm::dyn_cast<llvm::ConstantFP>(q);
         if (cp && cq && !(cp->isZero() && cq->isZero() && cp->isNegative() != cq->isNegative())) {

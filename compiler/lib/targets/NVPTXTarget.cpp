@@ -135,67 +135,46 @@ template <class T, class Pred> std::vector<T *> instructions_of(llvm::Module &m,
     return found;
 }
 
-/// [Note] fmod on NVPTX is expanded after optimisation
-/// =====================================================
-/// NVPTX's own lowering of `frem` is not exact, so fmod is exact_fmod's loop; but a loop built at
-/// code generation hides the operation from the optimiser: with both operands constants only once
-/// optimised (`min(inf, 4673.3066) % 7505.544`), LLVM left the loop over constants in place, and
-/// `abs(65520.0 - r)` -- an exact tie between two floats -- came out of the GPU as the odd
-/// neighbour, 0x476DAEB1, where round-to-nearest-even gives 0x476DAEB2 (found by ember-difftest on
-/// an H200; the toolkit's `ptxas -c` folds the same PTX to 0x476DAEB2, so the driver's JIT, which
-/// compiled what ran, is where it went wrong). So the code generator emits a call of
-/// `__ember_fmod_f32`/`_f64` (no memory, no side effects: the optimiser may fold, hoist and merge
-/// it like any pure operation), and `prepare_codegen` replaces each call: two constants by their
-/// exact remainder (APFloat's mod is IEEE fmod), anything else by exact_fmod's loop at the call.
-/// test/lit/eir/fmod_nvptx.eir pins both forms.
-constexpr const char *fmod_marker = "__ember_fmod_";
-
-llvm::Value *call_fmod_marker(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) {
-    llvm::Module *m = b.GetInsertBlock()->getModule();
+/// [Note] fmod of operands that become constants
+/// ================================================
+/// NVPTX's own lowering of `frem` is not exact, so fmod is exact_fmod's loop. Where both operands
+/// become constants only once optimised (`min(inf, 4673.3066) % 7505.544`), LLVM leaves that loop
+/// over constants in place and the driver's JIT evaluates it: `abs(65520.0 - r)`, an exact tie
+/// between two floats, came out of the GPU as the odd neighbour, 0x476DAEB1, where
+/// round-to-nearest-even gives 0x476DAEB2 (found by ember-difftest on an H200; the toolkit's
+/// `ptxas -c` folds the same PTX to 0x476DAEB2). So fmod is a branch on `llvm.is.constant` of both
+/// operands: where the optimiser has made both constants, the branch takes `frem`, which LLVM folds
+/// exactly (APFloat's mod is IEEE fmod), and the loop is deleted; anywhere else the loop stays and
+/// the `frem` is deleted. An earlier form, a pure call expanded into the loop after optimisation,
+/// made kernels that never finished on the GPU (2 of 50,000 random kernels; with the loop built
+/// before optimisation, as here, both finished and agreed), so the loop is built where the
+/// operation is. test/lit/eir/fmod_nvptx.eir pins both outcomes.
+llvm::Value *fmod_folding_constants(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) {
+    llvm::LLVMContext &c = b.getContext();
+    llvm::Function *fn = b.GetInsertBlock()->getParent();
+    llvm::Module *m = fn->getParent();
     llvm::Type *ty = x->getType();
-    const std::string name = std::string(fmod_marker) + (ty->isDoubleTy() ? "f64" : "f32");
-    llvm::FunctionCallee f = m->getOrInsertFunction(name, llvm::FunctionType::get(ty, {ty, ty}, false));
-    if (auto *fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
-        fn->setDoesNotAccessMemory();
-        fn->setDoesNotThrow();
-        fn->setWillReturn();
-        fn->setNoSync();
-        fn->addFnAttr(llvm::Attribute::NoFree);
-    }
-    return b.CreateCall(f, {x, y}, "fmod");
-}
-
-void expand_fmod_markers(llvm::Module &m) {
-    std::vector<llvm::Function *> markers;
-    for (llvm::Function &f : m)
-        if (f.isDeclaration() && f.getName().starts_with(fmod_marker)) markers.push_back(&f);
-    for (llvm::Function *f : markers) {
-        std::vector<llvm::CallInst *> calls;
-        for (llvm::User *u : f->users())
-            if (auto *call = llvm::dyn_cast<llvm::CallInst>(u)) calls.push_back(call);
-        for (llvm::CallInst *call : calls) {
-            llvm::Value *x = call->getArgOperand(0), *y = call->getArgOperand(1);
-            llvm::Value *r = nullptr;
-            auto *cx = llvm::dyn_cast<llvm::ConstantFP>(x);
-            auto *cy = llvm::dyn_cast<llvm::ConstantFP>(y);
-            if (cx && cy) {
-                llvm::APFloat v = cx->getValueAPF();
-                v.mod(cy->getValueAPF());
-                r = v.isNaN() ? llvm::ConstantFP::getNaN(x->getType()) : llvm::ConstantFP::get(x->getType(), v);
-            } else {
-                llvm::BasicBlock *before = call->getParent();
-                llvm::BasicBlock *after = before->splitBasicBlock(call, "fmod.after");
-                before->getTerminator()->eraseFromParent();
-                llvm::IRBuilder<> b(before);
-                r = exact_fmod(b, x, y);
-                b.CreateBr(after);
-            }
-            r->takeName(call);
-            call->replaceAllUsesWith(r);
-            call->eraseFromParent();
-        }
-        if (f->use_empty()) f->eraseFromParent();
-    }
+    llvm::Function *is_constant = llvm::Intrinsic::getDeclaration(m, llvm::Intrinsic::is_constant, {ty});
+    // One instruction per statement: argument order is the host compiler's choice.
+    llvm::Value *x_constant = b.CreateCall(is_constant, {x});
+    llvm::Value *y_constant = b.CreateCall(is_constant, {y});
+    llvm::Value *both = b.CreateAnd(x_constant, y_constant);
+    llvm::BasicBlock *folded = llvm::BasicBlock::Create(c, "fmod.constant", fn);
+    llvm::BasicBlock *looped = llvm::BasicBlock::Create(c, "fmod.loop", fn);
+    llvm::BasicBlock *join = llvm::BasicBlock::Create(c, "fmod.join", fn);
+    b.CreateCondBr(both, folded, looped);
+    b.SetInsertPoint(folded);
+    llvm::Value *constant = b.CreateFRem(x, y);
+    b.CreateBr(join);
+    b.SetInsertPoint(looped);
+    llvm::Value *loop = exact_fmod(b, x, y);
+    llvm::BasicBlock *loop_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    llvm::PHINode *r = b.CreatePHI(ty, 2, "fmod");
+    r->addIncoming(constant, folded);
+    r->addIncoming(loop, loop_end);
+    return r;
 }
 
 /// [Note] LLVM 19's NVPTX back end and sitofp of i1
@@ -255,6 +234,38 @@ void scalar_compares_of_16bit_pairs(llvm::Module &m) {
             if (auto *fc = llvm::dyn_cast<llvm::FCmpInst>(bit)) fc->copyFastMathFlags(c);
             r = b.CreateInsertElement(r, bit, lane);
         }
+        r->takeName(c);
+        c->replaceAllUsesWith(r);
+        c->eraseFromParent();
+    }
+}
+
+/// [Note] ptxas and copysign
+/// ===========================
+/// LLVM 19 lowers copysign(x, s) for NVPTX to `abs a, x; neg n, a; selp r, n, a, p` (p: the sign
+/// bit of s). ptxas (CUDA 13.0, sm_90) makes that an abs into r and a predicated overwrite of r,
+/// and where the abs is read elsewhere too it may read r for it: in
+/// `floor(x) + abs(x) + (h + copysign(x, s))` on bf16 it paired the two additions into one packed
+/// `HFMA2.BF16_V2` whose abs(x) lane read the register the copysign had overwritten, so abs(x)
+/// came out negative (40 of 200 results wrong; found by ember-difftest on an H200, `cuobjdump
+/// -sass` shows the shared register). The abs done in f32 or as an `and`, with the negation an
+/// `or` of the sign bit, kept the shared register and the wrong results. So before code
+/// generation every copysign becomes its meaning on the bits, (x & ~sign) | (s & sign), which
+/// leaves no abs and no `selp` to share; the kernel agrees on the GPU since.
+/// test/lit/eir/ptxas_workarounds.eir pins the form; BuiltinsTest runs it.
+void copysign_on_bits(llvm::Module &m) {
+    auto found = instructions_of<llvm::IntrinsicInst>(
+        m, [](llvm::IntrinsicInst &i) { return i.getIntrinsicID() == llvm::Intrinsic::copysign; });
+    for (llvm::IntrinsicInst *c : found) {
+        llvm::IRBuilder<> b(c);
+        llvm::Type *ty = c->getType();
+        const unsigned bits = ty->getScalarSizeInBits();
+        llvm::Type *ity = llvm::Type::getIntNTy(m.getContext(), bits);
+        if (auto *vt = llvm::dyn_cast<llvm::VectorType>(ty)) ity = llvm::VectorType::get(ity, vt->getElementCount());
+        const llvm::APInt sign = llvm::APInt::getSignMask(bits);
+        llvm::Value *mag = b.CreateAnd(b.CreateBitCast(c->getArgOperand(0), ity), llvm::ConstantInt::get(ity, ~sign));
+        llvm::Value *sgn = b.CreateAnd(b.CreateBitCast(c->getArgOperand(1), ity), llvm::ConstantInt::get(ity, sign));
+        llvm::Value *r = b.CreateBitCast(b.CreateOr(mag, sgn), ty);
         r->takeName(c);
         c->replaceAllUsesWith(r);
         c->eraseFromParent();
@@ -714,17 +725,16 @@ bool is_unsigned_to_float_cvt(const std::string &op) {
 
 /// [Note] ptxas and negations of abs
 /// ==================================
-/// LLVM 19 lowers copysign(x, s) for NVPTX to `abs.f32 a, x; neg.f32 n, a; selp.f32 r, n, a, p`.
+/// LLVM 19 lowered copysign(x, s) for NVPTX to `abs.f32 a, x; neg.f32 n, a; selp.f32 r, n, a, p`.
 /// Where x is a `selp` of constants, one of them 0.0, ptxas (CUDA 13.0, sm_90) folds the `neg`
 /// of the zero to +0.0: copysign(select(c, 0.0, -7.0), -1.0) gave +0.0 where -0.0 is right (found
 /// by ember-difftest; a probe on an H100 showed `neg.f32` of `abs.f32` of such a `selp` wrong
-/// and `neg.f32` of the `selp` right). A `neg` of an `abs` (where the abs is tracked as for
-/// [Note] ptxas and comparisons of abs with NaN) is rewritten to set the sign bit of the abs's
-/// operand, -|x| = x | 0x80000000, with no abs or neg left for ptxas to fold; the seed agrees on
-/// the GPU since. bf16 and f16 go the same way (`or.b16` of 0x8000): with `abs.bf16 a, x` read by
-/// an `add` and by a copysign's `neg.bf16 n, a`, the add saw a negative |x| on the GPU (in
-/// `floor(x) + abs(x) + (h + copysign(x, ...))`, -inf + |-inf| gave -inf, not NaN, and 40 of 200
-/// results were wrong). test/lit/eir/ptxas_workarounds.eir pins the form.
+/// and `neg.f32` of the `selp` right). copysign is now done on the bits before code generation
+/// ([Note] ptxas and copysign), but LLVM still makes a `neg` of an `abs` from -abs(x) and its
+/// folds. Such a `neg` (where the abs is tracked as for [Note] ptxas and comparisons of abs with
+/// NaN) is rewritten to set the sign bit of the abs's operand, -|x| = x | 0x80000000 (`or.b16` of
+/// 0x8000 for f16 and bf16), with no abs or neg left for ptxas to fold; the seed agrees on the GPU
+/// since. test/lit/eir/ptxas_workarounds.eir pins the form.
 std::string rewrite_neg_of_abs(const PtxLine &l, const std::map<std::string, std::string> &abs_of) {
     static const std::map<std::string, std::pair<std::string, std::string>> sign_bit = {
         {"neg.f64", {"or.b64", "-9223372036854775808"}},
@@ -993,9 +1003,9 @@ public:
             llvm::Type *f32 = b.getFloatTy();
             llvm::Value *wx = b.CreateFPExt(x, f32);
             llvm::Value *wy = b.CreateFPExt(y, f32);
-            return b.CreateFPTrunc(call_fmod_marker(b, wx, wy), ty);
+            return b.CreateFPTrunc(fmod_folding_constants(b, wx, wy), ty);
         }
-        return call_fmod_marker(b, x, y);
+        return fmod_folding_constants(b, x, y);
     }
 
     /// PTX's approximate instructions (CUDA's __expf, __logf, __sinf, ...): ex2/lg2/sin/cos
@@ -1224,7 +1234,7 @@ public:
     }
 
     void prepare_codegen(llvm::Module &m) const override {
-        expand_fmod_markers(m);
+        copysign_on_bits(m);
         select_for_sitofp_i1(m);
         native_float_to_int(m);
         opaque_bf16_call_constants(m);

@@ -178,10 +178,9 @@ public:
     }
 
     /// Rewrites the optimised module just before LLVM's code generator runs on it, for defects of
-    /// LLVM's own back end or of what it makes of the module, and puts in what was kept from the
-    /// optimiser (NVPTX: [Note] fmod on NVPTX is expanded after optimisation, and the notes from
-    /// [Note] LLVM 19's NVPTX back end and sitofp of i1 to [Note] Float to integer conversions on
-    /// NVPTX). What the `llvm-opt` stage prints is the module after this.
+    /// LLVM's own back end or of what it makes of the module (NVPTX: the notes from [Note] LLVM
+    /// 19's NVPTX back end and sitofp of i1 to [Note] Float to integer conversions on NVPTX, and
+    /// [Note] ptxas and copysign). What the `llvm-opt` stage prints is the module after this.
     virtual void prepare_codegen(llvm::Module &) const {}
 
     /// Rewrites the assembly text LLVM's code generator produced, for defects of the target's

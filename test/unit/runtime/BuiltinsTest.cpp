@@ -634,13 +634,10 @@ TEST_P(BuiltinsTest, SignedLanesConvertAsUnsigned) {
     }
 }
 
-// copysign of a select between 0.0 and another constant: LLVM's NVPTX lowering of copysign
-// negates the abs, and ptxas folded the negation of the zero to +0.0 ([Note] ptxas and negations
-// of abs).
-// Float remainders: exact fmod for values (on NVPTX the shift-and-subtract loop, put in after
-// optimisation) and for operands that are constants only once optimised, which are folded to the
-// exact remainder ([Note] fmod on NVPTX is expanded after optimisation): 65520 - fmod(4673.3066,
-// 7505.544) is a tie that the driver's JIT, evaluating the loop, rounded to the odd float.
+// Float remainders: exact fmod for values (on NVPTX the shift-and-subtract loop) and for operands
+// that are constants only once optimised, which are folded to the exact remainder ([Note] fmod of
+// operands that become constants): 65520 - fmod(4673.3066, 7505.544) is a tie that the driver's
+// JIT, evaluating the loop, rounded to the odd float.
 const auto float_remainders = kernel("float_remainders", {"x", "y", "xd", "yd", "out", "outd"},
                                      [](Ptr<float> x, Ptr<float> y, Ptr<double> xd, Ptr<double> yd, Ptr<float> out,
                                         Ptr<double> outd) {
@@ -727,6 +724,9 @@ TEST_P(BuiltinsTest, SignedScalarsConvertAsUnsigned) {
     }
 }
 
+// copysign of a select between 0.0 and another constant, and the negated abs of it: LLVM's NVPTX
+// lowering of copysign negated the abs, and ptxas folded the negation of the zero to +0.0
+// ([Note] ptxas and copysign, [Note] ptxas and negations of abs).
 const auto copysign_of_select = kernel("copysign_of_select", {"c", "s", "y", "out"},
                                        [](Ptr<int32_t> c, Ptr<float> s, Ptr<float> y, Ptr<float> out) {
                                            auto i = global_idx.x;
@@ -822,44 +822,56 @@ TEST_P(BuiltinsTest, PackedNegativeLanesKeepTheirSign) {
     check_packed_negative_lanes<bfloat16>(ctx());
 }
 
-// abs of an f16/bf16 read both by an addition and by a copysign's negation: ptxas made the
-// addition's |x| negative too ([Note] ptxas and negations of abs), so -inf + |-inf| gave -inf.
-// And abs(x) > -1 in f16/bf16, false for NaN: f16's abs goes through f32 and a cvt back, which
-// the NaN test of [Note] ptxas and comparisons of abs with NaN does not see.
+// abs of an f16/bf16 read both by an addition and by a copysign: LLVM's copysign (abs, neg,
+// selp) let ptxas pair `floor(x) + abs(x)` and `y + copysign(x, s)` into one packed addition whose
+// abs(x) lane read the register the copysign had overwritten, so abs(x) came out negative
+// (x = -56, y = 0 gave -168, not -56; [Note] ptxas and copysign). And abs(x) > -1 in f16/bf16,
+// false for NaN: f16's abs goes through f32 and a cvt back, which the NaN test of [Note] ptxas and
+// comparisons of abs with NaN does not see.
 template <class H> auto half_abs_and_copysign_kernel() {
-    return kernel(std::is_same_v<H, half> ? "half_abs_and_copysign_f16" : "half_abs_and_copysign_bf16", {"in", "out"},
-                  [](Ptr<H> in, Ptr<H> out) {
+    return kernel(std::is_same_v<H, half> ? "half_abs_and_copysign_f16" : "half_abs_and_copysign_bf16", {"in", "other", "out"},
+                  [](Ptr<H> in, Ptr<H> other, Ptr<H> out) {
                       auto i = global_idx.x;
-                      Value<H> x = in[i];
-                      out[i * 3] = floor(x) + abs(x);
-                      out[i * 3 + 1] = copysign(x, select(isnan(x), Value<H>(H(-1.0f)), x)) + abs(x);
+                      Value<H> x = in[i], y = other[i];
+                      Value<H> s = select(isnan(x), Value<H>(H(-1.0f)), x);
+                      out[i * 4] = floor(x) + abs(x);
+                      out[i * 4 + 1] = copysign(x, s) + abs(x);
                       // an abs compared with a negative constant: false for NaN (f16 goes through f32)
-                      out[i * 3 + 2] = select(abs(x) > Value<H>(H(-1.0f)), Value<H>(H(1.0f)), Value<H>(H(0.0f)));
+                      out[i * 4 + 2] = select(abs(x) > Value<H>(H(-1.0f)), Value<H>(H(1.0f)), Value<H>(H(0.0f)));
+                      out[i * 4 + 3] = (floor(x) + abs(x)) + (y + copysign(x, s));
                   });
 }
 
 template <class H> void check_half_abs_and_copysign(DeviceContext &c) {
     const float inf = std::numeric_limits<float>::infinity();
-    const std::vector<H> in = {H(-2.5f), H(2.5f), H(-inf), H(inf), H(-0.0f), H(0.0f), H(-7.0f), H(0.125f), H(-0.125f), H(NAN)};
+    const std::vector<H> in = {H(-2.5f), H(2.5f), H(-inf), H(inf),  H(-0.0f), H(0.0f), H(-7.0f), H(0.125f),
+                               H(-0.125f), H(NAN), H(-56.0f), H(-3.0f), H(96.0f), H(-1536.0f), H(0.5f), H(-21.0f)};
+    const std::vector<H> other = {H(0.0f), H(1.5f), H(0.0f), H(-3.0f), H(0.25f), H(-0.0f), H(2.0f), H(-1.0f),
+                                  H(0.0f), H(1.0f), H(0.0f), H(0.0f), H(-2.0f), H(0.0f), H(8.0f), H(-0.5f)};
     const int64_t n = static_cast<int64_t>(in.size());
     auto din = c.enqueue_create_buffer<H>(in.size());
-    auto dout = c.enqueue_create_buffer<H>(in.size() * 3);
+    auto dother = c.enqueue_create_buffer<H>(other.size());
+    auto dout = c.enqueue_create_buffer<H>(in.size() * 4);
     c.enqueue_copy(din, in.data());
-    c.enqueue_function(half_abs_and_copysign_kernel<H>(), din, dout, grid_dim(1), block_dim(n));
-    std::vector<H> out(in.size() * 3);
+    c.enqueue_copy(dother, other.data());
+    c.enqueue_function(half_abs_and_copysign_kernel<H>(), din, dother, dout, grid_dim(1), block_dim(n));
+    std::vector<H> out(in.size() * 4);
     c.enqueue_copy(out.data(), dout);
     c.synchronize();
     auto same = [](float x, float y) { return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y)); };
     for (int64_t i = 0; i < n; ++i) {
-        const float x = float(in[i]);
-        const float want[3] = {float(H(std::floor(x) + std::fabs(x))), float(H(x + std::fabs(x))), // exact in float
-                               std::fabs(x) > -1.0f ? 1.0f : 0.0f};
-        for (int k = 0; k < 3; ++k)
-            EXPECT_TRUE(same(float(out[i * 3 + k]), want[k])) << "result " << k << " of " << x << ": " << float(out[i * 3 + k]) << ", want " << want[k];
+        const float x = float(in[i]), y = float(other[i]);
+        // each sum of two values of H is exact in float, then rounded once to H
+        const float floor_abs = float(H(std::floor(x) + std::fabs(x)));
+        const float want[4] = {floor_abs, float(H(x + std::fabs(x))), std::fabs(x) > -1.0f ? 1.0f : 0.0f,
+                               float(H(floor_abs + float(H(y + x))))};
+        for (int k = 0; k < 4; ++k)
+            EXPECT_TRUE(same(float(out[i * 4 + k]), want[k]))
+                << "result " << k << " of x=" << x << ", y=" << y << ": " << float(out[i * 4 + k]) << ", want " << want[k];
     }
 }
 
-TEST_P(BuiltinsTest, HalfAbsReadByANegationStaysPositive) {
+TEST_P(BuiltinsTest, HalfAbsSharedWithACopysignStaysPositive) {
     check_half_abs_and_copysign<half>(ctx());
     check_half_abs_and_copysign<bfloat16>(ctx());
 }
