@@ -62,6 +62,7 @@ CompiledKernel compiled_from_binary(const ir::Kernel &k, const TargetSpec &targe
     out.target = target;
     out.binary = std::move(binary);
     out.local_bytes = detail::kernel_local_bytes(k);
+    out.static_shared_bytes = ir::static_shared_bytes(k);
     return out;
 }
 

@@ -401,6 +401,7 @@ CompiledKernel compile_stages(const ir::Kernel &k, const TargetSpec &target,
     Timer verify_timer;
     ir::verify_or_throw(k);
     out.local_bytes = local_bytes_of(k);
+    out.static_shared_bytes = ir::static_shared_bytes(k);
     const double verify_seconds = verify_timer.seconds();
     if (options.keep_ir || dumps.ir || dumps.bundle) {
         std::string text = ir::print(k);

@@ -47,7 +47,8 @@ struct FunctionImpl : std::enable_shared_from_this<FunctionImpl> {
     CompileReport report;
     bool report_recorded = false;
     mutable std::once_flag report_once;
-    /// The kernel's static shared memory (ir::static_shared_bytes).
+    /// The kernel's static shared memory (CompiledKernel::static_shared_bytes; the driver's figure
+    /// for functions of external modules).
     uint64_t static_shared_bytes = 0;
 
     // Function attributes (runtime/lib/FunctionAttributes.cpp).
@@ -58,7 +59,8 @@ struct FunctionImpl : std::enable_shared_from_this<FunctionImpl> {
     /// CPU device answers get_attribute from it).
     std::mutex attributes_mutex;
     std::map<int, int> attributes_set;
-    /// Bytes of local arrays the IR declares per thread (0 for functions of external modules).
+    /// Bytes of local arrays one thread may hold, callees included (CompiledKernel::local_bytes;
+    /// 0 for functions of external modules).
     uint64_t local_bytes = 0;
     /// For a function of an external module (DeviceModule::get_function): keeps the module
     /// loaded while the function lives.

@@ -204,7 +204,6 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     fn->context_ref = ctx;
     fn->context_label = ctx->label;
     fn->kernel = kernel;
-    fn->static_shared_bytes = ir::static_shared_bytes(kernel->ir);
     CompileOptions co;
     co.keep_ir = opts.dump_ir.enabled();
     co.keep_llvm_opt = opts.dump_llvm.enabled();
@@ -223,6 +222,7 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
         CompiledKernel meta = compiled_from_binary(kernel->ir, target, {}, !kernel->verified);
         if (std::unique_ptr<LoadedFunction> loaded = ctx->backend->load_image(*key, meta, &level)) {
             fn->compiled = std::move(meta);
+            fn->static_shared_bytes = fn->compiled.static_shared_bytes;
             fn->loaded = std::move(loaded);
             fn->load_seconds = seconds_since(t0);
             fn->report.cache_level = level;
@@ -232,6 +232,7 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
         }
     }
     fn->compiled = *CompileCache::instance().get(*kernel, target, co, &level);
+    fn->static_shared_bytes = fn->compiled.static_shared_bytes;
     if (std::string_view(level) != "compiled") {
         // Nothing was compiled now: the report's stages (and compile_seconds) are this process's.
         fn->compiled.lower_seconds = fn->compiled.optimize_seconds = fn->compiled.codegen_seconds = 0;

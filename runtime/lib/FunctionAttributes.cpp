@@ -57,16 +57,6 @@ Backend::KernelFacts facts_of(FunctionImpl &fn) {
     return f;
 }
 
-/// Bytes of the local arrays a kernel declares per thread.
-class LocalBytes final : public ir::IRVisitor {
-public:
-    using IRVisitor::visit;
-    void visit(const ir::LocalArray *op) override {
-        bytes += (op->count * op->var->type.element_type().bytes() + 15) / 16 * 16;
-    }
-    uint64_t bytes = 0;
-};
-
 constexpr int first_attribute = 0, last_attribute = 15;
 
 void check_known(FunctionAttribute a, const char *call) {
@@ -189,9 +179,7 @@ BlockSizeSuggestion function_suggested_block_size(FunctionImpl *f, size_t dynami
 }
 
 void finish_function(FunctionImpl &fn, const CompileFunctionOptions &opts) {
-    LocalBytes local;
-    local.visit(fn.kernel->ir.body);
-    fn.local_bytes = local.bytes;
+    fn.local_bytes = fn.compiled.local_bytes; // the compiler's figure, callees included
     for (const FuncAttribute &a : opts.func_attribute) {
         if (a.kind == FuncAttribute::Kind::cache_config)
             set_cache(fn, a.cache, "compile_function (func_attribute)");

@@ -31,6 +31,23 @@ const auto staged = kernel("staged", {"in", "out", "n"}, [](Ptr<float> in, Ptr<f
     if_(i < n, [&] { out[i] = scratch[(i * 13) % 64] + scratch[t % 64]; });
 });
 
+// A local array in the kernel and one in a device function it calls: the local size counts both
+// (the compiler's one figure, CompiledKernel::local_bytes, which also sizes the CPU device's
+// fiber stacks).
+const auto sum_of_squares = device_function("sum_of_squares", [](Ptr<float> in, Int i) {
+    auto squares = local_array<float, 32>(); // 128 bytes
+    for_(int64_t{0}, int64_t{32}, [&](Int j) { squares[j] = in[(i + j) % 64] * in[(i + j) % 64]; });
+    Var<float> sum(0.0f);
+    for_(int64_t{0}, int64_t{32}, [&](Int j) { sum = sum + squares[j]; });
+    return Float32(sum);
+});
+const auto with_a_callee = kernel("with_a_callee", {"in", "out"}, [](Ptr<float> in, Ptr<float> out) {
+    auto own = local_array<float, 16>(); // 64 bytes
+    auto i = global_idx.x;
+    for_(int64_t{0}, int64_t{16}, [&](Int j) { own[j] = in[(i + j) % 64]; });
+    out[i] = own[i % 16] + sum_of_squares(in, i);
+});
+
 // Every thread writes its dynamic shared slot and reads its neighbour's, so the whole
 // `shared_mem_bytes` area is used.
 const auto neighbours = kernel("neighbours", {"out", "per_thread"}, [](Ptr<float> out, Int per_thread) {
@@ -82,6 +99,28 @@ template <class F> std::string error_of(F &&f) {
         return e.what();
     }
     return "(no LogicError)";
+}
+
+TEST_P(FunctionAttributesTest, LocalSizeCountsTheCallees) {
+    auto f = ctx().compile_function(with_a_callee);
+    // The driver may keep small local arrays in registers; the CPU device reports ember's figure.
+    if (!cuda()) {
+        EXPECT_EQ(f.local_size_bytes(), 64 + 128);
+    }
+    std::vector<float> in(64);
+    for (int k = 0; k < 64; ++k) in[k] = float(k % 7) - 3.0f;
+    auto din = ctx().enqueue_create_buffer<float>(64);
+    auto dout = ctx().enqueue_create_buffer<float>(64);
+    ctx().enqueue_copy(din, in.data());
+    ctx().enqueue_function(f, din, dout, grid_dim(1), block_dim(64));
+    std::vector<float> out(64);
+    ctx().enqueue_copy(out.data(), dout);
+    ctx().synchronize();
+    for (int i = 0; i < 64; ++i) {
+        float sum = 0.0f;
+        for (int j = 0; j < 32; ++j) sum += in[(i + j) % 64] * in[(i + j) % 64];
+        EXPECT_EQ(out[i], in[(i + i % 16) % 64] + sum) << "thread " << i;
+    }
 }
 
 TEST_P(FunctionAttributesTest, SizesOfAKernelWithSharedAndLocalArrays) {

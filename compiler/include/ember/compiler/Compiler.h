@@ -56,8 +56,11 @@ struct CompiledKernel {
     double lower_seconds = 0, optimize_seconds = 0, codegen_seconds = 0;
     /// Bytes of local arrays one thread may hold at once: the kernel's and, for every call, the
     /// callee's (an upper bound: as if every call were inlined). The CPU device sizes the stacks
-    /// of its fibers from it ([Note] CPU fibers).
+    /// of its fibers from it ([Note] CPU fibers) and answers FunctionAttribute::local_size_bytes.
     uint64_t local_bytes = 0;
+    /// Bytes of static shared arrays per block, laid out as the code generator does
+    /// (ir::static_shared_bytes); the runtime checks launches and attributes against it.
+    uint64_t static_shared_bytes = 0;
 };
 
 /// Verifies, lowers, optimises and emits `k` for `target`; honours EMBER_DUMP.
