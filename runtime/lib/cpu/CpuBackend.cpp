@@ -8,6 +8,8 @@
 #include "ember/compiler/Settings.h"
 #include "BackendGraph.h"
 #include "cpu/CpuDeviceInfo.h"
+#include "cpu/CpuGraph.h"
+#include "cpu/CpuThreadPool.h"
 
 #include "ember/compiler/CpuAbi.h"
 
@@ -38,143 +40,6 @@
 namespace ember::detail {
 
 namespace {
-
-/// Threads for the CPU device: $EMBER_CPU_THREADS, else every hardware thread.
-unsigned pool_size() {
-    if (const std::optional<std::string> env = settings::text("EMBER_CPU_THREADS")) {
-        char *end = nullptr;
-        long n = std::strtol(env->c_str(), &end, 10);
-        if (end && *end == '\0' && n >= 1 && n <= 4096) return static_cast<unsigned>(n);
-        throw LogicError("EMBER_CPU_THREADS='" + *env + "' is not a thread count between 1 and 4096");
-    }
-    return std::max(1u, std::thread::hardware_concurrency());
-}
-
-/// A fixed pool that runs one launch at a time: every worker and the launching thread take
-/// chunks of blocks from a shared counter until none are left.
-class ThreadPool {
-public:
-    explicit ThreadPool(unsigned n) {
-        for (unsigned i = 1; i < n; ++i) workers_.emplace_back([this] { work(); });
-    }
-    ~ThreadPool() {
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            stop_ = true;
-        }
-        wake_.notify_all();
-        for (auto &t : workers_) t.join();
-    }
-
-    unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
-
-    /// Calls body(begin, end) for chunks covering [0, total); returns when all are done.
-    void run(int64_t total, const std::function<void(int64_t, int64_t)> &body) {
-        std::lock_guard<std::mutex> one_launch(launch_mutex_);
-        int64_t chunk = std::max<int64_t>(1, total / (int64_t(size()) * 8));
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            body_ = &body;
-            total_ = total;
-            chunk_ = chunk;
-            next_.store(0);
-            busy_ = static_cast<int>(workers_.size());
-            ++generation_;
-        }
-        wake_.notify_all();
-        drain();
-        std::unique_lock<std::mutex> lock(mutex_);
-        done_.wait(lock, [&] { return busy_ == 0; });
-        body_ = nullptr;
-    }
-
-private:
-    void drain() {
-        for (;;) {
-            int64_t b = next_.fetch_add(chunk_);
-            if (b >= total_) return;
-            (*body_)(b, std::min(total_, b + chunk_));
-        }
-    }
-    void work() {
-        uint64_t seen = 0;
-        for (;;) {
-            {
-                std::unique_lock<std::mutex> lock(mutex_);
-                wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-                if (stop_) return;
-                seen = generation_;
-            }
-            drain();
-            {
-                std::lock_guard<std::mutex> lock(mutex_);
-                if (--busy_ == 0) done_.notify_one();
-            }
-        }
-    }
-
-    std::vector<std::thread> workers_;
-    std::mutex launch_mutex_;
-    std::mutex mutex_;
-    std::condition_variable wake_, done_;
-    const std::function<void(int64_t, int64_t)> *body_ = nullptr;
-    int64_t total_ = 0, chunk_ = 1;
-    std::atomic<int64_t> next_{0};
-    int busy_ = 0;
-    uint64_t generation_ = 0;
-    bool stop_ = false;
-};
-
-// [Note] CPU device and fork
-// ==========================
-// A child of fork() has one thread: the pool's workers do not exist there, and the pool's
-// mutexes may be held by parent threads (a launch in progress), so launching on the parent's
-// pool would wait forever. A pthread_atfork child handler therefore drops the pool (leaked on
-// purpose: its std::threads can be neither joined nor destroyed in the child) and the child's
-// first launch that needs one makes a new pool. The prepare handler holds pool_mutex over the
-// fork, so the child never sees a pool half made; it does not wait for a launch in progress,
-// which the child simply does not see. Other ember state (the compile caches, the JIT) is only
-// as consistent in the child as it was when fork() was called: fork while no other thread is
-// compiling.
-std::mutex pool_mutex;
-std::atomic<ThreadPool *> current_pool{nullptr};
-/// Joins the workers at exit, as a static pool did (the child's pool too; never the parent's).
-struct PoolOwner {
-    ~PoolOwner() { delete current_pool.exchange(nullptr); }
-} pool_owner;
-
-void before_fork() { pool_mutex.lock(); }
-void after_fork_in_parent() { pool_mutex.unlock(); }
-void after_fork_in_child() {
-    current_pool.store(nullptr);
-    pool_mutex.unlock();
-}
-
-ThreadPool &pool() {
-    if (ThreadPool *p = current_pool.load(std::memory_order_acquire)) [[likely]]
-        return *p;
-    std::lock_guard<std::mutex> lock(pool_mutex);
-    static const bool fork_handlers = pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child) == 0;
-    (void)fork_handlers;
-    if (!current_pool.load(std::memory_order_relaxed)) current_pool.store(new ThreadPool(pool_size()));
-    return *current_pool.load(std::memory_order_relaxed);
-}
-
-std::string cpu_model_name() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("model name", 0) == 0) {
-            auto colon = line.find(':');
-            if (colon != std::string::npos) {
-                std::string s = line.substr(colon + 1);
-                s.erase(0, s.find_first_not_of(" \t"));
-                if (!s.empty()) return s;
-            }
-        }
-    }
-    return "CPU";
-}
 
 class CpuFunction final : public LoadedFunction {
 public:
@@ -245,107 +110,6 @@ public:
 
 private:
     std::chrono::steady_clock::time_point time_{};
-};
-
-/// Runs a kernel on the pool (CpuBackend::launch; defined below).
-void run_cpu_kernel(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args);
-
-/// A graph of the CPU device: the captured operations, run in order by a replay ([Note] Graphs
-/// in BackendGraph.h).
-void cpu_memset(void *dst, uint64_t pattern, unsigned width, size_t count);
-
-struct CpuGraphOp {
-    enum class Kind { Copy, Memset, Launch, Wait } kind = Kind::Copy;
-    // Copy; Memset (`bytes` counts elements of `width` bytes set to `pattern`).
-    void *dst = nullptr;
-    const void *src = nullptr;
-    size_t bytes = 0;
-    uint64_t pattern = 0;
-    unsigned width = 0;
-    // Launch: the argument bytes, each at a 16-byte aligned offset of `storage`.
-    LoadedFunction *function = nullptr;
-    std::string kernel_name;
-    LaunchDims dims;
-    struct alignas(16) Chunk {
-        unsigned char bytes[16];
-    };
-    std::vector<Chunk> storage;
-    std::vector<size_t> offsets, sizes;
-    // Wait (the API layer keeps the event alive).
-    BackendEvent *event = nullptr;
-
-    void set_arguments(void **args, const uint32_t *arg_sizes, size_t n) {
-        offsets.resize(n);
-        sizes.resize(n);
-        size_t at = 0;
-        for (size_t i = 0; i < n; ++i) {
-            offsets[i] = at;
-            sizes[i] = arg_sizes[i];
-            at += (arg_sizes[i] + 15) / 16 * 16;
-        }
-        storage.assign(at / 16, Chunk{});
-        for (size_t i = 0; i < n; ++i)
-            std::memcpy(reinterpret_cast<unsigned char *>(storage.data()) + offsets[i], args[i], sizes[i]);
-    }
-    void run() {
-        switch (kind) {
-        case Kind::Copy:
-            std::memmove(dst, src, bytes);
-            return;
-        case Kind::Memset:
-            cpu_memset(dst, pattern, width, bytes);
-            return;
-        case Kind::Wait:
-            event->synchronize();
-            return;
-        case Kind::Launch: {
-            // The pointers go to this op's own storage (a copy of the op has its own).
-            void *small[33];
-            std::vector<void *> large;
-            void **args = small;
-            if (offsets.size() + 1 > std::size(small)) {
-                large.resize(offsets.size() + 1);
-                args = large.data();
-            }
-            for (size_t i = 0; i < offsets.size(); ++i)
-                args[i] = reinterpret_cast<unsigned char *>(storage.data()) + offsets[i];
-            args[offsets.size()] = nullptr;
-            run_cpu_kernel(*function, kernel_name, dims, args);
-            return;
-        }
-        }
-    }
-};
-
-class CpuGraphExec final : public BackendGraphExec {
-public:
-    explicit CpuGraphExec(std::vector<CpuGraphOp> ops) : ops_(std::move(ops)) {
-        for (size_t i = 0; i < ops_.size(); ++i)
-            if (ops_[i].kind == CpuGraphOp::Kind::Launch) kernels_.push_back(i);
-    }
-    /// Every CPU operation is done when its call returns, on any stream: the replay runs here.
-    void launch(BackendStream &) override {
-        for (CpuGraphOp &op : ops_) op.run();
-    }
-    void update_kernel(size_t index, const LaunchDims &dims, void **args, const uint32_t *sizes,
-                       size_t n) override {
-        EMBER_ASSERT(index < kernels_.size(), "CpuGraphExec::update_kernel: no such kernel node");
-        CpuGraphOp &op = ops_[kernels_[index]];
-        EMBER_ASSERT(n == op.sizes.size(), "CpuGraphExec::update_kernel: another kernel's arguments");
-        op.dims = dims;
-        op.set_arguments(args, sizes, n);
-    }
-
-private:
-    std::vector<CpuGraphOp> ops_;
-    std::vector<size_t> kernels_;
-};
-
-class CpuGraph final : public BackendGraph {
-public:
-    size_t num_nodes() override { return ops.size(); }
-    std::unique_ptr<BackendGraphExec> instantiate() override { return std::make_unique<CpuGraphExec>(ops); }
-    std::vector<CpuGraphOp> ops;
 };
 
 class CpuStream final : public BackendStream {
@@ -513,7 +277,7 @@ public:
 
     // Device information and context limits.
     bool query_attribute(DeviceAttribute attribute, int &value) override {
-        value = cpu_attribute(attribute, limits_, pool().size());
+        value = cpu_attribute(attribute, limits_, cpu_thread_pool().size());
         return true;
     }
     int driver_version() override { return 0; }
@@ -685,12 +449,12 @@ public:
     std::pair<int, int> suggested_block_size(LoadedFunction &, size_t, int limit, const KernelFacts &) override {
         int block = std::min(limit, 256);
         if (block >= limits_.warp_size) block -= block % limits_.warp_size;
-        return {int(pool().size()), block};
+        return {int(cpu_thread_pool().size()), block};
     }
     /// H100's 227 KiB, so that a kernel that opts in here also runs on one.
     int64_t max_shared_memory_per_block_optin() override { return 227 * 1024; }
     /// The pool's threads.
-    int multiprocessor_count() override { return int(pool().size()); }
+    int multiprocessor_count() override { return int(cpu_thread_pool().size()); }
     bool supports_cluster_launch() override { return true; }
     bool supports_cooperative_launch() override { return true; }
 
@@ -728,13 +492,13 @@ private:
             base.block_dim[i] = dims.block[i];
         }
         int64_t blocks = dims.grid[0] * dims.grid[1] * dims.grid[2];
-        if (blocks == 1 || pool().size() == 1) {
+        if (blocks == 1 || cpu_thread_pool().size() == 1) {
             base.block_begin = 0;
             base.block_end = blocks;
             entry(args, &base);
             return;
         }
-        pool().run(blocks, [&](int64_t b, int64_t e) {
+        cpu_thread_pool().run(blocks, [&](int64_t b, int64_t e) {
             CpuLaunch l = base;
             l.block_begin = b;
             l.block_end = e;
@@ -834,6 +598,8 @@ void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const
     CpuBackend::launch(fn, kernel_name, dims, args);
 }
 
+} // namespace
+
 void cpu_memset(void *dst, uint64_t pattern, unsigned width, size_t count) {
     CpuStream::fill(dst, pattern, width, count);
 }
@@ -841,8 +607,6 @@ void cpu_memset(void *dst, uint64_t pattern, unsigned width, size_t count) {
 void run_cpu_kernel(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args) {
     CpuBackend::launch(fn, kernel_name, dims, args);
 }
-
-} // namespace
 
 std::shared_ptr<Backend> make_cpu_backend(int device_id) {
     if (device_id != 0)

@@ -233,4 +233,20 @@ uint64_t cpu_fiber_stack_bytes(uint64_t local_bytes) {
     return std::max<uint64_t>(stack_size_limit.load(), need);
 }
 
+std::string cpu_model_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            auto colon = line.find(':');
+            if (colon != std::string::npos) {
+                std::string s = line.substr(colon + 1);
+                s.erase(0, s.find_first_not_of(" \t"));
+                if (!s.empty()) return s;
+            }
+        }
+    }
+    return "CPU";
+}
+
 } // namespace ember::detail

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 namespace ember::detail {
@@ -16,6 +17,9 @@ namespace ember::detail {
 /// Every DeviceAttribute has one (0 for what the CPU device lacks: textures, ECC, a PCI
 /// address, ...). Throws LogicError for a value that names no DeviceAttribute.
 int cpu_attribute(DeviceAttribute attribute, const DeviceLimits &limits, unsigned threads);
+
+/// The processor's name, the CPU device's name: /proc/cpuinfo's "model name", else "CPU".
+std::string cpu_model_name();
 
 /// {MemAvailable, MemTotal} of /proc/meminfo, in bytes ({0, 0} where it cannot be read).
 std::pair<size_t, size_t> cpu_memory_info();
