@@ -106,7 +106,7 @@ int probe() {
         trace_us += us_since(t);
         t = Clock::now();
         detail::CacheKey key = detail::make_cache_key(*k.info(), target, {});
-        if (cuda) key = detail::make_cubin_key(key, std::to_string(ctx.get_driver_version()), target.cpu);
+        if (cuda) key = image_key(key, std::to_string(ctx.get_driver_version()), target.cpu);
         key_us += us_since(t);
         t = Clock::now();
         std::optional<std::string> bytes = disk->load(key.digest, cuda ? "cubin" : "cpu-obj");

@@ -19,6 +19,7 @@
 #define EMBER_RUNTIME_BACKEND_H
 
 #include "ember/compiler/Compiler.h"
+#include "ember/compiler/KernelBuild.h"
 #include "ember/compiler/Target.h"
 #include "ember/runtime/DeviceAttribute.h"
 
@@ -35,7 +36,8 @@
 
 namespace ember::detail {
 
-struct CacheKey; // CompileCache.h
+/// The key of an artefact or of a device image (the compiler's ArtefactKey).
+using CacheKey = ArtefactKey;
 
 /// A device address: a CUdeviceptr on CUDA, a host address on the CPU device.
 using DeviceAddress = uint64_t;

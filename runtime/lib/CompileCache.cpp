@@ -19,92 +19,13 @@
 
 namespace ember::detail {
 
-std::string key_digest(const CacheKey &key) {
-    std::string text = "ember-cache\nir=" + key.ir + "\ntarget=" + key.target + "\nmachine=" + key.target_machine +
-                       "\noptions=" + key.options + "\nember=" + key.ember_version + "\nbuild=" + key.build +
-                       "\nllvm=" + key.llvm_version + "\n";
-    if (!key.driver.empty() || !key.arch.empty()) text += "driver=" + key.driver + "\narch=" + key.arch + "\n";
-    return sha256_hex(text);
-}
-
-namespace {
-
-/// The key components that are constants of the process.
-struct Versions {
-    std::string ember = ember_version() + "+f" + std::to_string(kCacheFormatVersion);
-    std::string build = compiler_build_id();
-    std::string llvm = llvm_version();
-};
-const Versions &versions() {
-    static const Versions v;
-    return v;
-}
-
-std::mutex build_override_mutex;
-std::atomic<bool> build_overridden{false};
-std::string build_override; // set_build_id_for_testing
-
-std::string key_build_id() {
-    if (!build_overridden.load(std::memory_order_acquire)) return versions().build;
-    std::lock_guard<std::mutex> lock(build_override_mutex);
-    return build_overridden.load() ? build_override : versions().build;
-}
-
-CacheKey key_with_ir_hash(std::string ir_hash, const TargetSpec &target, const CompileOptions &options) {
-    CacheKey key;
-    key.ir = std::move(ir_hash);
-    key.target = target.to_string();
-    key.target_machine = target_cache_key(target);
-    key.options = "O" + std::to_string(options.opt_level);
-    key.ember_version = versions().ember;
-    key.build = key_build_id();
-    key.llvm_version = versions().llvm;
-    key.digest = key_digest(key);
-    return key;
-}
-
-} // namespace
-
-void set_build_id_for_testing(std::string build) {
-    std::lock_guard<std::mutex> lock(build_override_mutex);
-    build_overridden.store(!build.empty(), std::memory_order_release);
-    build_override = std::move(build);
-}
-
 CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options) {
-    return key_with_ir_hash(ir::content_hash(k), target, options);
+    return artefact_key(ir::content_hash(k), target, options);
 }
 
 CacheKey make_cache_key(const KernelInfo &k, const TargetSpec &target, const CompileOptions &options) {
     std::call_once(k.ir_hash_once, [&] { k.ir_hash = ir::content_hash(k.ir); });
-    return key_with_ir_hash(k.ir_hash, target, options);
-}
-
-CacheKey make_cubin_key(const CacheKey &base, std::string_view driver, std::string_view arch) {
-    CacheKey key = base;
-    key.driver = driver;
-    key.arch = arch;
-    key.digest = key_digest(key);
-    return key;
-}
-
-std::string changed_components(const CacheKey &a, const CacheKey &b) {
-    std::string out;
-    auto add = [&](bool differs, const char *name) {
-        if (!differs) return;
-        if (!out.empty()) out += ", ";
-        out += name;
-    };
-    add(a.ir != b.ir, "IR");
-    add(a.target != b.target, "target");
-    add(a.target_machine != b.target_machine && a.target == b.target, "target machine");
-    add(a.options != b.options, "options");
-    add(a.ember_version != b.ember_version, "ember version");
-    add(a.build != b.build, "compiler build");
-    add(a.llvm_version != b.llvm_version, "LLVM version");
-    add(a.driver != b.driver, "driver");
-    add(a.arch != b.arch, "arch");
-    return out;
+    return artefact_key(k.ir_hash, target, options);
 }
 
 std::string mask_numeric_literals(std::string_view s) {
@@ -139,9 +60,9 @@ void log_lookup(bool hit, std::string_view name, const std::string &target, cons
     if (!log_enabled(LogTopic::cache)) return;
     // Once per process, what every key of the process shares: which compiler made the entries.
     static std::once_flag versions_logged;
-    std::call_once(versions_logged, [] {
-        log_line(LogTopic::cache, "ember " + versions().ember + ", compiler build " + versions().build.substr(0, 12) +
-                                      ", LLVM " + versions().llvm);
+    std::call_once(versions_logged, [&] {
+        log_line(LogTopic::cache, "ember " + key.ember_version + ", compiler build " + key.build.substr(0, 12) +
+                                      ", LLVM " + key.llvm_version);
     });
     std::string line = std::string(hit ? "cache hit" : "cache miss") + " kernel=" + std::string(name) +
                        " target=" + target + " key=" + key.short_digest() + " level=" + level;
@@ -208,14 +129,6 @@ void CompileCache::reset_disk_to_default() {
     state_->disk_override = nullptr;
 }
 
-static const char *artefact_kind(const TargetSpec &t) {
-    switch (t.arch) {
-    case Arch::CPU: return "cpu-obj";
-    case Arch::NVPTX: return "ptx";
-    default: return "amdgpu-obj";
-    }
-}
-
 std::shared_ptr<const CompiledKernel> CompileCache::get(const KernelInfo &k, const TargetSpec &target,
                                                         const CompileOptions &options, const char **level) {
     const char *unused_level = nullptr;
@@ -256,24 +169,19 @@ std::shared_ptr<const CompiledKernel> CompileCache::get(const KernelInfo &k, con
     }
 
     try {
-        State::Result result;
+        // The one call to the compiler ([Note] One compile call): the disk level is its store.
         DiskCache *d = disk();
-        const char *kind = artefact_kind(target);
-        if (d) {
-            if (std::optional<std::string> bytes = d->load(key.digest, kind)) {
-                result = std::make_shared<const CompiledKernel>(compiled_from_binary(k.ir, target, std::move(*bytes), !k.verified));
-                disk_hits_.fetch_add(1);
-                *level = "disk";
-                log_lookup(true, name, key.target, key, "disk");
-            }
-        }
-        if (!result) {
+        KernelBuild built = build_kernel(k.ir, key, target, options, d, k.verified);
+        if (built.compiled) {
             log_lookup(false, name, key.target, key, "compiled", changed);
-            result = std::make_shared<const CompiledKernel>(ember::compile(k.ir, target, options));
             compiles_.fetch_add(1);
-            if (d) d->store(key.digest, kind, result->binary);
             note_variant(k, key);
+        } else {
+            disk_hits_.fetch_add(1);
+            *level = "disk";
+            log_lookup(true, name, key.target, key, "disk");
         }
+        State::Result result = std::make_shared<const CompiledKernel>(std::move(built.kernel));
         promise.set_value(result);
         return result;
     } catch (...) {

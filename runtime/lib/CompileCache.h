@@ -6,9 +6,9 @@
 /// - Levels: memory (this process, process-wide, by key digest), disk (DiskCache, kind "ptx" or
 ///   "cpu-obj"), compiled (LLVM ran). A back end with device images (NVIDIA: the cubin linked for
 ///   the exact device) has two more, asked first: memory-cubin and disk-cubin. Their key is the
-///   artefact's key plus the driver version and the device arch (make_cubin_key), so a warm
+///   artefact's key plus the driver version and the device arch (image_key), so a warm
 ///   process goes from the traced IR straight to the cubin: no PTX is read, hashed or JIT'ed.
-/// - Key components (CacheKey): everything that changes the bytes compiled. The SHA-256 of the
+/// - Key components (CacheKey, the compiler's ArtefactKey): everything that changes the bytes compiled. The SHA-256 of the
 ///   canonical printed IR (two traces of one lambda print alike; computed once per traced
 ///   kernel, KernelInfo::ir_hash); the target spec string (for messages and logs) and the target
 ///   machine (target_cache_key: triple, processor and features with defaults resolved, so that
@@ -47,6 +47,7 @@
 #define EMBER_RUNTIME_COMPILECACHE_H
 
 #include "ember/compiler/Compiler.h"
+#include "ember/compiler/KernelBuild.h"
 
 #include <atomic>
 #include <cstdint>
@@ -60,42 +61,19 @@ namespace ember::detail {
 struct KernelInfo;
 class DiskCache;
 
-/// Bumped when the format of cached artefacts or of the key changes.
-inline constexpr int kCacheFormatVersion = 2;
 /// Distinct constant-only variants of one kernel name before the constants warning.
 inline constexpr int kConstantsWarnAfter = 8;
 
-struct CacheKey {
-    std::string ir;             ///< SHA-256 of the canonical printed IR
-    std::string target;         ///< TargetSpec::to_string()
-    std::string target_machine; ///< target_cache_key(): triple;processor;features
-    std::string options;        ///< code-affecting options, e.g. "O3"
-    std::string ember_version;  ///< "0.1.0+f2": project version + kCacheFormatVersion
-    std::string build;          ///< compiler_build_id()
-    std::string llvm_version;   ///< ember::llvm_version()
-    std::string driver;        ///< cubin keys only: the CUDA driver version
-    std::string arch;          ///< cubin keys only: the device's sm arch
-    std::string digest;        ///< SHA-256 over all of the above (the disk file name)
+/// The key of an artefact or of a device image: the compiler's ([Note] One compile call).
+using CacheKey = ArtefactKey;
 
-    std::string short_digest() const { return digest.substr(0, 12); }
-};
-
-/// SHA-256 over every component of `key` (what CacheKey::digest holds).
-std::string key_digest(const CacheKey &key);
 /// The key of `k` compiled for `target` with `options`.
 CacheKey make_cache_key(const ir::Kernel &k, const TargetSpec &target, const CompileOptions &options);
 /// The same for a traced kernel, whose IR hash is computed once and kept (KernelInfo::ir_hash).
 CacheKey make_cache_key(const KernelInfo &k, const TargetSpec &target, const CompileOptions &options);
-/// Test hook: keys made from now on name `build` as the compiler's build identity instead of
-/// compiler_build_id(), as a rebuilt compiler would; empty returns to this build's.
-void set_build_id_for_testing(std::string build);
 /// Whether a compile with `options` may use the cache: not when stage texts are kept or
 /// EMBER_DUMP asks for dumps (the compiler must run to produce them).
 bool cacheable(const CompileOptions &options);
-/// `base` (an artefact key) plus the driver version and device arch: the key of a cubin.
-CacheKey make_cubin_key(const CacheKey &base, std::string_view driver, std::string_view arch);
-/// The components that differ between `a` and `b`, comma-separated ("IR, options"); empty if none.
-std::string changed_components(const CacheKey &a, const CacheKey &b);
 /// `ir_text` with every numeric literal replaced by '#' (for the constants warning).
 std::string mask_numeric_literals(std::string_view ir_text);
 
@@ -110,7 +88,7 @@ public:
     std::shared_ptr<const CompiledKernel> get(const KernelInfo &k, const TargetSpec &target,
                                               const CompileOptions &options = {}, const char **level = nullptr);
 
-    /// The device image (kind "cubin") of key `image` (make_cubin_key of the artefact key `base`)
+    /// The device image (kind "cubin") of key `image` (image_key of the artefact key `base`)
     /// from memory, else from disk; null on a miss. A hit is the lookup of kernel `name`: counted,
     /// logged with `base`'s key, and `level` set to "memory-<kind>" or "disk-<kind>". A miss is
     /// neither: the artefact's lookup (get) follows it.

@@ -25,6 +25,8 @@
 #ifndef EMBER_RUNTIME_DISKCACHE_H
 #define EMBER_RUNTIME_DISKCACHE_H
 
+#include "ember/compiler/KernelBuild.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -34,7 +36,7 @@
 
 namespace ember::detail {
 
-class DiskCache {
+class DiskCache final : public ArtefactStore {
 public:
     /// The process's disk cache, configured from the environment at the first call; null when
     /// EMBER_DISABLE_CACHE=1 or when the directory cannot be created (a one-line warning then).
@@ -62,11 +64,11 @@ public:
     /// The payload stored under (key, kind), or nullopt on a miss. `kind` is a short token such as
     /// "ptx", "cpu-obj", "cubin" (part of the file name). A bad entry is reported, removed, and a
     /// miss.
-    std::optional<std::string> load(std::string_view key, std::string_view kind);
+    std::optional<std::string> load(std::string_view key, std::string_view kind) override;
     /// Stores `payload` under (key, kind), replacing any entry; then evicts to the cap. Failures
     /// (disk full, permissions) are a one-line warning, never an exception: the cache is an
     /// optimisation.
-    void store(std::string_view key, std::string_view kind, std::string_view payload);
+    void store(std::string_view key, std::string_view kind, std::string_view payload) override;
     /// Removes the entry (key, kind); whether there was one. Same validation as load.
     bool remove(std::string_view key, std::string_view kind);
     /// The file of entry (key, kind): `<directory>/<key>.<kind>`. LogicError when the key or the

@@ -1614,7 +1614,7 @@ private:
 
     /// The image key of the artefact key `base` on this device: the driver decides the cubin too.
     detail::CacheKey cubin_key(const detail::CacheKey &base) const {
-        return detail::make_cubin_key(base, std::to_string(drv_.version()), target_.cpu);
+        return image_key(base, std::to_string(drv_.version()), target_.cpu);
     }
 
     /// A module of `cubin` and its kernel `k.entry_symbol`; null when the driver refuses the cubin

@@ -90,7 +90,7 @@ void expect_all(const std::vector<float> &v, float want) {
 TEST(CompileCacheKey, EveryComponentChangesTheDigest) {
     auto k = make_add("key_components", 1.0f);
     CacheKey base = detail::make_cache_key(k.info()->ir, TargetSpec::host(), {});
-    EXPECT_EQ(base.digest, detail::key_digest(base));
+    EXPECT_EQ(base.digest, key_digest(base));
     EXPECT_EQ(base.digest.size(), 64u);
     EXPECT_EQ(base.llvm_version, llvm_version());
     EXPECT_NE(base.ember_version.find(ember_version()), std::string::npos);
@@ -112,11 +112,11 @@ TEST(CompileCacheKey, EveryComponentChangesTheDigest) {
     for (const Change &c : changes) {
         CacheKey other = base;
         other.*(c.field) += "x";
-        other.digest = detail::key_digest(other);
+        other.digest = key_digest(other);
         EXPECT_NE(other.digest, base.digest) << c.name;
-        EXPECT_EQ(detail::changed_components(base, other), c.name);
+        EXPECT_EQ(changed_components(base, other), c.name);
     }
-    EXPECT_EQ(detail::changed_components(base, base), "");
+    EXPECT_EQ(changed_components(base, base), "");
 }
 
 TEST(CompileCacheKey, MakeKeyFollowsIrTargetOptionsAndCubinFields) {
@@ -125,23 +125,23 @@ TEST(CompileCacheKey, MakeKeyFollowsIrTargetOptionsAndCubinFields) {
     const TargetSpec host = TargetSpec::host();
     CacheKey ka = detail::make_cache_key(a.info()->ir, host, {});
     CacheKey kb = detail::make_cache_key(b.info()->ir, host, {});
-    EXPECT_EQ(detail::changed_components(ka, kb), "IR");
+    EXPECT_EQ(changed_components(ka, kb), "IR");
     CacheKey kt = detail::make_cache_key(a.info()->ir, TargetSpec::parse("nvptx:sm_90"), {});
-    EXPECT_EQ(detail::changed_components(ka, kt), "target");
+    EXPECT_EQ(changed_components(ka, kt), "target");
     CompileOptions o2;
     o2.opt_level = 2;
     CacheKey ko = detail::make_cache_key(a.info()->ir, host, o2);
-    EXPECT_EQ(detail::changed_components(ka, ko), "options");
+    EXPECT_EQ(changed_components(ka, ko), "options");
     // Stage texts do not change the code, so not the key.
     CompileOptions keep;
     keep.keep_ir = keep.keep_asm = true;
     EXPECT_EQ(detail::make_cache_key(a.info()->ir, host, keep).digest, ka.digest);
-    CacheKey c1 = detail::make_cubin_key(ka, "12040", "sm_90");
-    CacheKey c2 = detail::make_cubin_key(ka, "12050", "sm_90");
-    CacheKey c3 = detail::make_cubin_key(ka, "12040", "sm_80");
+    CacheKey c1 = image_key(ka, "12040", "sm_90");
+    CacheKey c2 = image_key(ka, "12050", "sm_90");
+    CacheKey c3 = image_key(ka, "12040", "sm_80");
     EXPECT_NE(c1.digest, ka.digest);
-    EXPECT_EQ(detail::changed_components(c1, c2), "driver");
-    EXPECT_EQ(detail::changed_components(c1, c3), "arch");
+    EXPECT_EQ(changed_components(c1, c2), "driver");
+    EXPECT_EQ(changed_components(c1, c3), "arch");
     EXPECT_NE(c1.digest, c2.digest);
     EXPECT_NE(c1.digest, c3.digest);
 }
@@ -182,8 +182,8 @@ struct OtherHostCpu {
 
 /// Makes cache keys name another compiler build while it lives, as after a rebuild.
 struct OtherCompilerBuild {
-    explicit OtherCompilerBuild(std::string id) { detail::set_build_id_for_testing(std::move(id)); }
-    ~OtherCompilerBuild() { detail::set_build_id_for_testing(""); }
+    explicit OtherCompilerBuild(std::string id) { set_build_id_for_testing(std::move(id)); }
+    ~OtherCompilerBuild() { set_build_id_for_testing(""); }
 };
 
 /// The level that answers a lookup of `k` for `cpu` in a new process (nothing in memory) whose
@@ -213,7 +213,7 @@ TEST(CompileCacheKey, EachInputOfTheCodeChangesTheKey) {
 
     auto expect_change = [&](const CacheKey &other, const char *what, const std::string &why) {
         EXPECT_NE(other.digest, base.digest) << why;
-        EXPECT_EQ(detail::changed_components(base, other), what) << why;
+        EXPECT_EQ(changed_components(base, other), what) << why;
     };
     {
         OtherCompilerBuild rebuilt(std::string(64, '0'));
