@@ -131,6 +131,22 @@ std::string cuda_log_text(const std::string &buffer);
 
 inline constexpr size_t cuda_jit_log_bytes = 16 * 1024;
 
+/// Sets the grid, block and dynamic shared memory of a launch's parameters from `d`: a
+/// CUlaunchConfig or a CUDA_KERNEL_NODE_PARAMS, whose fields of those names agree.
+template <class Params> void set_launch_dims(Params &p, const LaunchDims &d) {
+    p.gridDimX = unsigned(d.grid[0]);
+    p.gridDimY = unsigned(d.grid[1]);
+    p.gridDimZ = unsigned(d.grid[2]);
+    p.blockDimX = unsigned(d.block[0]);
+    p.blockDimY = unsigned(d.block[1]);
+    p.blockDimZ = unsigned(d.block[2]);
+    p.sharedMemBytes = d.shared_mem_bytes;
+}
+
+/// The address and size of the global `name` of `module` on `ctx`; {0, 0} when it has none.
+std::pair<DeviceAddress, size_t> cuda_module_global(const CudaPrimaryContext &ctx, cu::CUmodule module,
+                                                    const std::string &name);
+
 class CudaStream;
 
 /// The CUcontext of a CUDA back end; nullptr for another api's (memory2d).

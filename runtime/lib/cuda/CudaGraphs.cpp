@@ -74,13 +74,7 @@ public:
         EMBER_ASSERT(index < nodes_.size(), "CudaStream::GraphExec::update_kernel: no such kernel node");
         cu::CUDA_KERNEL_NODE_PARAMS p{};
         p.func = functions_[index];
-        p.gridDimX = unsigned(d.grid[0]);
-        p.gridDimY = unsigned(d.grid[1]);
-        p.gridDimZ = unsigned(d.grid[2]);
-        p.blockDimX = unsigned(d.block[0]);
-        p.blockDimY = unsigned(d.block[1]);
-        p.blockDimZ = unsigned(d.block[2]);
-        p.sharedMemBytes = d.shared_mem_bytes;
+        set_launch_dims(p, d);
         p.kernelParams = args; // copied by the driver
         ScopedCurrent current(*dev_->ctx);
         dev_->drv.check(dev_->drv.cuGraphExecKernelNodeSetParams(exec_, nodes_[index], &p),

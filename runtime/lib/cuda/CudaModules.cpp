@@ -23,15 +23,20 @@ CudaFunction::~CudaFunction() {
     drv.log_if_error(drv.cuModuleUnload(module_), "cuModuleUnload", " on " + ctx_->where());
 }
 
-std::pair<DeviceAddress, size_t> CudaFunction::global(const std::string &symbol) {
-    const CudaDriver &drv = ctx_->driver();
-    ScopedCurrent current(*ctx_);
+std::pair<DeviceAddress, size_t> cuda_module_global(const CudaPrimaryContext &ctx, cu::CUmodule module,
+                                                    const std::string &name) {
+    const CudaDriver &drv = ctx.driver();
+    ScopedCurrent current(ctx);
     cu::CUdeviceptr address = 0;
     size_t bytes = 0;
-    cu::CUresult rc = drv.cuModuleGetGlobal(&address, &bytes, module_, symbol.c_str());
+    cu::CUresult rc = drv.cuModuleGetGlobal(&address, &bytes, module, name.c_str());
     if (rc == cu::CUDA_ERROR_NOT_FOUND) return {0, 0};
-    drv.check(rc, "cuModuleGetGlobal", " looking up the global '" + symbol + "' on " + ctx_->where());
+    drv.check(rc, "cuModuleGetGlobal", " looking up the global '" + name + "' on " + ctx.where());
     return {static_cast<DeviceAddress>(address), bytes};
+}
+
+std::pair<DeviceAddress, size_t> CudaFunction::global(const std::string &symbol) {
+    return cuda_module_global(*ctx_, module_, symbol);
 }
 
 // Function attributes, launch attributes, clusters, occupancy.
@@ -64,13 +69,7 @@ void CudaStream::launch_extended(LoadedFunction &fn, const std::string &kernel_n
         add(cu::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION).programmaticStreamSerializationAllowed = 1;
     if (x.has_priority) add(cu::CU_LAUNCH_ATTRIBUTE_PRIORITY).priority = x.priority;
     cu::CUlaunchConfig config{};
-    config.gridDimX = unsigned(d.grid[0]);
-    config.gridDimY = unsigned(d.grid[1]);
-    config.gridDimZ = unsigned(d.grid[2]);
-    config.blockDimX = unsigned(d.block[0]);
-    config.blockDimY = unsigned(d.block[1]);
-    config.blockDimZ = unsigned(d.block[2]);
-    config.sharedMemBytes = d.shared_mem_bytes;
+    set_launch_dims(config, d);
     config.hStream = stream_;
     config.attrs = n ? attrs : nullptr;
     config.numAttrs = n;
@@ -202,14 +201,7 @@ public:
         return fn;
     }
     std::pair<DeviceAddress, size_t> global(const std::string &name) override {
-        const CudaDriver &drv = ctx_->driver();
-        ScopedCurrent current(*ctx_);
-        cu::CUdeviceptr p = 0;
-        size_t bytes = 0;
-        cu::CUresult rc = drv.cuModuleGetGlobal(&p, &bytes, module_, name.c_str());
-        if (rc == cu::CUDA_ERROR_NOT_FOUND) return {0, 0};
-        drv.check(rc, "cuModuleGetGlobal", " looking up '" + name + "' on " + ctx_->where());
-        return {p, bytes};
+        return cuda_module_global(*ctx_, module_, name);
     }
     std::vector<std::string> function_names() override {
         const CudaDriver &drv = ctx_->driver();
