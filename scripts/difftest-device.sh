@@ -2,7 +2,8 @@
 # Runs on the GPU machine over a tree carrying .devpkg/ember.tar.xz (scripts/pack-device.sh):
 # ember-difftest over N random kernels (default 100000) from seed S (default 1) on every core,
 # each kernel on the GPU, on the CPU device and in the reference interpreter, compared bit for bit.
-# The log goes to $OUT/difftest.txt, the repro files of the disagreements to
+# The log goes to $OUT/difftest.txt, the repro files of the disagreements (and crash-<seed>.ir/.txt
+# of the kernels that crashed or hung a worker) to
 # $OUT/difftest-repro.tar.xz (one archive: the device tool brings back at most 8 files;
 # docs/testing.md). Further arguments
 # go to ember-difftest (e.g. --no-half-fma). The run stops after $DIFFTEST_SECONDS (default 540,

@@ -10,8 +10,9 @@
 /// kernel that crashes or hangs a worker is reported as such and the others go on. A
 /// disagreement prints the seed, the kernel (minimised by deleting statements while the
 /// disagreement stays), the inputs and outputs of the first thread that differs, and writes them
-/// to DIR/difftest-<seed>.txt and the kernel to DIR/difftest-<seed>.ir. Exit status: 0 when
-/// everything agreed, 1 otherwise.
+/// to DIR/difftest-<seed>.txt and the kernel to DIR/difftest-<seed>.ir. A kernel whose worker
+/// crashed or hung gets DIR/crash-<seed>.txt (what happened, how to replay it) and the whole
+/// kernel in DIR/crash-<seed>.ir. Exit status: 0 when everything agreed, 1 otherwise.
 #include "Generator.h"
 #include "Interpreter.h"
 #include "SelfTest.h"
@@ -55,6 +56,8 @@ struct Options {
     GenerateOptions generate;
     /// Disagreements a worker minimises (the later ones are reported whole, which is faster).
     unsigned max_minimised = 5;
+    /// Test hook of the tester itself: the worker aborts when it reaches this seed.
+    std::optional<uint64_t> crash_on;
 };
 
 [[noreturn]] void usage(const std::string &why) {
@@ -62,7 +65,8 @@ struct Options {
                  "ember-difftest: %s\n"
                  "usage: ember-difftest [--seed S] [--count N] [--devices cpu,cuda] [--jobs J] [--repro-dir DIR]\n"
                  "                      [--no-minimise] [--minimise-at-most K] [--no-half-fma]\n"
-                 "                      [--timeout SECONDS] [--print SEED] [--self-test]\n",
+                 "                      [--timeout SECONDS] [--print SEED] [--self-test]\n"
+                 "                      [--crash-on SEED]   (a test of the tester: that seed's worker aborts)\n",
                  why.c_str());
     std::exit(2);
 }
@@ -397,6 +401,7 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
     unsigned minimised = 0;
     for (uint64_t seed = first; seed < end; seed += stride) {
         send(fd, "S " + std::to_string(seed));
+        if (opt.crash_on && *opt.crash_on == seed) std::abort();
         Case c;
         try {
             c = make_case(seed, opt.generate);
@@ -453,6 +458,31 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
 
 // ---------------------------------------------------------------------------------------------
 // The parent: forks the workers, restarts one past a crash, sums up.
+
+/// DIR/crash-<seed>.ir (the whole kernel: a worker that crashed or hung reported nothing) and
+/// DIR/crash-<seed>.txt (what happened, how to replay it), so that the repro archive of a GPU run
+/// holds what is needed to look at it. A failure to write is said, not fatal.
+void write_crash_report(const Options &opt, uint64_t seed, const std::string &how) {
+    const std::string base = opt.repro_dir + "/crash-" + std::to_string(seed);
+    std::string kernel;
+    try {
+        Generated g = generate(seed, opt.generate);
+        kernel = "// grid_dim(" + std::to_string(g.grid) + "), block_dim(" + std::to_string(g.block) + ")\n" +
+                 ember::ir::print(g.kernel);
+    } catch (const std::exception &e) {
+        kernel = std::string("// the generator failed: ") + e.what() + "\n";
+    }
+    std::string devices;
+    for (const std::string &d : opt.devices) devices += (devices.empty() ? "" : ",") + d;
+    std::ofstream ir_file(base + ".ir"), txt_file(base + ".txt");
+    ir_file << kernel << std::flush;
+    txt_file << "=== difftest: seed " << seed << ": the worker " << how << " ===\n"
+             << "replay: ember-difftest --seed " << seed << " --count 1"
+             << (devices.empty() ? "" : " --devices " + devices) << (opt.generate.no_half_fma ? " --no-half-fma" : "")
+             << "\nthe kernel (not minimised): " << base << ".ir\n" << std::flush;
+    if (!ir_file || !txt_file)
+        std::cout << "ember-difftest: cannot write " << base << ".txt/.ir (" << std::strerror(errno) << ")\n";
+}
 
 struct Worker {
     pid_t pid = -1;
@@ -623,6 +653,7 @@ int parent(const Options &opt) {
             std::cout << "=== difftest: seed " << (bad == UINT64_MAX ? std::string("?") : std::to_string(bad))
                       << ": the worker " << how << "\n" << std::flush;
             if (bad == UINT64_MAX) continue; // died outside a kernel: give up on this stripe
+            write_crash_report(opt, bad, how);
             s.failing_seeds.insert(bad);
             ++s.by_pair["crash or hang"];
             if (bad + jobs < end) {
@@ -682,6 +713,7 @@ int main(int argc, char **argv) {
         else if (a == "--no-half-fma") opt.generate.no_half_fma = true;
         else if (a == "--minimise-at-most") opt.max_minimised = static_cast<unsigned>(number());
         else if (a == "--print") print_seed = number();
+        else if (a == "--crash-on") opt.crash_on = number();
         else if (a == "--self-test") return self_test();
         else if (a == "-h" || a == "--help") usage("differential tester of ember's compiler");
         else usage("unknown argument '" + a + "'");
