@@ -240,8 +240,6 @@ public:
     void wait(BackendEvent &e) override;
     void synchronize() override;
 
-    // Device information and context limits.
-
     // Memory: memset, views, mapping, host and managed memory.
     void attach_managed(DeviceAddress p, unsigned flags) override;
 
@@ -255,16 +253,12 @@ public:
     void copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddress src, Backend *src_owner,
                       size_t bytes) override;
 
-    // Function attributes, launch attributes, clusters, occupancy.
-
+    // Launch attributes, clusters.
     void launch_extended(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &d,
                          const LaunchExtras &x, void **args, size_t /*num_args*/) override;
 
-    // Constant memory and external modules.
-
     // Graphs.
     class Graph;
-
     class GraphExec;
     void begin_capture() override;
     std::shared_ptr<BackendGraph> end_capture() override;
@@ -369,8 +363,7 @@ public:
     class CudaModule;
     std::shared_ptr<LoadedModule> load_module(int format, const std::string &bytes, const std::string &name) override;
 
-    // Graphs.
-
+    // Loading (CudaLoader.cpp): PTX, cubins of the compile cache's image levels, the preload.
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k, const detail::CacheKey *image_base) override;
 
     bool has_images() const override { return linker_available(); }
