@@ -11,7 +11,9 @@
 namespace ember {
 
 namespace detail {
-uint64_t kernel_local_bytes(const ir::Kernel &k); // Compiler.cpp
+/// A verified kernel's CompiledKernel without the binary: names, constants, resource figures
+/// (Compiler.cpp, where `compile` makes the same).
+CompiledKernel kernel_description(const ir::Kernel &k, const TargetSpec &target);
 }
 
 std::string ember_version() { return EMBER_VERSION_STRING; }
@@ -55,14 +57,8 @@ void set_host_cpu_for_testing(std::string name, std::string features) {
 CompiledKernel compiled_from_binary(const ir::Kernel &k, const TargetSpec &target, std::string binary,
                                     bool verify) {
     if (verify) ir::verify_or_throw(k);
-    CompiledKernel out;
-    out.kernel_name = k.name;
-    out.entry_symbol = k.name;
-    out.constants = ir::constant_globals(k);
-    out.target = target;
+    CompiledKernel out = detail::kernel_description(k, target);
     out.binary = std::move(binary);
-    out.local_bytes = detail::kernel_local_bytes(k);
-    out.static_shared_bytes = ir::static_shared_bytes(k);
     return out;
 }
 

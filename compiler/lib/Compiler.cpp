@@ -34,6 +34,12 @@
 
 namespace ember {
 
+namespace detail {
+/// A verified kernel's CompiledKernel without the binary: names, constants, resource figures
+/// (also compiled_from_binary's, CacheSupport.cpp).
+CompiledKernel kernel_description(const ir::Kernel &k, const TargetSpec &target);
+} // namespace detail
+
 std::string_view to_string(Stage s) {
     switch (s) {
     case Stage::IR: return "ir";
@@ -392,16 +398,9 @@ CompiledKernel compile_stages(const ir::Kernel &k, const TargetSpec &target,
                               const CompileOptions &options) {
     const std::string context = context_of(k, target);
     const DumpConfig &dumps = dump_config();
-    CompiledKernel out;
-    out.kernel_name = k.name;
-    out.entry_symbol = k.name;
-    out.constants = ir::constant_globals(k);
-    out.target = target;
-
     Timer verify_timer;
     ir::verify_or_throw(k);
-    out.local_bytes = local_bytes_of(k);
-    out.static_shared_bytes = ir::static_shared_bytes(k);
+    CompiledKernel out = detail::kernel_description(k, target);
     const double verify_seconds = verify_timer.seconds();
     if (options.keep_ir || dumps.ir || dumps.bundle) {
         std::string text = ir::print(k);
@@ -509,8 +508,16 @@ std::string emit(const ir::Kernel &k, const TargetSpec &target, Stage stage, int
 }
 
 namespace detail {
-/// For compiled_from_binary (CacheSupport.cpp).
-uint64_t kernel_local_bytes(const ir::Kernel &k) { return local_bytes_of(k); }
+CompiledKernel kernel_description(const ir::Kernel &k, const TargetSpec &target) {
+    CompiledKernel out;
+    out.kernel_name = k.name;
+    out.entry_symbol = k.name;
+    out.constants = ir::constant_globals(k);
+    out.target = target;
+    out.local_bytes = local_bytes_of(k);
+    out.static_shared_bytes = ir::static_shared_bytes(k);
+    return out;
+}
 } // namespace detail
 
 } // namespace ember

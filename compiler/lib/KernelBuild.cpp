@@ -99,7 +99,6 @@ std::string_view artefact_kind(const TargetSpec &target) {
 KernelBuild build_kernel(const ir::Kernel &k, const ArtefactKey &key, const TargetSpec &target,
                          const CompileOptions &options, ArtefactStore *store, bool verified) {
     KernelBuild out;
-    out.key = key;
     const std::string_view kind = artefact_kind(target);
     if (store) {
         if (std::optional<std::string> bytes = store->load(key.digest, kind)) {

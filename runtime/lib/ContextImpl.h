@@ -59,9 +59,6 @@ struct FunctionImpl : std::enable_shared_from_this<FunctionImpl> {
     /// CPU device answers get_attribute from it).
     std::mutex attributes_mutex;
     std::map<int, int> attributes_set;
-    /// Bytes of local arrays one thread may hold, callees included (CompiledKernel::local_bytes;
-    /// 0 for functions of external modules).
-    uint64_t local_bytes = 0;
     /// For a function of an external module (DeviceModule::get_function): keeps the module
     /// loaded while the function lives.
     std::shared_ptr<const void> module;

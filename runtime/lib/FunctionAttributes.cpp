@@ -50,7 +50,7 @@ std::string where(const FunctionImpl &fn) { return "kernel '" + fn.kernel->ir.na
 Backend::KernelFacts facts_of(FunctionImpl &fn) {
     Backend::KernelFacts f;
     f.static_shared_bytes = fn.static_shared_bytes;
-    f.local_bytes = fn.local_bytes;
+    f.local_bytes = fn.compiled.local_bytes; // 0 for functions of external modules
     f.max_dynamic_shared_bytes = fn.max_dynamic_shared_bytes.load();
     std::lock_guard<std::mutex> lock(fn.attributes_mutex);
     f.attributes_set = fn.attributes_set;
@@ -179,7 +179,6 @@ BlockSizeSuggestion function_suggested_block_size(FunctionImpl *f, size_t dynami
 }
 
 void finish_function(FunctionImpl &fn, const CompileFunctionOptions &opts) {
-    fn.local_bytes = fn.compiled.local_bytes; // the compiler's figure, callees included
     for (const FuncAttribute &a : opts.func_attribute) {
         if (a.kind == FuncAttribute::Kind::cache_config)
             set_cache(fn, a.cache, "compile_function (func_attribute)");

@@ -76,7 +76,6 @@ struct KernelBuild {
     /// The artefact, entry symbol, constants and resource figures (and, when compiled now, the
     /// time of each stage and the stage texts the options asked for).
     CompiledKernel kernel;
-    ArtefactKey key;
     /// True when LLVM ran; false when the artefact came from the store.
     bool compiled = false;
 };
