@@ -19,6 +19,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -537,6 +539,18 @@ std::vector<std::string> written_registers(const PtxLine &l) {
     return written;
 }
 
+/// `sub.sN d, a, b` (the line `l`) as d = a + (~b + 1), under `comment`; the sum reads the
+/// temporary first or second as `negation_first` says (each form as measured). d may be a or b:
+/// b is read into the temporary before d is written.
+std::string subtraction_as_addition(const PtxLine &l, const std::string &bits, const std::string &comment, bool negation_first) {
+    const std::string indent(l.indent), t = "%sub" + bits + "_t";
+    return indent + "// " + comment + "\n" + indent + "{\n" + indent + ".reg .b" + bits + " " + t + ";\n" +
+           indent + "not.b" + bits + " \t" + t + ", " + l.args[2] + ";\n" +
+           indent + "add.s" + bits + " \t" + t + ", " + t + ", 1;\n" +
+           indent + "add.s" + bits + " \t" + l.args[0] + ", " + (negation_first ? t + ", " + l.args[1] : l.args[1] + ", " + t) +
+           ";\n" + indent + "}";
+}
+
 /// `sub.s64 d, a, b` where a and b are shifts of one register, one left and one right: ptxas
 /// (CUDA 13.0, sm_90) computed (x >> 63) - (x << 1) as if it were a rotate, wrong for 60,944 of
 /// 65,536 values, and (x << 1) - (x >> 63) likewise (measured on an H200; (x >> 62) - (x << 1),
@@ -548,12 +562,7 @@ std::string rewrite_sub64(const PtxLine &l, const std::map<std::string, std::pai
     auto a = shifts.find(l.args[1]), b = shifts.find(l.args[2]);
     if (a == shifts.end() || b == shifts.end() || a->second.first != b->second.first || a->second.second == b->second.second)
         return "";
-    const std::string indent(l.indent);
-    return indent + "// sub.s64 of two shifts of one value as not + add + add: ember's [Note] ptxas and integer negation, abs and 16-bit min/max\n" +
-           indent + "{\n" + indent + ".reg .b64 %sub64_t;\n" +
-           indent + "not.b64 \t%sub64_t, " + l.args[2] + ";\n" +
-           indent + "add.s64 \t%sub64_t, %sub64_t, 1;\n" +
-           indent + "add.s64 \t" + l.args[0] + ", " + l.args[1] + ", %sub64_t;\n" + indent + "}";
+    return subtraction_as_addition(l, "64", "sub.s64 of two shifts of one value as not + add + add: ember's [Note] ptxas and integer negation, abs and 16-bit min/max", false);
 }
 
 /// `add`/`or`/`xor` of a left shift and an arithmetic right shift of one register: ptxas (CUDA
@@ -812,10 +821,124 @@ std::string rewrite_negated_half(const PtxLine &l, const std::set<std::string> &
            indent + "xor.b16 \t" + l.args[0] + ", " + l.args[1] + ", 0x8000;";
 }
 
+/// [Note] ptxas and 16-bit subtractions, byte parameters and folded conversions
+/// ==============================================================================
+/// Three more miscompiles of ptxas (CUDA 13.0 driver 580, sm_90), each found by ember-difftest on
+/// an H200 and each fixed by the rewrite below, measured on the kernel that found it:
+/// - **A 16-bit subtraction from a zero ptxas can see.** LLVM splits an i16 vector subtraction into
+///   `sub.s16` lanes; where a lane's minuend is a constant 0 that reaches the `sub` only through a
+///   `mov.b32` pack and unpack, ptxas folds it into a negation and widens it as it did `neg.s16`
+///   ([Note] ptxas and integer negation, abs and 16-bit min/max): 0 - (-32768) compared as
+///   32768, so `x >= 0 - y` came out false. Every `sub.s16` becomes `not` + `add 1` + `add`.
+/// - **A byte parameter loaded into a 16-bit register.** A device function's i8 argument is read
+///   with `ld.param.s8 %rs, [p]`; compared unsigned (`setp.ge.u16`) with the same value that went
+///   through f64 and back, it was unequal: ptxas read the register's upper half as the load's
+///   sign extension on one side only. The byte is loaded into a 32-bit register
+///   (`ld.param.u8`, sign-extended by `cvt.s32.s8` for `.s8`) and truncated with `cvt.u16.u32`.
+/// - **A float-to-integer conversion of a value ptxas can fold.** `cvt.rzi.u64.f32` of
+///   `selp.f32 %f, 0.0, -1.0, %p` came out as 2^64 - 1 where the operand was -1.0: ptxas folded
+///   the conversion of the constant without PTX's saturation (the hardware gives 0). The
+///   conversion's result is selected by range afterwards: the type's minimum below its range,
+///   its maximum at or above it, 0 for NaN, which is what `cvt.rzi` means, from comparisons that
+///   fold right. Four to six instructions per conversion.
+/// test/lit/eir/ptxas_workarounds.eir pins the three forms.
+std::string rewrite_sub16(const PtxLine &l) {
+    if (l.op != "sub.s16" || l.args.size() != 3 || l.args[2].empty() || l.args[2][0] != '%') return "";
+    return subtraction_as_addition(l, "16", "sub.s16 as not + add + add: ember's [Note] ptxas and 16-bit subtractions, byte parameters and folded conversions", true);
+}
+
+std::string rewrite_byte_param_load(const PtxLine &l) {
+    if ((l.op != "ld.param.s8" && l.op != "ld.param.u8") || l.args.size() != 2 || l.args[0].rfind("%rs", 0) != 0)
+        return "";
+    const std::string indent(l.indent);
+    return indent + "// " + l.op + " into 32 bits, then truncated: ember's [Note] ptxas and 16-bit subtractions, byte parameters and folded conversions\n" +
+           indent + "{\n" + indent + ".reg .b32 %ld8_t;\n" +
+           indent + "ld.param.u8 \t%ld8_t, " + l.args[1] + ";\n" +
+           (l.op == "ld.param.s8" ? indent + "cvt.s32.s8 \t%ld8_t, %ld8_t;\n" : std::string()) +
+           indent + "cvt.u16.u32 \t" + l.args[0] + ", %ld8_t;\n" + indent + "}";
+}
+
+/// A PTX float immediate (0f... for f32, 0d... for f64) of `x`.
+std::string ptx_float_immediate(double x, bool f64) {
+    char buf[32];
+    if (f64) {
+        uint64_t u;
+        std::memcpy(&u, &x, sizeof u);
+        std::snprintf(buf, sizeof buf, "0d%016llX", static_cast<unsigned long long>(u));
+    } else {
+        const float f = static_cast<float>(x);
+        uint32_t u;
+        std::memcpy(&u, &f, sizeof u);
+        std::snprintf(buf, sizeof buf, "0f%08X", static_cast<unsigned>(u));
+    }
+    return buf;
+}
+
+std::string guard_float_to_int(const PtxLine &l) {
+    // cvt.rzi.{s,u}{16,32,64}.{f32,f64}
+    if (l.op.rfind("cvt.rzi.", 0) != 0 || l.op.size() != 15 || l.args.size() != 2) return "";
+    const std::string to = l.op.substr(8, 3), from = l.op.substr(12);
+    static const std::set<std::string> ints = {"s16", "u16", "s32", "u32", "s64", "u64"};
+    if (ints.count(to) == 0 || (from != "f32" && from != "f64")) return "";
+    const bool is_unsigned = to[0] == 'u', f64 = from == "f64";
+    const int bits = std::stoi(to.substr(1));
+    const double lo = is_unsigned ? 0.0 : -std::ldexp(1.0, bits - 1);
+    const double hi = is_unsigned ? std::ldexp(1.0, bits) : std::ldexp(1.0, bits - 1);
+    const unsigned long long umax = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    const std::string min_value = is_unsigned ? "0" : "-" + std::to_string(1ull << (bits - 1));
+    const std::string max_value = std::to_string(is_unsigned ? umax : (1ull << (bits - 1)) - 1);
+    const std::string indent(l.indent), d = l.args[0], x = l.args[1], b = "b" + std::to_string(bits);
+    if (d == x) return ""; // LLVM never converts in place; the guard reads x after the cvt
+    return indent + "// " + l.op + " selected by range: ember's [Note] ptxas and 16-bit subtractions, byte parameters and folded conversions\n" +
+           indent + "{\n" + indent + ".reg .pred %cvt_lo, %cvt_hi, %cvt_nan;\n" +
+           indent + "setp.lt." + from + " \t%cvt_lo, " + x + ", " + ptx_float_immediate(lo, f64) + ";\n" +
+           indent + "setp.ge." + from + " \t%cvt_hi, " + x + ", " + ptx_float_immediate(hi, f64) + ";\n" +
+           indent + "setp.nan." + from + " \t%cvt_nan, " + x + ", " + x + ";\n" +
+           indent + l.op + " \t" + d + ", " + x + ";\n" +
+           indent + "selp." + b + " \t" + d + ", " + min_value + ", " + d + ", %cvt_lo;\n" +
+           indent + "selp." + b + " \t" + d + ", " + max_value + ", " + d + ", %cvt_hi;\n" +
+           indent + "selp." + b + " \t" + d + ", 0, " + d + ", %cvt_nan;\n" + indent + "}";
+}
+
+/// [Note] The driver's JIT and halves repacked between packed operations
+/// =======================================================================
+/// The CUDA driver's JIT (580.159, sm_90; the toolkit's `ptxas` compiled the same PTX) crashed
+/// the process (a segfault, on every run) on a packed `sub.rn.f16x2` whose halves were unpacked,
+/// went through scalar code, were packed again and fed a packed `add.rn.f16x2`; and likewise
+/// with `.bf16x2` and a scalar `max.bf16` between (two of 80,000 random kernels of
+/// ember-difftest on an H200). Reduced on the GPU by deleting instructions while the JIT still
+/// crashed, the f16 kernel kept 13: the `sub`, an unpack, a `cvt.f32.f16` + `cvt.rn.f16.f32`
+/// round trip per half, the pack and the `add`. Any scalar code between two packed operations
+/// makes that shape, so the packed operations themselves go: every `add`/`sub`/`mul`/`fma` of
+/// `.f16x2` or `.bf16x2` is unpacked, done as two scalar instructions of the same rounding and
+/// packed again, which is what each packed instruction means lane by lane. Both kernels then
+/// loaded and agreed; ptxas still pairs scalar halves where it sees fit. The cost is the unpack
+/// and the pack (PTX `mov`s the JIT mostly folds) and a scalar issue per lane where the packed
+/// form issued one. test/lit/eir/ptxas_workarounds.eir pins the form.
+std::string scalarize_packed_half(const PtxLine &l) {
+    static const std::set<std::string> packed = {"add.rn.f16x2",  "sub.rn.f16x2",  "mul.rn.f16x2",  "fma.rn.f16x2",
+                                                 "add.rn.bf16x2", "sub.rn.bf16x2", "mul.rn.bf16x2", "fma.rn.bf16x2",
+                                                 "add.f16x2",     "sub.f16x2",     "mul.f16x2"};
+    const bool is_fma = l.op.rfind("fma.", 0) == 0;
+    if (packed.count(l.op) == 0 || l.args.size() != (is_fma ? 4u : 3u)) return "";
+    for (size_t i = 1; i < l.args.size(); ++i)
+        if (l.args[i].empty() || l.args[i][0] != '%') return "";
+    const std::string indent(l.indent), scalar = l.op.substr(0, l.op.size() - 2); // "add.rn.f16"
+    static const char *const names[] = {"a", "b", "c"};
+    std::string out = indent + "// " + l.op + " lane by lane: ember's [Note] The driver's JIT and halves repacked between packed operations\n" +
+                      indent + "{\n" + indent + ".reg .b16 %hx_a0, %hx_a1, %hx_b0, %hx_b1, %hx_c0, %hx_c1, %hx_d0, %hx_d1;\n";
+    for (size_t i = 1; i < l.args.size(); ++i)
+        out += indent + "mov.b32 \t{%hx_" + names[i - 1] + "0, %hx_" + names[i - 1] + "1}, " + l.args[i] + ";\n";
+    for (const char *h : {"0", "1"})
+        out += indent + scalar + " \t%hx_d" + h + ", %hx_a" + h + ", %hx_b" + h + (is_fma ? std::string(", %hx_c") + h : "") + ";\n";
+    // every source was read above: d may be one of them
+    return out + indent + "mov.b32 \t" + l.args[0] + ", {%hx_d0, %hx_d1};\n" + indent + "}";
+}
+
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {
         "neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f",   "max.f",    "sub.s64", "abs.f",   "abs.bf", "shr.s",
-        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64"};
+        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64", "sub.s16", "ld.param.s8", "ld.param.u8", "cvt.rzi.", "f16x2"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -884,6 +1007,10 @@ std::string patch_ptx(std::string ptx) {
         std::string replacement;
         if (!l.op.empty()) {
             replacement = rewrite_instruction(l.op, l.args, std::string(l.indent));
+            if (replacement.empty()) replacement = rewrite_sub16(l);
+            if (replacement.empty()) replacement = rewrite_byte_param_load(l);
+            if (replacement.empty()) replacement = guard_float_to_int(l);
+            if (replacement.empty()) replacement = scalarize_packed_half(l);
             if (replacement.empty()) replacement = rewrite_sub64(l, shifts64);
             if (replacement.empty()) replacement = rewrite_arithmetic_rotate(l, shifts, writes);
             if (replacement.empty()) replacement = guard_float_clamp(l, clamped);

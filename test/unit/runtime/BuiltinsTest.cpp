@@ -380,6 +380,39 @@ TEST_P(BuiltinsTest, NegatedBoolConvertsToMinusOne) {
     }
 }
 
+// Conversions to integers of values ptxas can fold ([Note] ptxas and 16-bit subtractions, byte
+// parameters and folded conversions): cast<u64> of select(c, 0.0, -1.0) came out as 2^64 - 1 on
+// an H200, ptxas folding the conversion of -1.0 without saturating; every end of each range, and
+// NaN, through a select of constants.
+const auto folded_conversions = kernel("folded_conversions", {"w", "out"}, [](Ptr<float> w, Ptr<int64_t> out) {
+    auto i = global_idx.x;
+    Bool c = w[i] < 0.0f;
+    Float32 neg = select(c, Float32(0.0f), Float32(-1.0f));
+    Float32 big = select(c, Float32(1.0f), Float32(1e20f));
+    Float32 nan = select(c, Float32(2.0f), Float32(std::numeric_limits<float>::quiet_NaN()));
+    Float64 huge = select(c, Float64(3.0), Float64(-3e9));
+    out[i * 8] = cast<int64_t>(cast<uint64_t>(neg));
+    out[i * 8 + 1] = cast<int64_t>(cast<uint32_t>(neg));
+    out[i * 8 + 2] = cast<int64_t>(cast<uint64_t>(big));
+    out[i * 8 + 3] = cast<int64_t>(cast<uint32_t>(big));
+    out[i * 8 + 4] = cast<int64_t>(cast<int32_t>(big));
+    out[i * 8 + 5] = cast<int64_t>(big);
+    out[i * 8 + 6] = cast<int64_t>(cast<int32_t>(nan));
+    out[i * 8 + 7] = cast<int64_t>(cast<int32_t>(huge));
+});
+
+TEST_P(BuiltinsTest, ConversionsOfFoldableValuesSaturate) {
+    const std::vector<float> w = {1.0f, -1.0f, 0.0f, -0.0f};
+    const int64_t n = static_cast<int64_t>(w.size());
+    const std::vector<int64_t> out = run_one_block_to<int64_t>(ctx(), folded_conversions, w, w.size() * 8, n);
+    for (int64_t i = 0; i < n; ++i) {
+        const bool c = w[i] < 0.0f;
+        const int64_t want[8] = {0, 0, c ? 1 : -1 /* u64 max's bits */, c ? 1 : int64_t(UINT32_MAX), c ? 1 : INT32_MAX,
+                                 c ? 1 : INT64_MAX, c ? 2 : 0, c ? 3 : INT32_MIN};
+        for (int k = 0; k < 8; ++k) EXPECT_EQ(out[i * 8 + k], want[k]) << "conversion " << k << " of w=" << w[i];
+    }
+}
+
 // A left and an arithmetic right shift of one value, added (or xored): not a rotate, since the
 // right shift brings in copies of the sign. ptxas took (x >> 3) + (x << 61) for a rotate of x
 // ([Note] ptxas and integer negation, abs and 16-bit min/max, rewrite_arithmetic_rotate); the

@@ -157,6 +157,87 @@ TEST_P(SimdTest, ConstantDivisorWithAZeroLane) {
         }
 }
 
+// A 16-bit lane subtracted from a constant 0 lane, then compared ([Note] ptxas and 16-bit
+// subtractions, byte parameters and folded conversions): ptxas folded the zero, seen through a
+// pack, into a negation widened to 32 bits, so 0 - (-32768) compared as 32768.
+const auto zero_lane_difference = kernel("simd_zero_lane_difference", [](Ptr<const int16_t> in, Ptr<int16_t> out) {
+    auto i = global_idx.x;
+    auto y = in.load<4>(i * 4);
+    const SIMD<int16_t, 4> c(Int16(0), Int16(5), Int16(0), Int16(-7));
+    auto d = c - y;
+    out.store(i * 8, d);
+    out.store(i * 8 + 4, -cast<int16_t>(SIMD<int16_t, 4>(Int16(-2)) >= d));
+});
+
+TEST_P(SimdTest, SixteenBitLanesSubtractedFromAZeroLane) {
+    std::vector<int16_t> in;
+    for (int v : {-32768, 32767, -1, 0, 1, 2, -2, 12345, -32767, 7})
+        for (int l = 0; l < 4; ++l) in.push_back(static_cast<int16_t>(l % 2 ? v + l : v));
+    const int64_t n = static_cast<int64_t>(in.size() / 4);
+    auto din = upload(in);
+    auto dout = ctx().enqueue_create_buffer<int16_t>(static_cast<size_t>(n) * 8);
+    ctx().enqueue_function(zero_lane_difference, din, dout, grid_dim(1), block_dim(n));
+    std::vector<int16_t> out = download(dout);
+    const int c[4] = {0, 5, 0, -7};
+    for (int64_t i = 0; i < n; ++i)
+        for (int l = 0; l < 4; ++l) {
+            const int y = in[i * 4 + l];
+            const int16_t d = static_cast<int16_t>(static_cast<uint16_t>(c[l] - y)); // wraps
+            EXPECT_EQ(out[i * 8 + l], d) << c[l] << " - " << y;
+            EXPECT_EQ(out[i * 8 + 4 + l], -2 >= d ? -1 : 0) << "-2 >= " << c[l] << " - " << y;
+        }
+}
+
+// Packed half arithmetic around scalar code ([Note] The driver's JIT and halves repacked between
+// packed operations): a packed subtraction, a scalar max of each half, and a packed addition of
+// the repacked halves crashed the driver's JIT; each packed operation is now done lane by lane.
+template <class H> auto repacked_halves_kernel() {
+    return kernel(std::is_same_v<H, half> ? "simd_repacked_halves_f16" : "simd_repacked_halves_bf16",
+                  [](Ptr<const H> in, Ptr<H> out) {
+                      auto i = global_idx.x;
+                      auto a = in.template load<2>(i * 4);
+                      auto b = in.template load<2>(i * 4 + 2);
+                      auto d = a - b;
+                      const SIMD<H, 2> m(max(d[0], b[0]), max(d[1], a[1]));
+                      out.store(i * 4, m + a);
+                      out.store(i * 4 + 2, fma(d, m, b));
+                  });
+}
+
+template <class H> void check_repacked_halves(DeviceContext &c) {
+    // no zero operands: max of +0 and -0 may give either (minNum/maxNum)
+    const float v[] = {1.5f, -2.0f, 0.25f, -0.5f, 65504.0f, -65504.0f, 0.125f, 3.0f, 1e-3f, -7.25f};
+    std::vector<H> in;
+    for (float x : v)
+        for (float y : v) in.insert(in.end(), {H(x), H(y), H(y * 0.5f), H(-x)});
+    const int64_t n = static_cast<int64_t>(in.size() / 4);
+    auto din = c.enqueue_create_buffer<H>(in.size());
+    auto dout = c.enqueue_create_buffer<H>(in.size());
+    c.enqueue_copy(din, in.data());
+    c.enqueue_function(repacked_halves_kernel<H>(), din, dout, grid_dim(1), block_dim(n));
+    std::vector<H> out(in.size());
+    c.enqueue_copy(out.data(), dout);
+    c.synchronize();
+    auto same = [](float x, float y) { return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y)); };
+    for (int64_t i = 0; i < n; ++i) {
+        const float a[2] = {float(in[i * 4]), float(in[i * 4 + 1])}, b[2] = {float(in[i * 4 + 2]), float(in[i * 4 + 3])};
+        for (int l = 0; l < 2; ++l) {
+            const float d = float(H(a[l] - b[l])); // exact in float, rounded once to H
+            const float other = l == 0 ? b[0] : a[1];
+            const float m = std::fmax(d, other);
+            EXPECT_TRUE(same(float(out[i * 4 + l]), float(H(m + a[l])))) << "max + a, lane " << l << " of " << i << ": a " << a[l] << ", b " << b[l] << ", d " << d << ", m " << m << ": " << float(out[i * 4 + l]);
+            // d * m + b rounded once: exact in double for halves
+            EXPECT_TRUE(same(float(out[i * 4 + 2 + l]), float(H(static_cast<float>(double(d) * double(m) + double(b[l]))))))
+                << "fma, lane " << l << " of " << i << ": d " << d << ", m " << m << ", b " << b[l] << ": " << float(out[i * 4 + 2 + l]);
+        }
+    }
+}
+
+TEST_P(SimdTest, PackedHalfArithmeticAroundScalarCode) {
+    check_repacked_halves<half>(ctx());
+    check_repacked_halves<bfloat16>(ctx());
+}
+
 // Compares of 16-bit pairs turned into 0 / -1 lanes ([Note] LLVM 19's NVPTX back end and compares
 // of 16-bit pairs): LLVM's NVPTX back end aborted compiling them.
 const auto pair_compares = kernel("simd_pair_compares", [](Ptr<const int16_t> x, Ptr<const half> h,
