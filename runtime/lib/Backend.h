@@ -39,6 +39,8 @@ namespace ember::detail {
 /// The key of an artefact or of a device image (the compiler's ArtefactKey).
 using CacheKey = ArtefactKey;
 
+class ImageCache;
+
 /// A device address: a CUdeviceptr on CUDA, a host address on the CPU device.
 using DeviceAddress = uint64_t;
 
@@ -58,6 +60,9 @@ public:
     /// The JIT's verbose info log from loading (CUDA: ptxas's "Used N registers", spill bytes;
     /// read by CompileReport), empty where there is none.
     std::string jit_info_log;
+    /// Wall time of the load in seconds (CUDA: the driver's PTX JIT, or the link and the load of
+    /// an image), 0 where the back end does not measure it.
+    double load_seconds = 0;
     /// The device address and size in bytes of the module's global `symbol`
     /// (a constant array: CUDA's cuModuleGetGlobal, the JIT symbol on the CPU device), or {0, 0}
     /// when the module defines none of that name.
@@ -348,22 +353,11 @@ public:
 
     // Graphs.
 
-    /// Loads a compiled kernel. Throws CompileError carrying the driver's JIT log. `image_base`,
-    /// when given, is the cache key of `k`'s artefact: a back end with device images (NVIDIA:
-    /// cubins) makes the image, keeps it in the compile cache under that key plus the device's
-    /// (CompileCache::store_image) and loads it ([Note] Compile cache).
-    virtual std::unique_ptr<LoadedFunction> load(const CompiledKernel &k, const CacheKey *image_base = nullptr) = 0;
-    /// Whether load_image can ever answer (the back end keeps device images).
-    virtual bool has_images() const { return false; }
-    /// The compile cache's image levels: loads the kernel whose artefact has key `base` from a
-    /// device image cached for this device (CompileCache::find_image), without the artefact;
-    /// null on a miss or where the back end has no images (the CPU device). `meta` is the
-    /// kernel's CompiledKernel without its binary (names, constants). Sets `level` on a hit.
-    virtual std::unique_ptr<LoadedFunction> load_image(const CacheKey &base, const CompiledKernel &meta,
-                                                       const char **level) {
-        (void)base, (void)meta, (void)level;
-        return nullptr;
-    }
+    /// Loads a compiled kernel. Throws CompileError carrying the driver's JIT log.
+    virtual std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) = 0;
+    /// The image cache of a back end that links artefacts into device images (NVIDIA: cubins;
+    /// [Note] Image cache), asked before load(); null where there are none (the CPU device).
+    virtual ImageCache *images() { return nullptr; }
 };
 
 /// The CUDA back end for device `device_id`. Throws RuntimeError when libcuda.so.1 cannot be

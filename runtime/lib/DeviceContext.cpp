@@ -8,6 +8,7 @@
 #include "CompileReportInternal.h"
 #include "CompileCache.h"
 #include "ContextImpl.h"
+#include "ImageCache.h"
 #include "Functions.h"
 
 #include "ember/compiler/Bundle.h"
@@ -215,12 +216,13 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     const char *level = "compiled";
     std::optional<CacheKey> key;
     if (cacheable(co)) key = make_cache_key(*kernel, target, co);
-    if (key && ctx->backend->has_images()) {
+    ImageCache *images = key ? ctx->backend->images() : nullptr;
+    if (images) {
         // A device image of this kernel (a cubin) goes straight to the device: no artefact is
-        // read and nothing is compiled ([Note] Compile cache).
+        // read and nothing is compiled ([Note] Image cache).
         auto t0 = std::chrono::steady_clock::now();
         CompiledKernel meta = compiled_from_binary(kernel->ir, target, {}, !kernel->verified);
-        if (std::unique_ptr<LoadedFunction> loaded = ctx->backend->load_image(*key, meta, &level)) {
+        if (std::unique_ptr<LoadedFunction> loaded = images->load(*key, meta, &level)) {
             fn->compiled = std::move(meta);
             fn->static_shared_bytes = fn->compiled.static_shared_bytes;
             fn->loaded = std::move(loaded);
@@ -244,8 +246,11 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
     opts.dump_llvm.write(fn->compiled.llvm_opt);
     opts.dump_asm.write(fn->compiled.assembly);
     auto t0 = std::chrono::steady_clock::now();
+    // The image path first: the artefact linked into a device image, kept, loaded; where that
+    // fails, the back end loads the artefact itself and reports any error with the JIT's log.
+    if (images) fn->loaded = images->link_and_load(fn->compiled, *key);
     try {
-        fn->loaded = ctx->backend->load(fn->compiled, key ? &*key : nullptr);
+        if (!fn->loaded) fn->loaded = ctx->backend->load(fn->compiled);
     } catch (const CompileError &e) { // the driver's JIT refused the PTX
         throw detail::bundle_load_failure(e, kernel->ir, fn->compiled, co);
     }

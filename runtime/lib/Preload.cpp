@@ -75,7 +75,7 @@ std::string preload_list_key() {
 
 bool preload_enabled() { return settings::flag("EMBER_PRELOAD", true); }
 
-PreloadPlan read_preload_plan(DiskCache &disk) {
+PreloadPlan read_preload_plan(DiskCache &disk, std::string_view kind) {
     PreloadPlan plan;
     plan.disk = &disk;
     std::optional<std::string> text = disk.load(preload_list_key(), kPreloadKind);
@@ -83,7 +83,7 @@ PreloadPlan read_preload_plan(DiskCache &disk) {
     std::optional<std::vector<PreloadItem>> items = parse_preload_list(*text);
     if (!items) return plan; // checksummed, so only another ember's format: the next run rewrites it
     for (PreloadItem &item : *items) {
-        std::optional<std::string> bytes = disk.load(item.digest, "cubin");
+        std::optional<std::string> bytes = disk.load(item.digest, kind);
         plan.bytes.push_back(bytes ? std::make_shared<const std::string>(std::move(*bytes)) : nullptr);
         plan.items.push_back(std::move(item));
     }

@@ -8,8 +8,8 @@
 /// cuModuleGetFunction of the cached cubin, about 35 us per kernel on the H200, and 2 to 3 times
 /// that for the first module after the context is made. Those loads need the context, and the
 /// kernel's trace and key need the user's thread, so they can run side by side:
-/// - When a CUDA back end is used, it records each cubin it loads or links (key digest, arch,
-///   driver, entry symbol) in first-use order. When it is destroyed, if that list differs from
+/// - In a process's first CUDA context, the image cache ([Note] Image cache) records each cubin
+///   it loads or links (key digest, arch, driver, entry symbol) in first-use order. When it is destroyed, if that list differs from
 ///   the one read at the start, it stores it in the disk cache as the entry of kind "preload"
 ///   whose key is the hash of the executable's path (so a list is per program, versioned,
 ///   checksummed, written atomically and evicted like any entry).
@@ -74,8 +74,9 @@ struct PreloadPlan {
     std::vector<PreloadItem> items;
     std::vector<std::shared_ptr<const std::string>> bytes; ///< parallel to items
 };
-/// Reads this program's list and its images from `disk`; an empty plan when there is none.
-PreloadPlan read_preload_plan(DiskCache &disk);
+/// Reads this program's list and its images (of disk cache kind `kind`) from `disk`; an empty
+/// plan when there is none.
+PreloadPlan read_preload_plan(DiskCache &disk, std::string_view kind);
 /// Stores `items` (the first kMaxPreload) as this program's list in `disk`.
 void write_preload_list(DiskCache &disk, const std::vector<PreloadItem> &items);
 

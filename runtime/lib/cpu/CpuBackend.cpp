@@ -469,7 +469,7 @@ public:
 
     // Graphs.
 
-    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k, const CacheKey *) override {
+    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override {
         return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol), k.local_bytes, k.constants);
     }
 

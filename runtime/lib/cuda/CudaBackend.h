@@ -4,7 +4,7 @@
 /// share, streams and CudaBackend itself. Their bodies live by concept in CudaContext.cpp
 /// (construction, device information, the helper thread), CudaStreams.cpp, CudaMemory.cpp,
 /// CudaGraphs.cpp, CudaModules.cpp (attributes, occupancy, external modules) and CudaLoader.cpp
-/// (PTX loaded by the driver's JIT, cubins, the compile cache's image path, the preload).
+/// (PTX loaded by the driver's JIT; the image cache's hooks: cubins linked and loaded).
 ///
 /// [Note] CUDA contexts and threads
 /// ================================
@@ -19,6 +19,7 @@
 
 #include "cuda/CudaDriver.h"
 
+#include "ImageCache.h"
 #include "Preload.h"
 
 #include <array>
@@ -275,7 +276,10 @@ private:
     bool user_;
 };
 
-class CudaBackend final : public Backend {
+/// The disk cache kind of CUDA device images (the preload list names them too).
+inline constexpr std::string_view kCubinKind = "cubin";
+
+class CudaBackend final : public Backend, private ImageHooks {
 public:
     CudaBackend(const CudaDriver &drv, int device_id);
     ~CudaBackend() override;
@@ -363,13 +367,22 @@ public:
     class CudaModule;
     std::shared_ptr<LoadedModule> load_module(int format, const std::string &bytes, const std::string &name) override;
 
-    // Loading (CudaLoader.cpp): PTX, cubins of the compile cache's image levels, the preload.
-    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k, const detail::CacheKey *image_base) override;
+    // Loading (CudaLoader.cpp): PTX, and the image cache's hooks: cubins linked and loaded.
+    std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override;
 
-    bool has_images() const override { return linker_available(); }
+    /// The image cache when the driver has a linker ([Note] Image cache).
+    ImageCache *images() override { return linker_available() ? &images_ : nullptr; }
+    /// The image cache whether or not there is a linker: the preload loads cubins without one.
+    ImageCache &image_cache() { return images_; }
 
-    std::unique_ptr<LoadedFunction> load_image(const detail::CacheKey &base, const CompiledKernel &meta,
-                                               const char **level) override;
+    std::string_view image_kind() const override { return kCubinKind; }
+    std::string image_arch() const override;
+    std::string image_driver() const override;
+    /// Links the PTX of `k` into a cubin for this device (cuLink*), a relocatable compile;
+    /// nullopt on any failure. `info_log` receives ptxas's verbose log (as the PTX load's).
+    std::optional<std::string> link_image(const CompiledKernel &k, std::string &info_log) override;
+    std::unique_ptr<LoadedFunction> load_image_bytes(const std::string &bytes, const std::string &symbol,
+                                                     const CompiledKernel *k) override;
 
     /// Makes this back end's context current on the calling thread if it has none (as every
     /// method does through ScopedCurrent), for a back end made on another thread.
@@ -379,53 +392,10 @@ public:
     /// ([Note] Preload); the destructor stops and joins it.
     void adopt_helper(std::thread helper) { helper_ = std::move(helper); }
 
-    /// Makes this back end the process's first CUDA context ([Note] Preload): it will take the
-    /// images of `plan` made for this device and driver (run_preload loads them), record the
-    /// images it uses and store them as the program's list when destroyed.
-    void set_preload(const PreloadPlan &plan);
-
-    /// Loads the images set_preload kept, in order, on the calling thread (the helper that made
-    /// the back end), publishing each for take_preloaded; returns when done or when the
-    /// destructor asks. A failure leaves that kernel to the usual path.
-    void run_preload();
-
 private:
     bool linker_available() const {
         return drv_.cuLinkCreate && drv_.cuLinkAddData && drv_.cuLinkComplete && drv_.cuLinkDestroy;
     }
-
-    /// A preloaded image of digest `digest` for kernel `k` ([Note] Preload): the function the
-    /// helper loaded (waiting while it loads it), else, if the helper has not reached it, the
-    /// image loaded now from the preloaded bytes; null when there is none (or it failed, or was
-    /// taken already), or the compile cache no longer uses the disk cache it came from. `bytes`
-    /// receives the image's bytes on success. The current context is set.
-    std::unique_ptr<CudaFunction> take_preloaded(const std::string &digest, const CompiledKernel &k,
-                                                 std::shared_ptr<const std::string> &bytes);
-
-    /// Records that this context loaded the image `digest` (first use only), for the program's
-    /// preload list.
-    void record_use(const std::string &digest, const std::string &symbol);
-
-    /// Stores the images this context used as the program's preload list, when they differ
-    /// from the list read at its start and the compile cache still uses the disk it was read
-    /// from.
-    void store_used_list();
-
-    /// The image key of the artefact key `base` on this device: the driver decides the cubin too.
-    detail::CacheKey cubin_key(const detail::CacheKey &base) const;
-
-    /// A module of `cubin` and its kernel `k.entry_symbol`; null when the driver refuses the cubin
-    /// (the caller then goes the PTX way, which reports the error). The current context is set.
-    std::unique_ptr<CudaFunction> load_cubin(const std::string &cubin, const CompiledKernel &k);
-
-    /// The image path of load(): links the PTX of `k` into a cubin, keeps it in the compile cache
-    /// under `base`'s image key and loads it; null when the linker is unavailable or any step
-    /// fails. The link's verbose log (registers, spills) becomes the function's jit_info_log.
-    std::unique_ptr<LoadedFunction> link_and_load(const CompiledKernel &k, const detail::CacheKey &base);
-
-    /// Links the PTX of `k` into a cubin for the current context's device (cuLink*); nullopt on
-    /// any failure. `info_log` receives ptxas's verbose log (as the PTX load's, for reports).
-    std::optional<std::string> link_cubin(const CompiledKernel &k, std::string &info_log);
 
     cu::CUstream default_handle() const { return static_cast<CudaStream &>(*default_stream_).handle(); }
 
@@ -455,25 +425,10 @@ private:
     /// and addresses opened from another process's IPC handle.
     std::unordered_set<DeviceAddress> shareable_, ipc_opened_;
 
-    /// [Note] Preload. An image of the program's list, as the helper loads it.
-    struct Preloaded {
-        std::string digest, symbol;
-        std::shared_ptr<const std::string> bytes;
-        enum State { Pending, Loading, Loaded, Failed, Taken } state;
-        std::unique_ptr<CudaFunction> fn; ///< Loaded: the module and its kernel
-    };
-    std::mutex preload_mutex_; ///< guards everything below but helper_
-    std::condition_variable preload_cv_;
-    std::vector<Preloaded> preload_;
-    std::unordered_map<std::string, size_t> preload_index_; ///< digest -> preload_ index
-    DiskCache *preload_disk_ = nullptr;                      ///< where the list and images came from
-    bool preload_stop_ = false;
+    /// Cubins and the preload ([Note] Image cache); stopped and finished before the members
+    /// above go.
+    ImageCache images_{*this};
     std::thread helper_; ///< the thread that made this back end and preloads; joined first
-    /// The process's first CUDA context: records the images it uses (first use, in order) and
-    /// stores them as the program's list when it is destroyed.
-    bool program_context_ = false;
-    std::vector<PreloadItem> list_as_read_, used_;
-    std::unordered_set<std::string> used_digests_;
 };
 
 } // namespace ember::detail

@@ -109,18 +109,9 @@ CudaBackend::~CudaBackend() {
         return;
     }
     // The preloading helper first ([Note] Preload): it uses this back end until joined.
-    {
-        std::lock_guard<std::mutex> lock(preload_mutex_);
-        preload_stop_ = true;
-    }
+    images_.stop();
     if (helper_.joinable()) helper_.join();
-    preload_.clear(); // unloads the modules no kernel took
-    if (program_context_) {
-        try {
-            store_used_list();
-        } catch (...) { // the list is an optimisation: never an error in a destructor
-        }
-    }
+    images_.finish(); // unloads the modules no kernel took; stores the program's list
     free_deferred();
     // The default stream synchronises in its destructor, before the context is released.
     default_stream_.reset();
@@ -235,7 +226,7 @@ std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<v
                     std::unique_lock<std::mutex> lock(start->mutex);
                     start->cv.wait(lock, [&] { return start->planned; });
                     if (backend && start->plan) {
-                        backend->set_preload(*start->plan);
+                        backend->image_cache().set_preload(*start->plan);
                         preload = !start->plan->items.empty();
                         start->plan.reset(); // the back end keeps what it needs
                     }
@@ -245,7 +236,7 @@ std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<v
                 }
                 start->cv.notify_all();
                 // Still warm from making the context: load the program's kernels now.
-                if (preload) backend->run_preload();
+                if (preload) backend->image_cache().run_preload();
             });
         } catch (const std::system_error &) { // no thread: no warm-up, no preload
         }
@@ -256,7 +247,7 @@ std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<v
         meanwhile();
         if (first && preload_enabled()) {
             plan.emplace();
-            if (DiskCache *disk = CompileCache::instance().disk()) *plan = read_preload_plan(*disk);
+            if (DiskCache *disk = CompileCache::instance().disk()) *plan = read_preload_plan(*disk, kCubinKind);
         }
     } catch (...) { // a warm-up or a list that cannot be read: no preload
         plan.reset();

@@ -494,17 +494,11 @@ public:
     /// cuModuleGetGlobal on the module.
     std::pair<DeviceAddress, size_t> global(const std::string &symbol) override;
     cu::CUfunction function = nullptr;
-    /// Wall time of cuModuleLoadDataEx (the driver's PTX JIT), in seconds.
-    double load_seconds = 0;
 
 private:
     std::shared_ptr<const CudaPrimaryContext> ctx_;
     cu::CUmodule module_;
 };
-
-/// The `load_seconds` of `fn`, which must come from the CUDA back end; 0 for any other
-/// LoadedFunction.
-double last_load_seconds(const LoadedFunction &fn);
 
 } // namespace ember::detail
 

@@ -1,24 +1,17 @@
 /// \file
 /// The CUDA back end's loader (classes in CudaBackend.h): PTX loaded by the driver's JIT, the
-/// compile cache's image path (PTX linked into a cubin with cuLink*, cubins loaded), the preload
-/// of the program's kernels ([Note] Preload in Preload.h) and the errors of a load.
+/// image cache's hooks (PTX linked into a cubin with cuLink*, cubins loaded; [Note] Image cache)
+/// and the errors of a load.
 #include "cuda/CudaBackend.h"
-
-#include "CompileCache.h"
-#include "DiskCache.h"
-#include "Preload.h"
 
 #include "ember/Error.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <iterator>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <utility>
 
 namespace ember::detail {
 
@@ -28,19 +21,12 @@ std::string cuda_log_text(const std::string &buffer) {
     return s;
 }
 
-std::unique_ptr<LoadedFunction> CudaBackend::load(const CompiledKernel &k, const detail::CacheKey *image_base) {
+std::unique_ptr<LoadedFunction> CudaBackend::load(const CompiledKernel &k) {
     if (k.target.arch != Arch::NVPTX)
         throw LogicError("kernel '" + k.kernel_name + "' was compiled for " +
                          k.target.to_string() + ", but " + ctx_->where() + " needs " +
                          target_.to_string());
     ScopedCurrent current(*ctx_);
-    // The compile cache's image levels ([Note] Compile cache): the PTX is linked by the driver
-    // into a cubin for this device (the JIT runs once), kept in the cache under the artefact's
-    // key plus the driver and arch, and loaded; a later compile of the same kernel (this
-    // process or another) loads the cubin through load_image without any PTX. Any failure of
-    // this path falls back to loading the PTX below, which reports errors with the JIT log.
-    if (image_base)
-        if (std::unique_ptr<LoadedFunction> fn = link_and_load(k, *image_base)) return fn;
     std::string info_log(cuda_jit_log_bytes, '\0'), error_log(cuda_jit_log_bytes, '\0');
     cu::CUjit_option options[] = {
         cu::CU_JIT_INFO_LOG_BUFFER,  cu::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
@@ -75,148 +61,27 @@ std::unique_ptr<LoadedFunction> CudaBackend::load(const CompiledKernel &k, const
     return fn;
 }
 
-std::unique_ptr<LoadedFunction> CudaBackend::load_image(const detail::CacheKey &base, const CompiledKernel &meta,
-                                                        const char **level) {
-    if (meta.target.arch != Arch::NVPTX || !linker_available()) return nullptr;
+std::string CudaBackend::image_arch() const { return target_.cpu; }
+
+std::string CudaBackend::image_driver() const { return std::to_string(drv_.version()); }
+
+std::unique_ptr<LoadedFunction> CudaBackend::load_image_bytes(const std::string &bytes, const std::string &symbol,
+                                                              const CompiledKernel *k) {
     ScopedCurrent current(*ctx_);
-    auto start = std::chrono::steady_clock::now();
-    const detail::CacheKey image = cubin_key(base);
-    std::shared_ptr<const std::string> bytes;
-    std::unique_ptr<CudaFunction> fn = take_preloaded(image.digest, meta, bytes);
-    if (fn) {
-        detail::CompileCache::instance().note_preloaded_image(base, image, "cubin", meta.kernel_name,
-                                                              std::move(bytes), level);
-    } else {
-        std::shared_ptr<const std::string> cubin =
-            detail::CompileCache::instance().find_image(base, image, "cubin", meta.kernel_name, level);
-        if (!cubin) return nullptr;
-        fn = load_cubin(*cubin, meta);
-        if (!fn) return nullptr;
-    }
-    fn->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    record_use(image.digest, meta.entry_symbol);
-    return fn;
-}
-
-void CudaBackend::set_preload(const PreloadPlan &plan) {
-    const std::string arch = target_.cpu, driver = std::to_string(drv_.version());
-    std::lock_guard<std::mutex> lock(preload_mutex_);
-    program_context_ = true;
-    list_as_read_ = plan.items;
-    preload_disk_ = plan.disk;
-    for (size_t i = 0; i < plan.items.size(); ++i) {
-        const PreloadItem &item = plan.items[i];
-        if (!plan.bytes[i] || item.arch != arch || item.driver != driver || preload_index_.count(item.digest))
-            continue;
-        preload_index_.emplace(item.digest, preload_.size());
-        preload_.push_back(Preloaded{item.digest, item.symbol, plan.bytes[i], Preloaded::Pending, nullptr});
-    }
-}
-
-void CudaBackend::run_preload() {
-    ScopedCurrent current(*ctx_);
-    for (size_t i = 0;; ++i) {
-        std::shared_ptr<const std::string> bytes;
-        std::string symbol;
-        {
-            std::lock_guard<std::mutex> lock(preload_mutex_);
-            if (preload_stop_ || i >= preload_.size()) return;
-            if (preload_[i].state != Preloaded::Pending) continue;
-            preload_[i].state = Preloaded::Loading;
-            bytes = preload_[i].bytes;
-            symbol = preload_[i].symbol;
-        }
-        std::unique_ptr<CudaFunction> fn;
-        cu::CUmodule module = nullptr;
-        if (drv_.cuModuleLoadDataEx(&module, bytes->data(), 0, nullptr, nullptr) == cu::CUDA_SUCCESS) {
-            fn = std::make_unique<CudaFunction>(ctx_, module);
-            if (drv_.cuModuleGetFunction(&fn->function, module, symbol.c_str()) != cu::CUDA_SUCCESS) fn.reset();
-        }
-        {
-            std::lock_guard<std::mutex> lock(preload_mutex_);
-            preload_[i].state = fn ? Preloaded::Loaded : Preloaded::Failed;
-            preload_[i].fn = std::move(fn);
-        }
-        preload_cv_.notify_all();
-    }
-}
-
-std::unique_ptr<CudaFunction> CudaBackend::take_preloaded(const std::string &digest, const CompiledKernel &k,
-                                                          std::shared_ptr<const std::string> &bytes) {
-    std::unique_lock<std::mutex> lock(preload_mutex_);
-    if (preload_.empty()) return nullptr;
-    auto it = preload_index_.find(digest);
-    if (it == preload_index_.end()) return nullptr;
-    Preloaded &p = preload_[it->second];
-    if (p.symbol != k.entry_symbol) return nullptr;
-    preload_cv_.wait(lock, [&] { return p.state != Preloaded::Loading; });
-    if (p.state == Preloaded::Failed || p.state == Preloaded::Taken) return nullptr;
-    DiskCache *from = preload_disk_;
-    lock.unlock();
-    if (detail::CompileCache::instance().disk() != from) return nullptr;
-    lock.lock();
-    if (p.state == Preloaded::Loaded) {
-        p.state = Preloaded::Taken;
-        bytes = p.bytes;
-        return std::move(p.fn);
-    }
-    if (p.state != Preloaded::Pending) return nullptr; // taken by another thread meanwhile
-    p.state = Preloaded::Taken;
-    bytes = p.bytes;
-    lock.unlock();
-    std::unique_ptr<CudaFunction> fn = load_cubin(*bytes, k);
-    if (!fn) bytes.reset();
-    return fn;
-}
-
-void CudaBackend::record_use(const std::string &digest, const std::string &symbol) {
-    if (!program_context_) return;
-    std::lock_guard<std::mutex> lock(preload_mutex_);
-    if (used_.size() >= kMaxPreload || !used_digests_.insert(digest).second) return;
-    used_.push_back(PreloadItem{digest, target_.cpu, std::to_string(drv_.version()), symbol});
-}
-
-void CudaBackend::store_used_list() {
-    std::lock_guard<std::mutex> lock(preload_mutex_);
-    if (used_.empty() || used_ == list_as_read_) return;
-    DiskCache *disk = detail::CompileCache::instance().disk();
-    if (!disk || disk != preload_disk_) return;
-    write_preload_list(*disk, used_);
-}
-
-detail::CacheKey CudaBackend::cubin_key(const detail::CacheKey &base) const {
-    return image_key(base, std::to_string(drv_.version()), target_.cpu);
-}
-
-std::unique_ptr<CudaFunction> CudaBackend::load_cubin(const std::string &cubin, const CompiledKernel &k) {
     cu::CUmodule module = nullptr;
-    if (drv_.cuModuleLoadDataEx(&module, cubin.data(), 0, nullptr, nullptr) != cu::CUDA_SUCCESS) return nullptr;
+    if (drv_.cuModuleLoadDataEx(&module, bytes.data(), 0, nullptr, nullptr) != cu::CUDA_SUCCESS) return nullptr;
     auto fn = std::make_unique<CudaFunction>(ctx_, module); // unloads the module if we throw
-    if (cu::CUresult rc = drv_.cuModuleGetFunction(&fn->function, module, k.entry_symbol.c_str());
-        rc != cu::CUDA_SUCCESS)
+    if (cu::CUresult rc = drv_.cuModuleGetFunction(&fn->function, module, symbol.c_str()); rc != cu::CUDA_SUCCESS) {
+        if (!k) return nullptr;
         drv_.check(rc, "cuModuleGetFunction",
-                   "; the cubin of kernel '" + k.kernel_name + "' has no entry point '" + k.entry_symbol + "'");
+                   "; the cubin of kernel '" + k->kernel_name + "' has no entry point '" + symbol + "'");
+    }
     return fn;
 }
 
-std::unique_ptr<LoadedFunction> CudaBackend::link_and_load(const CompiledKernel &k, const detail::CacheKey &base) {
-    if (!linker_available()) return nullptr;
-    auto start = std::chrono::steady_clock::now();
-    std::string info_log;
-    std::optional<std::string> cubin = link_cubin(k, info_log);
-    if (!cubin) return nullptr;
-    auto bytes = std::make_shared<const std::string>(std::move(*cubin));
-    std::unique_ptr<CudaFunction> fn = load_cubin(*bytes, k);
-    if (!fn) return nullptr;
-    const detail::CacheKey image = cubin_key(base);
-    detail::CompileCache::instance().store_image(image, "cubin", std::move(bytes));
-    record_use(image.digest, k.entry_symbol);
-    fn->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    fn->jit_info_log = std::move(info_log);
-    return fn;
-}
-
-std::optional<std::string> CudaBackend::link_cubin(const CompiledKernel &k, std::string &info_log) {
+std::optional<std::string> CudaBackend::link_image(const CompiledKernel &k, std::string &info_log) {
+    if (k.target.arch != Arch::NVPTX || !linker_available()) return std::nullopt;
+    ScopedCurrent current(*ctx_);
     std::string info(cuda_jit_log_bytes, '\0');
     cu::CUjit_option options[] = {cu::CU_JIT_INFO_LOG_BUFFER, cu::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                                   cu::CU_JIT_LOG_VERBOSE};
@@ -269,9 +134,5 @@ void CudaBackend::throw_load_error(const CompiledKernel &k, cu::CUresult rc,
     throw CompileError(summary, std::move(log));
 }
 
-double last_load_seconds(const LoadedFunction &fn) {
-    const auto *f = dynamic_cast<const CudaFunction *>(&fn);
-    return f ? f->load_seconds : 0;
-}
 
 } // namespace ember::detail

@@ -81,10 +81,10 @@ TEST(PreloadList, APlanSkipsImagesThatAreGone) {
     fs::path dir = fs::temp_directory_path() / ("ember-preload-plan-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     DiskCache disk(dir, DiskCache::kDefaultMaxBytes);
-    EXPECT_TRUE(detail::read_preload_plan(disk).items.empty()); // no list yet
+    EXPECT_TRUE(detail::read_preload_plan(disk, "cubin").items.empty()); // no list yet
     disk.store(digest_of('d'), "cubin", "the cubin's bytes");
     detail::write_preload_list(disk, {{digest_of('d'), "sm_90", "13000", "a"}, {digest_of('e'), "sm_90", "13000", "b"}});
-    detail::PreloadPlan plan = detail::read_preload_plan(disk);
+    detail::PreloadPlan plan = detail::read_preload_plan(disk, "cubin");
     ASSERT_EQ(plan.items.size(), 2u);
     ASSERT_EQ(plan.bytes.size(), 2u);
     EXPECT_EQ(plan.disk, &disk);
