@@ -33,7 +33,8 @@ one stage of the compilation pipeline for every kernel (or only NAME).
                   obj       the binary a runtime loads: PTX text (nvptx) or a relocatable
                             object (cpu); one kernel only
   --target=SPEC   nvptx:sm_90, cpu (the host, the default), cpu:<llvm cpu name>
-  --all-targets   every target ember has: nvptx:sm_70, nvptx:sm_80, nvptx:sm_90 and cpu (the
+  --all-targets   every target ember has: nvptx:sm_70, nvptx:sm_80, nvptx:sm_90, amdgpu:gfx90a,
+                  amdgpu:gfx942, amdgpu:gfx1100 (where built with AMDGPU) and cpu (the
                   host); with -o FILE, one file per target, the target (':' as '_') put before
                   FILE's extension: -o k.s writes k.nvptx_sm_70.s, ..., k.cpu.s
   --report        print a compile report of every kernel and target to stderr: the time of
@@ -196,11 +197,16 @@ int replay(const Options &o) {
     return 0;
 }
 
-/// The targets of --all-targets: every NVPTX generation ember supports, and the host.
+/// The targets of --all-targets: every NVPTX generation ember supports, the AMDGPU processors
+/// of CDNA 2 and 3 and RDNA 3 where this build has the AMDGPU back end, and the host.
 std::vector<ember::TargetSpec> every_target() {
     std::vector<ember::TargetSpec> t;
-    for (const char *spec : {"nvptx:sm_70", "nvptx:sm_80", "nvptx:sm_90", "cpu"})
-        t.push_back(ember::TargetSpec::parse(spec));
+    for (const char *spec : {"nvptx:sm_70", "nvptx:sm_80", "nvptx:sm_90"}) t.push_back(ember::TargetSpec::parse(spec));
+    for (const char *spec : {"amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+        ember::TargetSpec amd = ember::TargetSpec::parse(spec);
+        if (ember::target_cache_key(amd).rfind("unavailable:", 0) != 0) t.push_back(amd);
+    }
+    t.push_back(ember::TargetSpec::parse("cpu"));
     return t;
 }
 

@@ -1328,25 +1328,11 @@ public:
 
     llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count, uint64_t,
                                    const llvm::Twine &name) const override {
-        llvm::Module &m = *b.GetInsertBlock()->getModule();
-        auto *ty = llvm::ArrayType::get(elem, count);
-        auto *g = new llvm::GlobalVariable(m, ty, /*isConstant=*/false, llvm::GlobalValue::InternalLinkage,
-                                           llvm::UndefValue::get(ty), name, nullptr,
-                                           llvm::GlobalValue::NotThreadLocal, shared_address_space());
-        g->setAlignment(llvm::Align(16));
-        return g;
+        return internal_shared_array(b, elem, count, name, shared_address_space());
     }
 
-    /// CUDA's `extern __shared__`: an external array the driver places after the static ones.
     llvm::Value *emit_dynamic_shared(llvm::IRBuilderBase &b, const llvm::Twine &name) const override {
-        llvm::Module &m = *b.GetInsertBlock()->getModule();
-        auto *ty = llvm::ArrayType::get(b.getInt8Ty(), 0);
-        if (llvm::GlobalVariable *g = m.getNamedGlobal(name.str())) return g;
-        auto *g = new llvm::GlobalVariable(m, ty, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
-                                           nullptr, name, nullptr, llvm::GlobalValue::NotThreadLocal,
-                                           shared_address_space());
-        g->setAlignment(llvm::Align(16));
-        return g;
+        return external_shared_array(b, name, shared_address_space());
     }
 
     llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel, const KernelFacts &) const override {

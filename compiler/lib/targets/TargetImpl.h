@@ -240,6 +240,16 @@ void set_host_cpu_override(std::optional<HostCpu> cpu);
 /// (check_cpu_and_features, which costs milliseconds the first time): for cache_key() only.
 llvm::Expected<std::unique_ptr<Target>> new_nvptx_target(const TargetSpec &spec, bool validate = true);
 llvm::Expected<std::unique_ptr<Target>> new_cpu_target(const TargetSpec &spec, bool validate = true);
+llvm::Expected<std::unique_ptr<Target>> new_amdgpu_target(const TargetSpec &spec, bool validate = true);
+
+/// A GPU's static shared array: an internal, uninitialised, 16-aligned global of `count` `elem`s
+/// in address space `space`.
+llvm::Value *internal_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count, const llvm::Twine &name,
+                                   unsigned space);
+/// The GPUs' dynamic shared memory: the module's zero-length external array `name` of address
+/// space `space`, 16-aligned, which the driver places after the static shared arrays (CUDA's and
+/// HIP's `extern __shared__`); one per module.
+llvm::Value *external_shared_array(llvm::IRBuilderBase &b, const llvm::Twine &name, unsigned space);
 
 /// The single switch over `spec.arch`.
 llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec, bool validate = true);

@@ -5,7 +5,10 @@
 #include "../LLVMError.h"
 
 #include <llvm/Config/llvm-config.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
@@ -23,6 +26,12 @@ void initialize_llvm_targets() {
         LLVMInitializeNVPTXTarget();
         LLVMInitializeNVPTXTargetMC();
         LLVMInitializeNVPTXAsmPrinter();
+#endif
+#ifdef EMBER_WITH_AMDGPU
+        LLVMInitializeAMDGPUTargetInfo();
+        LLVMInitializeAMDGPUTarget();
+        LLVMInitializeAMDGPUTargetMC();
+        LLVMInitializeAMDGPUAsmPrinter();
 #endif
         // The CPU device generates code for the host only, whose back end CMake links.
         llvm::InitializeNativeTarget();
@@ -133,6 +142,26 @@ llvm::Expected<std::string> emit_with_target_machine(llvm::Module &m, llvm::Targ
     return std::string(buffer.str());
 }
 
+llvm::Value *internal_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count, const llvm::Twine &name,
+                                   unsigned space) {
+    llvm::Module &m = *b.GetInsertBlock()->getModule();
+    auto *ty = llvm::ArrayType::get(elem, count);
+    auto *g = new llvm::GlobalVariable(m, ty, /*isConstant=*/false, llvm::GlobalValue::InternalLinkage,
+                                       llvm::UndefValue::get(ty), name, nullptr, llvm::GlobalValue::NotThreadLocal, space);
+    g->setAlignment(llvm::Align(16));
+    return g;
+}
+
+llvm::Value *external_shared_array(llvm::IRBuilderBase &b, const llvm::Twine &name, unsigned space) {
+    llvm::Module &m = *b.GetInsertBlock()->getModule();
+    if (llvm::GlobalVariable *g = m.getNamedGlobal(name.str())) return g;
+    auto *ty = llvm::ArrayType::get(b.getInt8Ty(), 0);
+    auto *g = new llvm::GlobalVariable(m, ty, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage, nullptr, name,
+                                       nullptr, llvm::GlobalValue::NotThreadLocal, space);
+    g->setAlignment(llvm::Align(16));
+    return g;
+}
+
 llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec, bool validate) {
     switch (spec.arch) {
     case Arch::NVPTX:
@@ -140,8 +169,7 @@ llvm::Expected<std::unique_ptr<Target>> create_target(const TargetSpec &spec, bo
     case Arch::CPU:
         return new_cpu_target(spec, validate);
     case Arch::AMDGPU:
-        return make_target_unavailable("target '" + spec.to_string() +
-                                       "': the AMDGPU back end is not implemented yet");
+        return new_amdgpu_target(spec, validate);
     }
     EMBER_UNREACHABLE("unknown Arch");
 }

@@ -6,6 +6,7 @@
 /// special registers and the block range of a launch. Every test runs at -O0 and -O3, so that
 /// neither LLVM's constant folding nor its optimisations can hide a lowering that relies on UB.
 /// The NVPTX tests only check that PTX comes out.
+#include "ember/compiler/CacheSupport.h"
 #include "ember/compiler/Compiler.h"
 #include "ember/compiler/CpuAbi.h"
 #include "ember/compiler/IR.h"
@@ -1149,9 +1150,27 @@ TEST(CodeGenCpuTest, EmitNamesTheEntryAndTheBody) {
 TEST(CodeGenErrorTest, BadOptLevelAndUnavailableTargetsAreLogicErrors) {
     EXPECT_THROW(compile(make_scalar_add(), TargetSpec::parse("cpu"), CompileOptions{.opt_level = 4}),
                  LogicError);
-    EXPECT_THROW(compile(make_scalar_add(), TargetSpec::parse("amdgpu:gfx942")), LogicError);
+    EXPECT_THROW(compile(make_scalar_add(), TargetSpec::parse("amdgpu:gfx9999")), LogicError);
     EXPECT_THROW(compile(make_scalar_add(), TargetSpec::parse("nvptx:sm_999")), LogicError);
     EXPECT_THROW(compile(make_scalar_add(), TargetSpec::parse("cpu:not-a-cpu")), LogicError);
+}
+
+// The AMDGPU target's binary is a code object: an ELF shared object for AMDGPU (e_machine 224)
+// that lld linked in this process, its kernel named in the symbol table.
+TEST(CodeGenAmdgpuTest, TheBinaryIsALinkedCodeObject) {
+    if (target_cache_key(TargetSpec::parse("amdgpu:gfx942")).rfind("unavailable:", 0) == 0)
+        GTEST_SKIP() << "this build has no AMDGPU back end (EMBER_ENABLE_AMDGPU=OFF or no liblld)";
+    for (const char *arch : {"amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+        const CompiledKernel k = compile(make_scalar_add(), TargetSpec::parse(arch));
+        const std::string &elf = k.binary;
+        ASSERT_GT(elf.size(), 64u) << arch;
+        EXPECT_EQ(elf.substr(0, 4), "\x7f" "ELF") << arch;
+        EXPECT_EQ(static_cast<unsigned char>(elf[16]), 3u) << arch << ": ET_DYN, a shared object";
+        EXPECT_EQ(static_cast<unsigned char>(elf[18]) | static_cast<unsigned char>(elf[19]) << 8, 224u)
+            << arch << ": EM_AMDGPU";
+        EXPECT_NE(elf.find("scalar_add"), std::string::npos) << arch;
+        EXPECT_NE(elf.find("amdhsa.kernels"), std::string::npos) << arch << ": no kernel metadata";
+    }
 }
 
 TEST(CodeGenErrorTest, VerifierProblemsAreCompileErrors) {

@@ -1,0 +1,255 @@
+/// \file
+/// The AMDGPU target ([Note] AMDGPU target): `amdgpu:gfx942` and every `gfx` processor LLVM 19
+/// knows, triple amdgcn-amd-amdhsa, code object version 5, the relocatable object LLVM emits linked
+/// in-process by lld into a code object (HSACO) a HIP runtime loads.
+#include "TargetImpl.h"
+
+#include "../LLVMError.h"
+
+#ifdef EMBER_WITH_AMDGPU
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicsAMDGPU.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <lld/Common/Driver.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+LLD_HAS_DRIVER(elf)
+
+namespace ember::detail {
+
+namespace {
+
+constexpr const char *amdgpu_triple = "amdgcn-amd-amdhsa";
+
+/// [Note] AMDGPU target
+/// ====================
+/// What the AMDGPU target does today, and what it refuses:
+/// - **Kernel ABI.** The body is an `amdgpu_kernel` function whose parameters LLVM lays out in
+///   the kernarg segment in order, each at its natural alignment (what the HIP runtime's
+///   `hipModuleLaunchKernel` expects of a kernel's explicit arguments); the code object's
+///   `amdhsa.kernels` metadata lists them, and the hidden arguments after them, for code object
+///   version 5 (the module flag `amdhsa_code_object_version` = 500).
+/// - **Special registers.** thread_idx and block_idx are the work-item and work-group ids
+///   (`llvm.amdgcn.workitem.id.*`, `workgroup.id.*`); block_dim and grid_dim come from the hidden
+///   arguments of code object version 5 (`llvm.amdgcn.implicitarg.ptr`): the group size, an i16
+///   at byte 12 + 2·dim, and the block count, an i32 at byte 4·dim.
+/// - **Memory.** Global memory is address space 1, shared memory (LDS) 3, constant memory 4,
+///   local arrays 5 (LLVM's allocas). Static shared arrays are LDS globals; dynamic shared memory
+///   is a zero-length external LDS array, which the code object sizes at launch as HIP's
+///   `extern __shared__` does.
+/// - **Barriers and fences** are HIP's: a barrier is a workgroup-scope release fence,
+///   `s_barrier` and an acquire fence; a fence of the block, the device and the system is a
+///   sequentially consistent fence of scope `workgroup`, `agent` and the system.
+/// - **Atomics** keep LLVM's system scope for every ember scope: correct (the strongest) and
+///   slower than `agent` or `workgroup` would be; narrowing them is work to come.
+/// - **Refused with a CompileError naming the kernel**: warp operations (the wave is 64 lanes
+///   wide on CDNA, gfx90a and gfx942, and 32 on RDNA, gfx1100, so ballots and lane masks need a
+///   design of their own) and print (HIP's printf is a host-call buffer the HIP back end must
+///   serve). Nothing else of the IR is target-specific.
+/// - **Emission.** LLVM writes a relocatable ELF object; lld's ELF linker, in this process
+///   (liblld, no `ld.lld` process), links it as a shared object: the code object. lld keeps
+///   global state, so links are serialised. The `asm` stage is LLVM's AMDGPU assembly.
+/// Nothing of this has run on an AMD GPU (none exists on any machine here): LLVM's tools check
+/// the code objects (test/lit/amdgpu).
+class AMDGPUTarget final : public Target {
+public:
+    using Target::Target;
+
+    std::string triple() const override { return amdgpu_triple; }
+    std::string llvm_cpu() const override { return spec().cpu; }
+    std::string llvm_features() const override { return spec().features; }
+
+    unsigned global_address_space() const override { return 1; }
+    unsigned shared_address_space() const override { return 3; }
+    unsigned constant_address_space() const override { return 4; }
+    bool has_fma(ir::ScalarType t) const override { return t == ir::ScalarType::F16; }
+
+    llvm::Value *emit_special_reg(llvm::IRBuilderBase &b, ir::SpecialRegKind reg, unsigned dim) const override {
+        EMBER_ASSERT(dim < 3, "special register dimension out of range");
+        using namespace llvm;
+        MDBuilder md(b.getContext());
+        auto ranged = [&](Intrinsic::ID id, uint64_t lo, uint64_t hi) {
+            CallInst *call = b.CreateIntrinsic(id, {}, {});
+            call->setMetadata(LLVMContext::MD_range, md.createRange(APInt(32, lo), APInt(32, hi)));
+            return b.CreateZExt(call, b.getInt64Ty(), "", /*IsNonNeg=*/true);
+        };
+        static const Intrinsic::ID workitem[3] = {Intrinsic::amdgcn_workitem_id_x, Intrinsic::amdgcn_workitem_id_y,
+                                                  Intrinsic::amdgcn_workitem_id_z};
+        static const Intrinsic::ID workgroup[3] = {Intrinsic::amdgcn_workgroup_id_x, Intrinsic::amdgcn_workgroup_id_y,
+                                                   Intrinsic::amdgcn_workgroup_id_z};
+        switch (reg) {
+        case ir::SpecialRegKind::ThreadIdx: return ranged(workitem[dim], 0, 1024); // at most 1024 a block
+        case ir::SpecialRegKind::BlockIdx: return ranged(workgroup[dim], 0, 0x80000000u);
+        case ir::SpecialRegKind::BlockDim:
+        case ir::SpecialRegKind::GridDim: {
+            // The hidden arguments of code object version 5: block counts (i32) at 0, 4, 8; group
+            // sizes (i16) at 12, 14, 16.
+            Value *implicit = b.CreateIntrinsic(Intrinsic::amdgcn_implicitarg_ptr, {}, {});
+            const bool group = reg == ir::SpecialRegKind::BlockDim;
+            Type *ty = group ? b.getInt16Ty() : b.getInt32Ty();
+            Value *at = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), implicit, group ? 12 + 2 * dim : 4 * dim);
+            LoadInst *load = b.CreateAlignedLoad(ty, at, Align(group ? 2 : 4));
+            load->setMetadata(LLVMContext::MD_invariant_load, MDNode::get(b.getContext(), {}));
+            load->setMetadata(LLVMContext::MD_range,
+                              md.createRange(APInt(ty->getIntegerBitWidth(), 1),
+                                             APInt(ty->getIntegerBitWidth(), group ? 1025 : 0x80000000u)));
+            return b.CreateZExt(load, b.getInt64Ty(), "", /*IsNonNeg=*/true);
+        }
+        }
+        EMBER_UNREACHABLE("unknown special register");
+    }
+
+    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view) const override {
+        llvm::LLVMContext &c = b.getContext();
+        const llvm::SyncScope::ID workgroup = c.getOrInsertSyncScopeID("workgroup");
+        b.CreateFence(llvm::AtomicOrdering::Release, workgroup);
+        b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_barrier, {}, {});
+        b.CreateFence(llvm::AtomicOrdering::Acquire, workgroup);
+        return llvm::Error::success();
+    }
+
+    void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const override {
+        llvm::LLVMContext &c = b.getContext();
+        const llvm::SyncScope::ID id = scope == ir::FenceScope::Block    ? c.getOrInsertSyncScopeID("workgroup")
+                                       : scope == ir::FenceScope::Device ? c.getOrInsertSyncScopeID("agent")
+                                                                         : llvm::SyncScope::System;
+        b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent, id);
+    }
+
+    llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count, uint64_t,
+                                   const llvm::Twine &name) const override {
+        return internal_shared_array(b, elem, count, name, shared_address_space());
+    }
+
+    llvm::Value *emit_dynamic_shared(llvm::IRBuilderBase &b, const llvm::Twine &name) const override {
+        return external_shared_array(b, name, shared_address_space());
+    }
+
+    /// Refused in finish_module (uses_warp_ops); a value of the right type meanwhile.
+    llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value, llvm::Value *) const override {
+        if (ir::is_shuffle(op)) return llvm::PoisonValue::get(value->getType());
+        return llvm::PoisonValue::get(op == ir::WarpOp::Ballot ? b.getInt32Ty() : b.getInt1Ty());
+    }
+
+    /// Refused in finish_module: the call is marked by the named metadata below.
+    void emit_printf(llvm::IRBuilderBase &b, llvm::Value *, llvm::ArrayRef<llvm::Value *>) const override {
+        b.GetInsertBlock()->getModule()->getOrInsertNamedMetadata(printf_marker);
+    }
+
+    llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel, const KernelFacts &facts) const override {
+        const std::string where = "kernel '" + kernel.getName().str() + "' for " + spec().to_string();
+        if (facts.uses_warp_ops)
+            return make_compile_failure(where + ": warp operations are not available on AMDGPU yet (a wave is 64 "
+                                                "lanes on gfx90a and gfx942, 32 on gfx1100; see [Note] AMDGPU target)");
+        if (m.getNamedMetadata(printf_marker))
+            return make_compile_failure(where + ": print is not available on AMDGPU yet (see [Note] AMDGPU target)");
+        kernel.setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+        kernel.setLinkage(llvm::GlobalValue::ExternalLinkage);
+        kernel.setVisibility(llvm::GlobalValue::ProtectedVisibility);
+        m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 500);
+        return llvm::Error::success();
+    }
+
+    /// LLVM 19's AMDGPU instruction selection fails on `llvm.arithmetic.fence` of a uniform value
+    /// ("illegal VGPR to SGPR copy"). The fences keep the optimiser from folding casts
+    /// (emit_cast in CodeGenLLVM.cpp); once it has run they become an empty inline-asm copy in a
+    /// VGPR, which no later pass looks through either.
+    void prepare_codegen(llvm::Module &m) const override {
+        std::vector<llvm::IntrinsicInst *> fences;
+        for (llvm::Function &f : m)
+            for (llvm::BasicBlock &bb : f)
+                for (llvm::Instruction &i : bb)
+                    if (auto *c = llvm::dyn_cast<llvm::IntrinsicInst>(&i);
+                        c && c->getIntrinsicID() == llvm::Intrinsic::arithmetic_fence)
+                        fences.push_back(c);
+        for (llvm::IntrinsicInst *c : fences) {
+            llvm::IRBuilder<> b(c);
+            llvm::Type *ty = c->getType();
+            auto *fnty = llvm::FunctionType::get(ty, {ty}, false);
+            llvm::Value *r = b.CreateCall(llvm::InlineAsm::get(fnty, "; arithmetic fence", "=v,0", false),
+                                          {c->getArgOperand(0)});
+            r->takeName(c);
+            c->replaceAllUsesWith(r);
+            c->eraseFromParent();
+        }
+    }
+
+    llvm::CodeGenFileType binary_file_type() const override { return llvm::CodeGenFileType::ObjectFile; }
+
+    /// LLVM's relocatable object, linked by lld into the code object.
+    llvm::Expected<std::string> emit_binary(llvm::Module &m, llvm::TargetMachine &tm) const override {
+        llvm::Expected<std::string> object = emit_with_target_machine(m, tm, llvm::CodeGenFileType::ObjectFile);
+        if (!object) return object.takeError();
+        return link_code_object(*object, m.getName().str());
+    }
+
+private:
+    static constexpr const char *printf_marker = "ember.amdgpu.print";
+
+    /// `object` linked by lld's ELF driver into a shared object, through two temporary files.
+    llvm::Expected<std::string> link_code_object(const std::string &object, const std::string &name) const {
+        llvm::SmallString<128> dir;
+        if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("ember-amdgpu-link", dir))
+            return make_compile_failure("cannot make a temporary directory to link '" + name + "': " + ec.message());
+        struct Cleanup {
+            llvm::SmallString<128> &dir;
+            ~Cleanup() { llvm::sys::fs::remove_directories(dir); }
+        } cleanup{dir};
+        llvm::SmallString<128> in(dir), out(dir);
+        llvm::sys::path::append(in, "kernel.o");
+        llvm::sys::path::append(out, "kernel.hsaco");
+        {
+            std::error_code ec;
+            llvm::raw_fd_ostream os(in, ec, llvm::sys::fs::OF_None);
+            if (ec) return make_compile_failure("cannot write '" + in.str().str() + "': " + ec.message());
+            os << object;
+        }
+        std::string log;
+        llvm::raw_string_ostream log_os(log);
+        const char *args[] = {"ld.lld", "-shared", "--no-undefined", in.c_str(), "-o", out.c_str()};
+        static std::mutex lld_mutex; // lld keeps global state
+        {
+            std::lock_guard<std::mutex> lock(lld_mutex);
+            lld::Result r = lld::lldMain(args, log_os, log_os, {{lld::Gnu, &lld::elf::link}});
+            if (r.retCode != 0 || !r.canRunAgain)
+                return make_compile_failure("lld could not link the code object of '" + name + "' for " +
+                                            spec().to_string() + ":\n" + log);
+        }
+        auto buffer = llvm::MemoryBuffer::getFile(out);
+        if (!buffer) return make_compile_failure("cannot read the code object lld wrote for '" + name + "'");
+        return (*buffer)->getBuffer().str();
+    }
+};
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Target>> new_amdgpu_target(const TargetSpec &spec, bool validate) {
+    if (!validate) return std::make_unique<AMDGPUTarget>(spec);
+    if (llvm::Error err = check_cpu_and_features(spec, amdgpu_triple, spec.cpu, spec.features)) return err;
+    return std::make_unique<AMDGPUTarget>(spec);
+}
+
+} // namespace ember::detail
+
+#else // !EMBER_WITH_AMDGPU
+
+llvm::Expected<std::unique_ptr<ember::detail::Target>> ember::detail::new_amdgpu_target(const TargetSpec &spec, bool) {
+    return make_target_unavailable("target '" + spec.to_string() +
+                                   "' needs the AMDGPU back end and lld, but ember was built without them "
+                                   "(EMBER_ENABLE_AMDGPU=OFF, an LLVM without AMDGPU, or no liblld)");
+}
+
+#endif
