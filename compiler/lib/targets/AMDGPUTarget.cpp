@@ -123,9 +123,9 @@ public:
 
     void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const override {
         llvm::LLVMContext &c = b.getContext();
-        const llvm::SyncScope::ID id = scope == ir::FenceScope::Block    ? c.getOrInsertSyncScopeID("workgroup")
-                                       : scope == ir::FenceScope::Device ? c.getOrInsertSyncScopeID("agent")
-                                                                         : llvm::SyncScope::System;
+        llvm::SyncScope::ID id = llvm::SyncScope::System;
+        if (scope == ir::FenceScope::Block) id = c.getOrInsertSyncScopeID("workgroup");
+        else if (scope == ir::FenceScope::Device) id = c.getOrInsertSyncScopeID("agent");
         b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent, id);
     }
 
