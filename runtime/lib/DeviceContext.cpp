@@ -8,8 +8,8 @@
 #include "CompileReportInternal.h"
 #include "CompileCache.h"
 #include "ContextImpl.h"
-#include "ImageCache.h"
 #include "Functions.h"
+#include "ImageCache.h"
 
 #include "ember/compiler/Bundle.h"
 #include "ember/compiler/CacheSupport.h"

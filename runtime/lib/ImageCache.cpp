@@ -22,7 +22,7 @@ std::unique_ptr<LoadedFunction> ImageCache::load(const CacheKey &base, const Com
     const CacheKey image = image_key_of(base);
     const std::string_view kind = hooks_.image_kind();
     std::shared_ptr<const std::string> bytes;
-    std::unique_ptr<LoadedFunction> fn = take_preloaded(image.digest, meta.entry_symbol, meta, bytes);
+    std::unique_ptr<LoadedFunction> fn = take_preloaded(image.digest, meta, bytes);
     if (fn) {
         CompileCache::instance().note_preloaded_image(base, image, kind, meta.kernel_name, std::move(bytes), level);
     } else {
@@ -99,9 +99,9 @@ void ImageCache::stop() {
     stop_ = true;
 }
 
-std::unique_ptr<LoadedFunction> ImageCache::take_preloaded(const std::string &digest, const std::string &symbol,
-                                                           const CompiledKernel &k,
+std::unique_ptr<LoadedFunction> ImageCache::take_preloaded(const std::string &digest, const CompiledKernel &k,
                                                            std::shared_ptr<const std::string> &bytes) {
+    const std::string &symbol = k.entry_symbol;
     std::unique_lock<std::mutex> lock(mutex_);
     if (preload_.empty()) return nullptr;
     auto it = preload_index_.find(digest);

@@ -99,10 +99,11 @@ public:
     void finish() noexcept;
 
 private:
-    /// A preloaded function of image `digest` for `symbol`, as run_preload left it; null when
-    /// there is none (or it failed, or was taken). `bytes` receives the image's bytes.
-    std::unique_ptr<LoadedFunction> take_preloaded(const std::string &digest, const std::string &symbol,
-                                                   const CompiledKernel &k, std::shared_ptr<const std::string> &bytes);
+    /// A preloaded function of image `digest` for kernel `k` (its entry symbol), as run_preload
+    /// left it; null when there is none (or it failed, or was taken). `bytes` receives the
+    /// image's bytes.
+    std::unique_ptr<LoadedFunction> take_preloaded(const std::string &digest, const CompiledKernel &k,
+                                                   std::shared_ptr<const std::string> &bytes);
     /// Records that the image `digest` was used (first use only), in the program's first context.
     void record_use(const std::string &digest, const std::string &symbol);
 
