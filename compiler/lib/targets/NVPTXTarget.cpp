@@ -837,10 +837,16 @@ std::string rewrite_negated_half(const PtxLine &l, const std::set<std::string> &
 ///   (`ld.param.u8`, sign-extended by `cvt.s32.s8` for `.s8`) and truncated with `cvt.u16.u32`.
 /// - **A float-to-integer conversion of a value ptxas can fold.** `cvt.rzi.u64.f32` of
 ///   `selp.f32 %f, 0.0, -1.0, %p` came out as 2^64 - 1 where the operand was -1.0: ptxas folded
-///   the conversion of the constant without PTX's saturation (the hardware gives 0). The
-///   conversion's result is selected by range afterwards: the type's minimum below its range,
-///   its maximum at or above it, 0 for NaN, which is what `cvt.rzi` means, from comparisons that
-///   fold right. Four to six instructions per conversion.
+///   the conversion of the constant without PTX's saturation (the hardware gives 0). So the
+///   conversion only ever sees a value in its range: an operand below the range, at or above it,
+///   or NaN is replaced by 0.0 before the `cvt` (one `selp`), and the result is selected
+///   afterwards, the type's minimum below the range and its maximum at or above it, which is
+///   what `cvt.rzi` means, from comparisons that fold right. A first form selected the result
+///   only, after a `cvt` of the raw operand; in one kernel of 80,000 ptxas then dropped one of
+///   two `F2I.F64` whose f64 operands shared their low word (two constants built by `or.b64`
+///   with a sign, in a block ptxas had duplicated for a divergent shuffle) and used the other's
+///   result: the selected operand gives every conversion its own input, and that kernel agreed.
+///   Eight instructions per conversion.
 /// test/lit/eir/ptxas_workarounds.eir pins the three forms.
 std::string rewrite_sub16(const PtxLine &l) {
     if (l.op != "sub.s16" || l.args.size() != 3 || l.args[2].empty() || l.args[2][0] != '%') return "";
@@ -888,16 +894,17 @@ std::string guard_float_to_int(const PtxLine &l) {
     const std::string min_value = is_unsigned ? "0" : "-" + std::to_string(1ull << (bits - 1));
     const std::string max_value = std::to_string(is_unsigned ? umax : (1ull << (bits - 1)) - 1);
     const std::string indent(l.indent), d = l.args[0], x = l.args[1], b = "b" + std::to_string(bits);
-    if (d == x) return ""; // LLVM never converts in place; the guard reads x after the cvt
-    return indent + "// " + l.op + " selected by range: ember's [Note] ptxas and 16-bit subtractions, byte parameters and folded conversions\n" +
-           indent + "{\n" + indent + ".reg .pred %cvt_lo, %cvt_hi, %cvt_nan;\n" +
+    const std::string zero = f64 ? "0d0000000000000000" : "0f00000000";
+    return indent + "// " + l.op + " of an operand in range, result selected by range: ember's [Note] ptxas and 16-bit subtractions, byte parameters and folded conversions\n" +
+           indent + "{\n" + indent + ".reg .pred %cvt_lo, %cvt_hi, %cvt_out;\n" + indent + ".reg ." + from + " %cvt_x;\n" +
            indent + "setp.lt." + from + " \t%cvt_lo, " + x + ", " + ptx_float_immediate(lo, f64) + ";\n" +
            indent + "setp.ge." + from + " \t%cvt_hi, " + x + ", " + ptx_float_immediate(hi, f64) + ";\n" +
-           indent + "setp.nan." + from + " \t%cvt_nan, " + x + ", " + x + ";\n" +
-           indent + l.op + " \t" + d + ", " + x + ";\n" +
+           indent + "setp.nan.or." + from + " \t%cvt_out, " + x + ", " + x + ", %cvt_lo;\n" +
+           indent + "or.pred \t%cvt_out, %cvt_out, %cvt_hi;\n" +
+           indent + "selp." + from + " \t%cvt_x, " + zero + ", " + x + ", %cvt_out;\n" +
+           indent + l.op + " \t" + d + ", %cvt_x;\n" +
            indent + "selp." + b + " \t" + d + ", " + min_value + ", " + d + ", %cvt_lo;\n" +
-           indent + "selp." + b + " \t" + d + ", " + max_value + ", " + d + ", %cvt_hi;\n" +
-           indent + "selp." + b + " \t" + d + ", 0, " + d + ", %cvt_nan;\n" + indent + "}";
+           indent + "selp." + b + " \t" + d + ", " + max_value + ", " + d + ", %cvt_hi;\n" + indent + "}";
 }
 
 /// [Note] The driver's JIT and halves repacked between packed operations
