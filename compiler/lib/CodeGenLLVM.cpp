@@ -641,8 +641,12 @@ llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from_type, c
             if (to.scalar() == ir::ScalarType::F16) v = b_.CreateArithmeticFence(v, v->getType());
             return b_.CreateFPTrunc(v, dst);
         }
-        // f16 <-> bf16: through f32, which holds both exactly, so there is one rounding.
-        return b_.CreateFPTrunc(widen_float(v, like_lanes(b_.getFloatTy(), dst)), dst);
+        // f16 <-> bf16: through f32, which holds both exactly, so there is one rounding. From
+        // bf16 the fence above is needed too: an integer converted to bf16 and then to f16 was
+        // folded into one conversion to f32 (cast<f16>(cast<bf16>(2^31)) stayed 2^31, not inf).
+        llvm::Value *wide = widen_float(v, like_lanes(b_.getFloatTy(), dst));
+        if (to.scalar() == ir::ScalarType::F16) wide = b_.CreateArithmeticFence(wide, wide->getType());
+        return b_.CreateFPTrunc(wide, dst);
     }
     EMBER_UNREACHABLE("cast from " + from.to_string() + " to " + to.to_string());
 }

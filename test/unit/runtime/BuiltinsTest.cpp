@@ -1460,6 +1460,8 @@ const auto widenings = kernel("widenings", {"xs", "f", "h", "out", "wide"},
     out[16 + t] = cast<float>(cast<half>(cast<float>(cast<uint32_t>(x) << 29)));
     Var<float> through_var = cast<float>(cast<uint32_t>(x) << 29);
     out[24 + t] = cast<float>(cast<half>(Float32(through_var)));
+    // Through bf16 instead of f32: bf16 holds 2^31, f16 does not.
+    out[32 + t] = cast<float>(cast<half>(cast<bfloat16>(-(cast<uint32_t>(x) << 31))));
     auto q = f.load<16>(t * 16);
     wide.store(t * 32, cast<SIMD<double, 16>>(q));
     auto p = h.load<16>(t * 16);
@@ -1478,13 +1480,13 @@ TEST_P(BuiltinsTest, WideningConversionsOfLoadsAndOfOverflowingIntegers) {
     auto dx = ctx_->enqueue_create_buffer<int64_t>(n);
     auto df = ctx_->enqueue_create_buffer<float>(f.size());
     auto dh = ctx_->enqueue_create_buffer<half>(h.size());
-    auto dout = ctx_->enqueue_create_buffer<float>(4 * n);
+    auto dout = ctx_->enqueue_create_buffer<float>(5 * n);
     auto dwide = ctx_->enqueue_create_buffer<double>(n * 32);
     ctx_->enqueue_copy(dx, xs.data());
     ctx_->enqueue_copy(df, f.data());
     ctx_->enqueue_copy(dh, h.data());
     ctx_->enqueue_function(widenings, dx, df, dh, dout, dwide, grid_dim(1), block_dim(n));
-    std::vector<float> out(4 * n);
+    std::vector<float> out(5 * n);
     std::vector<double> wide(n * 32);
     ctx_->enqueue_copy(out.data(), dout);
     ctx_->enqueue_copy(wide.data(), dwide);
@@ -1500,6 +1502,8 @@ TEST_P(BuiltinsTest, WideningConversionsOfLoadsAndOfOverflowingIntegers) {
         const uint32_t big = uint32_t(xs[t]) << 29;
         EXPECT_EQ(out[16 + t], big == 0 ? 0.0f : inf) << "cast<f16>(cast<f32>(" << big << "))";
         EXPECT_EQ(out[24 + t], big == 0 ? 0.0f : inf) << "cast<f16>(cast<f32>(" << big << ")) through a Var";
+        // -(u << 31) is 0 or 2^31: 0 or inf.
+        EXPECT_EQ(out[32 + t], (xs[t] & 1) == 0 ? 0.0f : inf) << "cast<f16>(cast<bf16>(-(" << xs[t] << " << 31)))";
         for (int l = 0; l < 16; ++l) {
             EXPECT_EQ(wide[t * 32 + l], double(f[t * 16 + l])) << "f32 lane " << l << " of thread " << t;
             EXPECT_EQ(wide[t * 32 + 16 + l], double(float(h[t * 16 + l]))) << "f16 lane " << l << " of thread " << t;
