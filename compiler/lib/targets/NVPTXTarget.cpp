@@ -605,6 +605,36 @@ std::string rewrite_arithmetic_rotate(const PtxLine &l, const std::map<std::stri
            indent + "}";
 }
 
+/// [Note] ptxas and float selects
+/// ===============================
+/// ptxas (CUDA 13.0, sm_90) made `selp.f32 %f, 0f3F800000, 0f80000000, %p` (1.0 or -0.0) an
+/// `FSET.BF`, which gives 1.0 or +0.0: it took -0.0 for the 0.0 of that form, and a store of the
+/// select read 0 where -0 was right (one kernel of 50,000 of ember-difftest on an H200; the CPU
+/// device and the interpreter gave -0). A select moves bits, whatever the type names, so every
+/// float select, LLVM's and the rewrites' below, is a `selp.b32`/`selp.b64` with its float
+/// immediates written as the integers of their bits: ptxas then emits a `SEL`, which has no
+/// float form to match. test/lit/eir/ptxas_workarounds.eir pins the form.
+std::string bits_select(const std::string &type, const std::string &d, const std::string &a, const std::string &b,
+                        const std::string &p) {
+    const bool f64 = type == "f64";
+    auto operand = [&](const std::string &x) {
+        const std::string prefix = f64 ? "0d" : "0f";
+        const size_t digits = f64 ? 16 : 8;
+        if (x.size() != 2 + digits || x.rfind(prefix, 0) != 0 ||
+            x.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos)
+            return x;
+        const unsigned long long bits = std::stoull(x.substr(2), nullptr, 16);
+        return f64 ? std::to_string(static_cast<long long>(bits))
+                   : std::to_string(static_cast<int32_t>(static_cast<uint32_t>(bits)));
+    };
+    return std::string(f64 ? "selp.b64" : "selp.b32") + " \t" + d + ", " + operand(a) + ", " + operand(b) + ", " + p + ";";
+}
+
+std::string select_bits(const PtxLine &l) {
+    if ((l.op != "selp.f32" && l.op != "selp.f64") || l.args.size() != 4) return "";
+    return std::string(l.indent) + bits_select(l.op.substr(5), l.args[0], l.args[1], l.args[2], l.args[3]);
+}
+
 /// [Note] ptxas and float clamps
 /// ==============================
 /// ptxas (CUDA 13.0, sm_90) takes `max.f64 r, t, 0.0` of `min.f64 t, x, 1.0` to be a clamp of x
@@ -629,7 +659,7 @@ std::string guard_float_clamp(const PtxLine &l, const std::set<std::string> &cla
     return indent + "// " + l.op + " of a NaN-free operand: ember's [Note] ptxas and float clamps\n" +
            indent + "{\n" + indent + ".reg .pred %clamp_p;\n" + indent + ".reg ." + type + " %clamp_t;\n" +
            indent + "setp.nan." + type + " \t%clamp_p, " + reg + ", " + reg + ";\n" +
-           indent + "selp." + type + " \t%clamp_t, " + imm + ", " + reg + ", %clamp_p;\n" +
+           indent + bits_select(type, "%clamp_t", imm, reg, "%clamp_p") + "\n" +
            indent + l.op + " \t" + l.args[0] + ", %clamp_t, " + imm + ";\n" + indent + "}";
 }
 
@@ -901,7 +931,7 @@ std::string guard_float_to_int(const PtxLine &l) {
            indent + "setp.ge." + from + " \t%cvt_hi, " + x + ", " + ptx_float_immediate(hi, f64) + ";\n" +
            indent + "setp.nan.or." + from + " \t%cvt_out, " + x + ", " + x + ", %cvt_lo;\n" +
            indent + "or.pred \t%cvt_out, %cvt_out, %cvt_hi;\n" +
-           indent + "selp." + from + " \t%cvt_x, " + zero + ", " + x + ", %cvt_out;\n" +
+           indent + bits_select(from, "%cvt_x", zero, x, "%cvt_out") + "\n" +
            indent + l.op + " \t" + d + ", %cvt_x;\n" +
            indent + "selp." + b + " \t" + d + ", " + min_value + ", " + d + ", %cvt_lo;\n" +
            indent + "selp." + b + " \t" + d + ", " + max_value + ", " + d + ", %cvt_hi;\n" + indent + "}";
@@ -945,7 +975,7 @@ std::string scalarize_packed_half(const PtxLine &l) {
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {
         "neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f",   "max.f",    "sub.s64", "abs.f",   "abs.bf", "shr.s",
-        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64", "sub.s16", "ld.param.s8", "ld.param.u8", "cvt.rzi.", "f16x2"};
+        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64", "sub.s16", "ld.param.s8", "ld.param.u8", "cvt.rzi.", "f16x2", "selp.f"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -1017,6 +1047,7 @@ std::string patch_ptx(std::string ptx) {
             if (replacement.empty()) replacement = rewrite_sub16(l);
             if (replacement.empty()) replacement = rewrite_byte_param_load(l);
             if (replacement.empty()) replacement = guard_float_to_int(l);
+            if (replacement.empty()) replacement = select_bits(l);
             if (replacement.empty()) replacement = scalarize_packed_half(l);
             if (replacement.empty()) replacement = rewrite_sub64(l, shifts64);
             if (replacement.empty()) replacement = rewrite_arithmetic_rotate(l, shifts, writes);

@@ -413,6 +413,32 @@ TEST_P(BuiltinsTest, ConversionsOfFoldableValuesSaturate) {
     }
 }
 
+// Selects of -0.0 and 1.0 ([Note] ptxas and float selects): ptxas made select(c, 1.0, -0.0) an
+// FSET.BF on an H200, which gives +0.0 where -0.0 is selected. Each result's sign is checked.
+const auto negative_zero_selects = kernel("negative_zero_selects", {"w", "out"}, [](Ptr<float> w, Ptr<float> out) {
+    auto i = global_idx.x;
+    Float32 x = w[i];
+    out[i * 4] = select(x >= 1.0f, Float32(1.0f), Float32(-0.0f));
+    out[i * 4 + 1] = select(x < 0.0f, Float32(-0.0f), Float32(1.0f));
+    out[i * 4 + 2] = select(x >= 1.0f, Float32(-1.0f), Float32(-0.0f));
+    out[i * 4 + 3] = cast<float>(select(x >= 1.0f, Float64(1.0), Float64(-0.0)));
+});
+
+TEST_P(BuiltinsTest, SelectsOfNegativeZeroKeepTheSign) {
+    const std::vector<float> w = {2.0f, 0.5f, -3.0f, 1.0f};
+    const int64_t n = static_cast<int64_t>(w.size());
+    const std::vector<float> out = run_one_block_to<float>(ctx(), negative_zero_selects, w, w.size() * 4, n);
+    for (int64_t i = 0; i < n; ++i) {
+        const float x = w[i];
+        const float want[4] = {x >= 1.0f ? 1.0f : -0.0f, x < 0.0f ? -0.0f : 1.0f, x >= 1.0f ? -1.0f : -0.0f,
+                               x >= 1.0f ? 1.0f : -0.0f};
+        for (int k = 0; k < 4; ++k) {
+            EXPECT_EQ(out[i * 4 + k], want[k]) << "select " << k << " of w=" << x;
+            EXPECT_EQ(std::signbit(out[i * 4 + k]), std::signbit(want[k])) << "the sign of select " << k << " of w=" << x;
+        }
+    }
+}
+
 // A left and an arithmetic right shift of one value, added (or xored): not a rotate, since the
 // right shift brings in copies of the sign. ptxas took (x >> 3) + (x << 61) for a rotate of x
 // ([Note] ptxas and integer negation, abs and 16-bit min/max, rewrite_arithmetic_rotate); the
