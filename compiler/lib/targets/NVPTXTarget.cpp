@@ -242,6 +242,53 @@ void scalar_compares_of_16bit_pairs(llvm::Module &m) {
     }
 }
 
+/// [Note] LLVM 19's NVPTX back end and half vectors built from one lane
+/// ======================================================================
+/// LLVM legalises a vector of f16 or bf16 into two-lane pieces; where only one lane of a piece
+/// is known (a scalar inserted into a 16-lane vector of which one lane is read later), the piece
+/// is built by `scalar_to_vector`, for which LLVM 19's NVPTX back end has no pattern: "Cannot
+/// select: v2bf16 = scalar_to_vector", an abort of the process, when the piece feeds packed
+/// arithmetic (`llc` alone shows it: `insertelement <16 x bfloat> %v, bfloat %s, i64 8`, an
+/// `fsub` of the vector, a compare, lane 8 read; f16 likewise). ember-difftest met it (one
+/// kernel of 50,000). Before code generation the float arithmetic and compares of f16 and bf16
+/// vectors are done lane by lane (extract, scalar operation, insert), which builds no such
+/// piece. The PTX is what the back end made anyway after [Note] The driver's JIT and halves
+/// repacked between packed operations: scalar instructions per lane. SimdTest runs it;
+/// test/lit/eir/llvm_fold_workarounds.eir pins the form.
+void scalar_half_vector_arithmetic(llvm::Module &m) {
+    auto half_vector = [](llvm::Type *t) {
+        auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(t);
+        return vt && (vt->getElementType()->isHalfTy() || vt->getElementType()->isBFloatTy());
+    };
+    auto found = instructions_of<llvm::Instruction>(m, [&](llvm::Instruction &i) {
+        if (llvm::isa<llvm::FCmpInst>(i)) return half_vector(i.getOperand(0)->getType());
+        return (llvm::isa<llvm::BinaryOperator>(i) || llvm::isa<llvm::UnaryOperator>(i)) && half_vector(i.getType());
+    });
+    for (llvm::Instruction *i : found) {
+        llvm::IRBuilder<> b(i);
+        const unsigned lanes = llvm::cast<llvm::FixedVectorType>(i->getOperand(0)->getType())->getNumElements();
+        llvm::Value *r = llvm::PoisonValue::get(i->getType());
+        for (unsigned lane = 0; lane < lanes; ++lane) {
+            llvm::Value *x = b.CreateExtractElement(i->getOperand(0), lane);
+            llvm::Value *v;
+            if (auto *c = llvm::dyn_cast<llvm::FCmpInst>(i)) {
+                v = b.CreateFCmp(c->getPredicate(), x, b.CreateExtractElement(c->getOperand(1), lane));
+            } else if (auto *u = llvm::dyn_cast<llvm::UnaryOperator>(i)) {
+                v = b.CreateUnOp(u->getOpcode(), x);
+            } else {
+                v = b.CreateBinOp(llvm::cast<llvm::BinaryOperator>(i)->getOpcode(), x,
+                                  b.CreateExtractElement(i->getOperand(1), lane));
+            }
+            if (auto *vi = llvm::dyn_cast<llvm::Instruction>(v); vi && llvm::isa<llvm::FPMathOperator>(vi))
+                vi->copyFastMathFlags(i);
+            r = b.CreateInsertElement(r, v, lane);
+        }
+        r->takeName(i);
+        i->replaceAllUsesWith(r);
+        i->eraseFromParent();
+    }
+}
+
 /// [Note] ptxas and copysign
 /// ===========================
 /// LLVM 19 lowers copysign(x, s) for NVPTX to `abs a, x; neg n, a; selp r, n, a, p` (p: the sign
@@ -1390,6 +1437,7 @@ public:
         native_float_to_int(m);
         opaque_bf16_call_constants(m);
         scalar_compares_of_16bit_pairs(m);
+        scalar_half_vector_arithmetic(m);
     }
 
     std::string patch_assembly(std::string text) const override { return patch_ptx(std::move(text)); }

@@ -238,6 +238,61 @@ TEST_P(SimdTest, PackedHalfArithmeticAroundScalarCode) {
     check_repacked_halves<bfloat16>(ctx());
 }
 
+// Arithmetic and compares of 16-lane f16 and bf16 vectors, done lane by lane before code
+// generation on NVPTX ([Note] LLVM 19's NVPTX back end and half vectors built from one lane):
+// every lane of each result against the host, rounded once.
+template <class H> auto wide_halves_kernel() {
+    return kernel(std::is_same_v<H, half> ? "simd_wide_halves_f16" : "simd_wide_halves_bf16",
+                  [](Ptr<const H> in, Ptr<H> out, Ptr<int16_t> less) {
+                      auto i = global_idx.x;
+                      auto a = in.template load<16>(i * 32);
+                      auto b = in.template load<16>(i * 32 + 16);
+                      out.store(i * 64, a - b);
+                      out.store(i * 64 + 16, a + b);
+                      out.store(i * 64 + 32, a * b);
+                      out.store(i * 64 + 48, -a);
+                      less.store(i * 16, -cast<int16_t>(a < b));
+                  });
+}
+
+TEST_P(SimdTest, WideHalfVectorArithmetic) {
+    auto check = [&](auto tag) {
+        using H = decltype(tag);
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        const float v[] = {1.5f, -2.0f, 0.25f, -0.5f, 65504.0f, -65504.0f, 0.125f, 3.0f,
+                           1e-3f, -7.25f, 0.0f, -0.0f, nan, 100.0f, -3.0f, 0.75f};
+        std::vector<H> in;
+        for (int k = 0; k < 16; ++k) {
+            for (int l = 0; l < 16; ++l) in.push_back(H(v[(k + l) % 16]));
+            for (int l = 0; l < 16; ++l) in.push_back(H(v[(k * 3 + l * 5) % 16]));
+        }
+        const int64_t n = static_cast<int64_t>(in.size() / 32);
+        auto din = upload(in);
+        auto dout = ctx().template enqueue_create_buffer<H>(static_cast<size_t>(n) * 64);
+        auto dless = ctx().template enqueue_create_buffer<int16_t>(static_cast<size_t>(n) * 16);
+        ctx().enqueue_function(wide_halves_kernel<H>(), din, dout, dless, grid_dim(1), block_dim(n));
+        std::vector<H> out = download(dout);
+        std::vector<int16_t> less = download(dless);
+        auto same = [](float x, float y) {
+            return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y));
+        };
+        for (int64_t i = 0; i < n; ++i)
+            for (int l = 0; l < 16; ++l) {
+                const float a = float(in[i * 32 + l]), b = float(in[i * 32 + 16 + l]);
+                // Sums, differences and products of two halves are exact in f32 or rounded once
+                // there with bits to spare: rounding to H afterwards is rounding once.
+                const float want[4] = {float(H(a - b)), float(H(a + b)), float(H(a * b)), -a};
+                for (int k = 0; k < 4; ++k)
+                    EXPECT_TRUE(same(float(out[i * 64 + k * 16 + l]), want[k]))
+                        << "operation " << k << ", lane " << l << " of " << i << ": a " << a << ", b " << b
+                        << ": " << float(out[i * 64 + k * 16 + l]);
+                EXPECT_EQ(less[i * 16 + l], a < b ? -1 : 0) << a << " < " << b;
+            }
+    };
+    check(half{});
+    check(bfloat16{});
+}
+
 // Compares of 16-bit pairs turned into 0 / -1 lanes ([Note] LLVM 19's NVPTX back end and compares
 // of 16-bit pairs): LLVM's NVPTX back end aborted compiling them.
 const auto pair_compares = kernel("simd_pair_compares", [](Ptr<const int16_t> x, Ptr<const half> h,
