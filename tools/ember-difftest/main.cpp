@@ -58,6 +58,9 @@ struct Options {
     unsigned max_minimised = 5;
     /// Test hook of the tester itself: the worker aborts when it reaches this seed.
     std::optional<uint64_t> crash_on;
+    /// --kernel FILE: this kernel (a repro's .ir, edited or not) instead of each seed's own; the
+    /// seed still gives the launch and the inputs.
+    std::string kernel_file, kernel_text;
 };
 
 [[noreturn]] void usage(const std::string &why) {
@@ -66,6 +69,7 @@ struct Options {
                  "usage: ember-difftest [--seed S] [--count N] [--devices cpu,cuda] [--jobs J] [--repro-dir DIR]\n"
                  "                      [--no-minimise] [--minimise-at-most K] [--no-half-fma]\n"
                  "                      [--timeout SECONDS] [--print SEED] [--self-test]\n"
+                 "                      [--kernel FILE]   (FILE's kernel, with the seed's launch and inputs)\n"
                  "                      [--crash-on SEED]   (a test of the tester: that seed's worker aborts)\n",
                  why.c_str());
     std::exit(2);
@@ -98,12 +102,22 @@ struct Case {
     Buffers inputs;
 };
 
-Case make_case(uint64_t seed, const GenerateOptions &options) {
+Case make_case(uint64_t seed, const GenerateOptions &options, const std::string &kernel_text = {}) {
     Generated g = generate(seed, options);
     Case c;
     c.seed = seed;
     c.name = g.kernel.name;
     c.text = ir::print(g.kernel);
+    if (!kernel_text.empty()) {
+        const ir::Module m = ir::parse_module(kernel_text, "--kernel");
+        if (m.kernels.size() != 1) throw std::runtime_error("--kernel: the file must hold one kernel");
+        if (m.kernels[0].params.size() != g.kernel.params.size())
+            throw std::runtime_error("--kernel: kernel '" + m.kernels[0].name + "' has " +
+                                     std::to_string(m.kernels[0].params.size()) + " parameters, the tester passes " +
+                                     std::to_string(g.kernel.params.size()));
+        c.name = m.kernels[0].name;
+        c.text = ir::print(m);
+    }
     c.grid = g.grid;
     c.block = g.block;
     c.inputs = make_inputs(seed, g.grid * g.block);
@@ -404,7 +418,7 @@ int worker(const Options &opt, uint64_t first, uint64_t end, uint64_t stride, in
         if (opt.crash_on && *opt.crash_on == seed) std::abort();
         Case c;
         try {
-            c = make_case(seed, opt.generate);
+            c = make_case(seed, opt.generate, opt.kernel_text);
         } catch (const std::exception &e) {
             send(fd, "X " + std::to_string(seed) + " generator: " + e.what());
             continue;
@@ -714,6 +728,19 @@ int main(int argc, char **argv) {
         else if (a == "--minimise-at-most") opt.max_minimised = static_cast<unsigned>(number());
         else if (a == "--print") print_seed = number();
         else if (a == "--crash-on") opt.crash_on = number();
+        else if (a == "--kernel") {
+            opt.kernel_file = value();
+            std::ifstream f(opt.kernel_file);
+            std::stringstream text;
+            text << f.rdbuf();
+            if (!f || text.str().empty()) usage("--kernel: cannot read '" + opt.kernel_file + "'");
+            opt.kernel_text = text.str();
+            try {
+                (void)make_case(opt.seed, opt.generate, opt.kernel_text);
+            } catch (const std::exception &e) {
+                usage(std::string(e.what()));
+            }
+        }
         else if (a == "--self-test") return self_test();
         else if (a == "-h" || a == "--help") usage("differential tester of ember's compiler");
         else usage("unknown argument '" + a + "'");
