@@ -652,6 +652,40 @@ std::string rewrite_arithmetic_rotate(const PtxLine &l, const std::map<std::stri
            indent + "}";
 }
 
+/// [Note] ptxas and chains of 32-bit min/max
+/// ==========================================
+/// [Note] ptxas and integer negation, abs and 16-bit min/max: ptxas merges two chained `min.s32`
+/// (or `max`, `.u32`) into a 3-input `VIMNMX3` and drops the negation of an operand it folded
+/// into it. Rewriting the PTX's own negations was not enough: in one kernel of 50,000
+/// (ember-difftest on an H200) the negation was ptxas's own, a `mul.lo.s32` by a register it
+/// had proved to be -1 (the `not` of a conversion of a constant 0.0), and `reduce_min` of 16
+/// such products came out wrong (each product stored alone was right; with the JIT's
+/// optimisation off, the minimum was too). So no two 32-bit min/max of one kind are left
+/// chained: a `min`/`max` of `.s32`/`.u32` with an operand written by one of the same kind is
+/// done in 64 bits (both operands extended by their signedness, `min`/`max` of 64 bits, the low
+/// word kept), where ptxas has no 3-input form and no operand to negate: it emits compares and
+/// selects. Measured on that kernel: the wrong minimum was gone, and the SASS held no `VIMNMX3`;
+/// selecting with `setp` + `selp` instead let ptxas form `VIMNMX3` again. A single clamp
+/// (`min` of a `max`) is not a chain and stays one instruction; a reduction costs about five
+/// instructions per link instead of one. test/lit/eir/ptxas_workarounds.eir pins the form;
+/// BuiltinsTest runs reductions of negated and multiplied lanes on the GPU.
+std::string unchain_min_max32(const PtxLine &l, const std::map<std::string, std::string> &min_max_of) {
+    static const std::set<std::string> ops = {"min.s32", "max.s32", "min.u32", "max.u32"};
+    if (ops.count(l.op) == 0 || l.args.size() != 3) return "";
+    auto chained = [&](const std::string &r) {
+        const auto it = min_max_of.find(r);
+        return it != min_max_of.end() && it->second == l.op;
+    };
+    if (!chained(l.args[1]) && !chained(l.args[2])) return "";
+    const std::string ind(l.indent), narrow = l.op.substr(4), wide = narrow[0] == 's' ? "s64" : "u64";
+    return ind + "// " + l.op + " of a chain done in 64 bits: ember's [Note] ptxas and chains of 32-bit min/max\n" +
+           ind + "{\n" + ind + ".reg .b64 %mm64_a, %mm64_b;\n" +
+           ind + "cvt." + wide + "." + narrow + " \t%mm64_a, " + l.args[1] + ";\n" +
+           ind + "cvt." + wide + "." + narrow + " \t%mm64_b, " + l.args[2] + ";\n" +
+           ind + l.op.substr(0, 4) + wide + " \t%mm64_a, %mm64_a, %mm64_b;\n" +
+           ind + "cvt.u32.u64 \t" + l.args[0] + ", %mm64_a;\n" + ind + "}";
+}
+
 /// [Note] ptxas and float selects
 /// ===============================
 /// ptxas (CUDA 13.0, sm_90) made `selp.f32 %f, 0f3F800000, 0f80000000, %p` (1.0 or -0.0) an
@@ -1022,7 +1056,7 @@ std::string scalarize_packed_half(const PtxLine &l) {
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {
         "neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f",   "max.f",    "sub.s64", "abs.f",   "abs.bf", "shr.s",
-        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64", "sub.s16", "ld.param.s8", "ld.param.u8", "cvt.rzi.", "f16x2", "selp.f"};
+        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64", "sub.s16", "ld.param.s8", "ld.param.u8", "cvt.rzi.", "f16x2", "selp.f", "min.s32", "max.s32", "min.u32", "max.u32"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -1051,6 +1085,13 @@ std::string patch_ptx(std::string ptx) {
     std::map<std::string, int> writes;
     for (const PtxLine &l : lines)
         for (const std::string &r : written_registers(l)) ++writes[r];
+    // Registers written once, by a 32-bit integer min/max: its op ([Note] ptxas and chains of
+    // 32-bit min/max).
+    std::map<std::string, std::string> min_max_of;
+    for (const PtxLine &l : lines)
+        if ((l.op == "min.s32" || l.op == "max.s32" || l.op == "min.u32" || l.op == "max.u32") && l.args.size() == 3 &&
+            writes[l.args[0]] == 1)
+            min_max_of[l.args[0]] = l.op;
     // Registers read by a float min/max with an immediate operand ([Note] ptxas and float clamps).
     std::set<std::string> clamped;
     for (const PtxLine &l : lines)
@@ -1095,6 +1136,7 @@ std::string patch_ptx(std::string ptx) {
             if (replacement.empty()) replacement = rewrite_byte_param_load(l);
             if (replacement.empty()) replacement = guard_float_to_int(l);
             if (replacement.empty()) replacement = select_bits(l);
+            if (replacement.empty()) replacement = unchain_min_max32(l, min_max_of);
             if (replacement.empty()) replacement = scalarize_packed_half(l);
             if (replacement.empty()) replacement = rewrite_sub64(l, shifts64);
             if (replacement.empty()) replacement = rewrite_arithmetic_rotate(l, shifts, writes);

@@ -274,6 +274,59 @@ TEST_P(BuiltinsTest, NegationsAbsAndSmallMinMaxAreExact) {
     EXPECT_EQ(bad, 0);
 }
 
+// A minimum of products one of whose factors ptxas can prove to be -1 (the complement of a
+// conversion of a constant 0.0; [Note] ptxas and chains of 32-bit min/max): ptxas made the
+// product a negation, merged the minimum tree into 3-input VIMNMX3 and dropped that negation.
+const auto products_minimum = kernel("products_minimum", {"a", "h", "out"},
+                                     [](Ptr<int32_t> a, Ptr<half> h, Ptr<int32_t> out) {
+                                         auto i = global_idx.x;
+                                         auto v = a.load<16>(i * 16);
+                                         Float16 x = h[i * 2], y = h[i * 2 + 1];
+                                         const SIMD<half, 16> f(x + x, y, half(3370.0f), x, y, x, half(0.0f), y, x,
+                                                                half(2466.0f), y, x, half(0.0f), y, x, y);
+                                         auto p = ~cast<SIMD<int32_t, 16>>(f) * v;
+                                         out[i * 2] = reduce_min(p);
+                                         out[i * 2 + 1] = reduce_max(p);
+                                     });
+
+TEST_P(BuiltinsTest, MinimumOfProductsWithAFactorOfMinusOne) {
+    const int n = 4096;
+    std::vector<int32_t> a(n * 16);
+    std::vector<half> h(n * 2);
+    uint64_t state = 777;
+    auto next = [&] { // SplitMix64
+        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    };
+    for (auto &x : a) x = int32_t(uint32_t(next()));
+    for (auto &x : h) x = half(float(int(next() % 2001) - 1000) / 8.0f);
+    auto da = ctx_->enqueue_create_buffer<int32_t>(a.size());
+    auto dh = ctx_->enqueue_create_buffer<half>(h.size());
+    auto dout = ctx_->enqueue_create_buffer<int32_t>(n * 2);
+    ctx_->enqueue_copy(da, a.data());
+    ctx_->enqueue_copy(dh, h.data());
+    ctx_->enqueue_function(products_minimum, da, dh, dout, grid_dim(n / 128), block_dim(128));
+    std::vector<int32_t> out(n * 2);
+    ctx_->enqueue_copy(out.data(), dout);
+    ctx_->synchronize();
+    int bad = 0;
+    for (int i = 0; i < n; ++i) {
+        const float x = float(h[i * 2]), y = float(h[i * 2 + 1]);
+        const float f[16] = {float(half(x + x)), y, 3370.0f, x, y, x, 0.0f, y, x, 2466.0f, y, x, 0.0f, y, x, y};
+        int32_t mn = INT32_MAX, mx = INT32_MIN;
+        for (int l = 0; l < 16; ++l) {
+            const int32_t p = int32_t(uint32_t(~int32_t(f[l])) * uint32_t(a[i * 16 + l])); // wrapping
+            mn = std::min(mn, p);
+            mx = std::max(mx, p);
+        }
+        if ((out[i * 2] != mn || out[i * 2 + 1] != mx) && bad++ < 10)
+            ADD_FAILURE() << "thread " << i << ": min " << out[i * 2] << " (want " << mn << "), max " << out[i * 2 + 1]
+                          << " (want " << mx << ")";
+    }
+}
+
 // One block of `threads` threads of kernel `k(in, out)`: copies `in` over, returns `out` (`out_size`
 // elements of type Out).
 template <typename Out, typename T, typename K>
