@@ -40,8 +40,10 @@ one stage of the compilation pipeline for every kernel (or only NAME).
   --report        print a compile report of every kernel and target to stderr: the time of
                   each stage (lower, optimise, codegen) and the sizes known without a device
                   (static shared, local and constant bytes, binary size). Registers and spills
-                  are ptxas's, which runs when a driver loads the PTX: DeviceFunction::report()
-                  or EMBER_LOG=compile give them. --emit may be left out with --report.
+                  are ptxas's on NVPTX, which runs when a driver loads the PTX:
+                  DeviceFunction::report() or EMBER_LOG=compile give them; on AMDGPU the code
+                  object's metadata says them (VGPRs, SGPRs, spills, scratch, LDS, kernarg
+                  bytes, wave size). --emit may be left out with --report.
   -O0 .. -O3      optimisation level (default -O3)
   -o FILE         write to FILE instead of stdout
   --kernel=NAME   only the kernel NAME
@@ -244,11 +246,24 @@ std::string report_line(const ember::ir::Kernel &k, const ember::TargetSpec &tar
                     milliseconds(c.lower_seconds) + ", optimise " + milliseconds(c.optimize_seconds) +
                     ", codegen " + milliseconds(c.codegen_seconds) + ", total " + milliseconds(total) +
                     "; ";
-    if (target.arch == ember::Arch::NVPTX)
+    if (target.arch == ember::Arch::NVPTX) {
         s += "registers, spills: need a driver (ptxas runs when the PTX is loaded; run on a device: "
              "DeviceFunction::report() or EMBER_LOG=compile)";
-    else
+    } else if (target.arch == ember::Arch::AMDGPU) {
+        // The code object is final: its metadata note says what the back end allocated.
+        if (auto info = ember::amdgpu_kernel_info(c.binary, c.kernel_name)) {
+            s += "VGPRs " + std::to_string(info->vgprs) + ", SGPRs " + std::to_string(info->sgprs) +
+                 (info->agprs >= 0 ? ", AGPRs " + std::to_string(info->agprs) : std::string()) + ", spilled VGPRs " +
+                 std::to_string(info->vgpr_spills) + ", spilled SGPRs " + std::to_string(info->sgpr_spills) +
+                 ", scratch " + std::to_string(info->private_segment_bytes) + " B, LDS " +
+                 std::to_string(info->group_segment_bytes) + " B, kernarg " +
+                 std::to_string(info->kernarg_segment_bytes) + " B, wave " + std::to_string(info->wavefront_size);
+        } else {
+            s += "registers: the code object has no metadata for the kernel";
+        }
+    } else {
         s += "registers, spills: n/a on the CPU";
+    }
     return s;
 }
 

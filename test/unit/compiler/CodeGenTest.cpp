@@ -1173,6 +1173,30 @@ TEST(CodeGenAmdgpuTest, TheBinaryIsALinkedCodeObject) {
     }
 }
 
+// The code object's metadata, read back for compile reports: the wave of each arch, no scratch
+// or spills for a small kernel, the kernarg buffer at least the two pointers and the scalar;
+// nothing for bytes that are not a code object or for a kernel it does not hold.
+TEST(CodeGenAmdgpuTest, KernelInfoComesFromTheCodeObjectMetadata) {
+    if (target_cache_key(TargetSpec::parse("amdgpu:gfx942")).rfind("unavailable:", 0) == 0)
+        GTEST_SKIP() << "this build has no AMDGPU back end (EMBER_ENABLE_AMDGPU=OFF or no liblld)";
+    for (auto [arch, wave] : {std::pair{"amdgpu:gfx90a", 64}, {"amdgpu:gfx942", 64}, {"amdgpu:gfx1100", 32}}) {
+        const CompiledKernel k = compile(make_scalar_add(), TargetSpec::parse(arch));
+        const std::optional<AmdgpuKernelInfo> info = amdgpu_kernel_info(k.binary, k.kernel_name);
+        ASSERT_TRUE(info.has_value()) << arch;
+        EXPECT_EQ(info->wavefront_size, wave) << arch;
+        EXPECT_GT(info->vgprs, 0) << arch;
+        EXPECT_GT(info->sgprs, 0) << arch;
+        EXPECT_EQ(info->vgpr_spills, 0) << arch;
+        EXPECT_EQ(info->private_segment_bytes, 0) << arch;
+        EXPECT_EQ(info->group_segment_bytes, 0) << arch;
+        EXPECT_GE(info->kernarg_segment_bytes, 8 + 8 + 4) << arch;
+        EXPECT_FALSE(amdgpu_kernel_info(k.binary, "no_such_kernel").has_value()) << arch;
+    }
+    EXPECT_FALSE(amdgpu_kernel_info("not a code object", "scalar_add").has_value());
+    const CompiledKernel cpu = compile(make_scalar_add(), TargetSpec::parse("cpu"));
+    EXPECT_FALSE(amdgpu_kernel_info(cpu.binary, "scalar_add").has_value()) << "a host object is not a code object";
+}
+
 TEST(CodeGenErrorTest, VerifierProblemsAreCompileErrors) {
     ir::Kernel k = make_scalar_add();
     k.name = "not an identifier";

@@ -89,6 +89,22 @@ public:
     virtual void *symbol(const std::string &name) const = 0;
 };
 
+/// What the metadata note of an AMDGPU code object (`amdhsa.kernels`, code object version 5)
+/// says of one kernel; -1 where it does not say.
+struct AmdgpuKernelInfo {
+    int vgprs = -1, sgprs = -1, agprs = -1;         ///< registers per work-item (AGPRs: gfx90a/gfx942)
+    int vgpr_spills = -1, sgpr_spills = -1;         ///< registers spilled
+    int wavefront_size = -1;                        ///< 64 (CDNA) or 32 (RDNA)
+    int64_t private_segment_bytes = -1;             ///< scratch per work-item
+    int64_t group_segment_bytes = -1;               ///< static LDS per work-group
+    int64_t kernarg_segment_bytes = -1;             ///< the kernarg buffer, hidden arguments included
+    int max_flat_workgroup_size = -1;
+};
+/// Reads `kernel`'s entry of the metadata of `code_object` (an HSACO: the binary of a kernel
+/// compiled for an AMDGPU target). nullopt when the bytes are not such a code object, or when
+/// its metadata has no kernel of that name (or this build has no AMDGPU target).
+std::optional<AmdgpuKernelInfo> amdgpu_kernel_info(std::string_view code_object, std::string_view kernel);
+
 /// The LLVM version ember was built with (e.g. "19.1.7").
 std::string llvm_version();
 
