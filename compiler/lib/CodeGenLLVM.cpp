@@ -477,8 +477,9 @@ llvm::Value *CodeGenLLVM::visit(const ir::Atomic *op) {
     const llvm::MaybeAlign align(t.bytes());
     if (op->scope != ir::FenceScope::Device)
         if (llvm::Value *r = target_.emit_scoped_atomic(b_, op->op, t, addr, value, compare, op->scope)) return r;
+    const llvm::SyncScope::ID sync = target_.atomic_sync_scope(ctx_, op->scope);
     if (op->op == ir::AtomicOp::Cas) {
-        llvm::Value *pair = b_.CreateAtomicCmpXchg(addr, compare, value, align, order, order);
+        llvm::Value *pair = b_.CreateAtomicCmpXchg(addr, compare, value, align, order, order, sync);
         return b_.CreateExtractValue(pair, 0);
     }
     using B = llvm::AtomicRMWInst::BinOp;
@@ -494,7 +495,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Atomic *op) {
     case ir::AtomicOp::Xor: bin = B::Xor; break;
     case ir::AtomicOp::Cas: EMBER_UNREACHABLE("cas handled above");
     }
-    return b_.CreateAtomicRMW(bin, addr, value, align, order);
+    return b_.CreateAtomicRMW(bin, addr, value, align, order, sync);
 }
 
 llvm::Value *CodeGenLLVM::visit(const ir::Warp *op) {

@@ -53,8 +53,9 @@ constexpr const char *amdgpu_triple = "amdgcn-amd-amdhsa";
 /// - **Barriers and fences** are HIP's: a barrier is a workgroup-scope release fence,
 ///   `s_barrier` and an acquire fence; a fence of the block, the device and the system is a
 ///   sequentially consistent fence of scope `workgroup`, `agent` and the system.
-/// - **Atomics** keep LLVM's system scope for every ember scope: correct (the strongest) and
-///   slower than `agent` or `workgroup` would be; narrowing them is work to come.
+/// - **Atomics** take the sync scope of their ember scope, as HIP's `__hip_atomic` builtins do:
+///   `workgroup` for the block, `agent` for the device (the default), the system's for the
+///   system. Relaxed, as every ember atomic.
 /// - **Refused with a CompileError naming the kernel**: warp operations (the wave is 64 lanes
 ///   wide on CDNA, gfx90a and gfx942, and 32 on RDNA, gfx1100, so ballots and lane masks need a
 ///   design of their own) and print (HIP's printf is a host-call buffer the HIP back end must
@@ -122,11 +123,13 @@ public:
     }
 
     void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const override {
-        llvm::LLVMContext &c = b.getContext();
-        llvm::SyncScope::ID id = llvm::SyncScope::System;
-        if (scope == ir::FenceScope::Block) id = c.getOrInsertSyncScopeID("workgroup");
-        else if (scope == ir::FenceScope::Device) id = c.getOrInsertSyncScopeID("agent");
-        b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent, id);
+        b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent, atomic_sync_scope(b.getContext(), scope));
+    }
+
+    llvm::SyncScope::ID atomic_sync_scope(llvm::LLVMContext &c, ir::FenceScope scope) const override {
+        if (scope == ir::FenceScope::Block) return c.getOrInsertSyncScopeID("workgroup");
+        if (scope == ir::FenceScope::Device) return c.getOrInsertSyncScopeID("agent");
+        return llvm::SyncScope::System;
     }
 
     llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *elem, uint64_t count, uint64_t,

@@ -137,6 +137,14 @@ public:
         return nullptr;
     }
 
+    /// The LLVM sync scope of an atomic of ember's `scope` that the code generator emits itself
+    /// (every scope where emit_scoped_atomic returns nullptr). The default, LLVM's system scope,
+    /// is right for every target and the strongest; AMDGPU narrows it to `workgroup`/`agent`.
+    virtual llvm::SyncScope::ID atomic_sync_scope(llvm::LLVMContext &c, ir::FenceScope scope) const {
+        (void)c, (void)scope;
+        return llvm::SyncScope::System;
+    }
+
     /// Whether the device faults by itself on a misaligned vector access ([Note] IR semantics:
     /// Vector memory), as NVIDIA GPUs do (CUDA_ERROR_MISALIGNED_ADDRESS). Where it does not, the
     /// code generator checks the address of every vector access, calls emit_misaligned_access on
