@@ -1197,6 +1197,20 @@ TEST(CodeGenAmdgpuTest, KernelInfoComesFromTheCodeObjectMetadata) {
     EXPECT_FALSE(amdgpu_kernel_info(cpu.binary, "scalar_add").has_value()) << "a host object is not a code object";
 }
 
+// An LLVM fatal error inside the pipeline ([Note] LLVM's fatal errors) is an error of the
+// compile, not an abort of the process: the handler throws through LLVM's own frames (here
+// report_fatal_error's) and the message names LLVM and its reason. Twice, so the handler stays.
+TEST(CodeGenErrorTest, LlvmFatalErrorsBecomeCompileErrors) {
+    for (int round = 0; round < 2; ++round) {
+        const std::string message = detail::llvm_fatal_error_for_testing("Cannot select: v2bf16 = scalar_to_vector");
+        EXPECT_NE(message.find("stopped with an internal error: Cannot select: v2bf16 = scalar_to_vector"),
+                  std::string::npos) << message;
+        EXPECT_NE(message.find("a defect of LLVM"), std::string::npos) << message;
+    }
+    // The compiler still works after it.
+    EXPECT_FALSE(compile(make_scalar_add(), TargetSpec::parse("cpu")).binary.empty());
+}
+
 TEST(CodeGenErrorTest, VerifierProblemsAreCompileErrors) {
     ir::Kernel k = make_scalar_add();
     k.name = "not an identifier";

@@ -105,6 +105,13 @@ struct AmdgpuKernelInfo {
 /// its metadata has no kernel of that name (or this build has no AMDGPU target).
 std::optional<AmdgpuKernelInfo> amdgpu_kernel_info(std::string_view code_object, std::string_view kernel);
 
+namespace detail {
+/// For tests of [Note] LLVM's fatal errors (Compiler.cpp): raises an LLVM fatal error with
+/// `reason` the way the pipeline would meet one and returns the message the pipeline's error
+/// then carries (the process goes on).
+std::string llvm_fatal_error_for_testing(const std::string &reason);
+} // namespace detail
+
 /// The LLVM version ember was built with (e.g. "19.1.7").
 std::string llvm_version();
 
