@@ -52,6 +52,7 @@ bench: build
 # ASAN_OPTIONS/UBSAN_OPTIONS from the environment are kept. By default: allocator_may_return_null,
 # since tests ask for impossible sizes and expect a MemoryError; alloc_dealloc_mismatch=0, since
 # LLVM's own (uninstrumented) PredicateInfo frees with free() what operator new allocated.
+# LSAN_OPTIONS (default: test/sanitizers/lsan.supp) suppresses the leak an LLVM fatal error leaves.
 test-asan: deps-clang
 	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CLANG_CMAKE_ARGS) \
 	  -DEMBER_SANITIZE=address,undefined -DEMBER_BUILD_EXAMPLES=OFF -DEMBER_BUILD_BENCH=OFF \
@@ -59,6 +60,7 @@ test-asan: deps-clang
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:alloc_dealloc_mismatch=0} \
 	UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+	LSAN_OPTIONS=$${LSAN_OPTIONS:-suppressions=$(CURDIR)/test/sanitizers/lsan.supp} \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
 # The libFuzzer harnesses of test/fuzz (only ember_compiler and the harnesses are built).
