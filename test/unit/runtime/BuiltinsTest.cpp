@@ -20,6 +20,17 @@ using namespace ember;
 
 namespace {
 
+/// Reproducible test inputs: SplitMix64 (Steele, Lea and Flood), one 64-bit value per call.
+struct SplitMix64 {
+    uint64_t state;
+    uint64_t operator()() {
+        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+};
+
 class BuiltinsTest : public ember::testing::DeviceTest {
 protected:
     template <class T> std::vector<T> run(const auto &k, const std::vector<T> &in, size_t outs_per_in) {
@@ -203,13 +214,7 @@ TEST_P(BuiltinsTest, NegationsAbsAndSmallMinMaxAreExact) {
     std::vector<uint16_t> u(n);
     std::vector<int16_t> s(n * 2);
     const int32_t edges[] = {0, 1, -1, 2, -2, 7, -7, INT32_MIN, INT32_MIN + 1, INT32_MAX};
-    uint64_t state = 12345;
-    auto next = [&] { // SplitMix64
-        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    };
+    SplitMix64 next{12345};
     for (auto &x : a) {
         const uint64_t r = next();
         x = r % 3 == 0 ? edges[(r >> 8) % std::size(edges)] : r % 3 == 1 ? int32_t((r >> 8) % 2001) - 1000 : int32_t(r >> 32);
@@ -293,13 +298,7 @@ TEST_P(BuiltinsTest, MinimumOfProductsWithAFactorOfMinusOne) {
     const int n = 4096;
     std::vector<int32_t> a(n * 16);
     std::vector<half> h(n * 2);
-    uint64_t state = 777;
-    auto next = [&] { // SplitMix64
-        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    };
+    SplitMix64 next{777};
     for (auto &x : a) x = int32_t(uint32_t(next()));
     for (auto &x : h) x = half(float(int(next() % 2001) - 1000) / 8.0f);
     auto da = ctx_->enqueue_create_buffer<int32_t>(a.size());
