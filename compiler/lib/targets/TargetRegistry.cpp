@@ -32,6 +32,11 @@ void initialize_llvm_targets() {
         LLVMInitializeAMDGPUTarget();
         LLVMInitializeAMDGPUTargetMC();
         LLVMInitializeAMDGPUAsmPrinter();
+        // The object streamer parses inline assembly (AMDGPUTarget's arithmetic fences are
+        // inline asm) with the target's assembly parser: without it LLVM stops with "Inline asm
+        // not supported by this streamer" (1 kernel in 10 of ember-difftest's, compiled for
+        // gfx942 and gfx1100).
+        LLVMInitializeAMDGPUAsmParser();
 #endif
         // The CPU device generates code for the host only, whose back end CMake links.
         llvm::InitializeNativeTarget();
