@@ -669,9 +669,12 @@ std::string rewrite_arithmetic_rotate(const PtxLine &l, const std::map<std::stri
 /// (`min` of a `max`) is not a chain and stays one instruction; a reduction costs about five
 /// instructions per link instead of one. test/lit/eir/ptxas_workarounds.eir pins the form;
 /// BuiltinsTest runs reductions of negated and multiplied lanes on the GPU.
+bool is_min_max32(const PtxLine &l) {
+    return (l.op == "min.s32" || l.op == "max.s32" || l.op == "min.u32" || l.op == "max.u32") && l.args.size() == 3;
+}
+
 std::string unchain_min_max32(const PtxLine &l, const std::map<std::string, std::string> &min_max_of) {
-    static const std::set<std::string> ops = {"min.s32", "max.s32", "min.u32", "max.u32"};
-    if (ops.count(l.op) == 0 || l.args.size() != 3) return "";
+    if (!is_min_max32(l)) return "";
     auto chained = [&](const std::string &r) {
         const auto it = min_max_of.find(r);
         return it != min_max_of.end() && it->second == l.op;
@@ -1089,9 +1092,7 @@ std::string patch_ptx(std::string ptx) {
     // 32-bit min/max).
     std::map<std::string, std::string> min_max_of;
     for (const PtxLine &l : lines)
-        if ((l.op == "min.s32" || l.op == "max.s32" || l.op == "min.u32" || l.op == "max.u32") && l.args.size() == 3 &&
-            writes[l.args[0]] == 1)
-            min_max_of[l.args[0]] = l.op;
+        if (is_min_max32(l) && writes[l.args[0]] == 1) min_max_of[l.args[0]] = l.op;
     // Registers read by a float min/max with an immediate operand ([Note] ptxas and float clamps).
     std::set<std::string> clamped;
     for (const PtxLine &l : lines)
