@@ -719,6 +719,32 @@ std::string select_bits(const PtxLine &l) {
     return std::string(l.indent) + bits_select(l.op.substr(5), l.args[0], l.args[1], l.args[2], l.args[3]);
 }
 
+/// [Note] ptxas and 16-bit selects of live registers
+/// ====================================================
+/// ptxas (CUDA 13.0, sm_90) compiles `selp.b16 d, a, b, p` as a copy of b into d's register and
+/// a copy of a over it under p, and may give d the register of b where b is read again: in
+/// `h + cast<bf16>(c) + (x + select(c, cast<bf16>(y), cast<bf16>(c)))` on bf16 it paired the two
+/// additions into one `HADD2.BF16_V2` whose lane for cast<bf16>(c) read the register the select
+/// had overwritten with cast<bf16>(y) (one kernel of 100,000 of ember-difftest on an H200; the
+/// toolkit's ptxas 13.0 made the same SASS; [Note] ptxas and copysign was the same sharing).
+/// Selecting through 32 bits kept it. So a 16-bit select of a register is done on the bits as
+/// b ^ ((a ^ b) & m), with the mask m = p ? 0xFFFF : 0 (a select of immediates, which shares no
+/// register): ptxas emits a `LOP3`, which writes a register of its own. Three instructions more
+/// per such select. test/lit/eir/ptxas_workarounds.eir pins the form; BuiltinsTest runs it.
+std::string blend_select16(const PtxLine &l) {
+    if (l.op != "selp.b16" || l.args.size() != 4) return "";
+    auto is_reg = [](const std::string &a) { return !a.empty() && a[0] == '%'; };
+    if (!is_reg(l.args[1]) && !is_reg(l.args[2])) return "";
+    const std::string ind(l.indent), &d = l.args[0], &a = l.args[1], &b = l.args[2], &p = l.args[3];
+    return ind + "// selp.b16 of a register as a blend of the bits: ember's [Note] ptxas and 16-bit selects of live registers\n" +
+           ind + "{\n" + ind + ".reg .b16 %sel_m, %sel_t;\n" +
+           ind + "selp.b16 \t%sel_m, 0xFFFF, 0x0000, " + p + ";\n" +
+           ind + "xor.b16 \t%sel_t, " + (is_reg(a) ? a + ", " + b : b + ", " + a) + ";\n" +
+           ind + "and.b16 \t%sel_t, %sel_t, %sel_m;\n" +
+           // every source was read above: d may be one of them
+           ind + "xor.b16 \t" + d + ", %sel_t, " + b + ";\n" + ind + "}";
+}
+
 /// [Note] ptxas and float clamps
 /// ==============================
 /// ptxas (CUDA 13.0, sm_90) takes `max.f64 r, t, 0.0` of `min.f64 t, x, 1.0` to be a clamp of x
@@ -1059,7 +1085,7 @@ std::string scalarize_packed_half(const PtxLine &l) {
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {
         "neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f",   "max.f",    "sub.s64", "abs.f",   "abs.bf", "shr.s",
-        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64", "sub.s16", "ld.param.s8", "ld.param.u8", "cvt.rzi.", "f16x2", "selp.f", "min.s32", "max.s32", "min.u32", "max.u32"};
+        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64", "sub.s16", "ld.param.s8", "ld.param.u8", "cvt.rzi.", "f16x2", "selp.f", "min.s32", "max.s32", "min.u32", "max.u32", "selp.b16"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -1137,6 +1163,7 @@ std::string patch_ptx(std::string ptx) {
             if (replacement.empty()) replacement = rewrite_byte_param_load(l);
             if (replacement.empty()) replacement = guard_float_to_int(l);
             if (replacement.empty()) replacement = select_bits(l);
+            if (replacement.empty()) replacement = blend_select16(l);
             if (replacement.empty()) replacement = unchain_min_max32(l, min_max_of);
             if (replacement.empty()) replacement = scalarize_packed_half(l);
             if (replacement.empty()) replacement = rewrite_sub64(l, shifts64);
