@@ -121,8 +121,8 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 /// `sub 0, x`, from multiplications by negative powers of two, from divisions by negative
 /// constants), so the fix works on the PTX text itself (`patch_ptx`), in the assembly stage and
 /// in the binary alike: every `neg.s16/s32/s64` becomes `not` + `add 1`; every `abs.s16/s32/s64`
-/// becomes `setp.lt` + `not` + `add 1` + `selp`; every `min`/`max` of `.s16`/`.u16` is done in 32
-/// bits between `cvt`s, every scalar `min`/`max` of `.f16` in f32, and a `sub.s64` of a left and a
+/// becomes `setp.lt` + `not` + `add 1` + `selp`; every `min`/`max` of `.s16`/`.u16` is done in 64
+/// bits between `cvt`s (32 bits would meet [Note] ptxas and 32-bit min/max of negations), every scalar `min`/`max` of `.f16` in f32, and a `sub.s64` of a left and a
 /// right shift of one register becomes `not` + `add 1` + `add`. The cost is an instruction or
 /// three on each; test/lit/eir/ptxas_workarounds.eir pins the forms, BuiltinsTest runs them on
 /// the GPU.
@@ -472,10 +472,11 @@ std::string rewrite_instruction(const std::string &op, const std::vector<std::st
     }
     if ((op == "min.s16" || op == "max.s16" || op == "min.u16" || op == "max.u16") && args.size() == 3) {
         const bool is_signed = op[4] == 's';
-        const std::string wide = op.substr(0, 4) + (is_signed ? "s32" : "u32");
-        const std::string ext = is_signed ? "cvt.s32.s16" : "cvt.u32.u16";
-        std::string out = indent + "// " + op + " in 32 bits: ember's [Note] ptxas and integer negation, abs and 16-bit min/max\n" +
-                          indent + "{\n" + indent + ".reg .b32 %mm16_a, %mm16_b;\n";
+        // in 64 bits, not 32: [Note] ptxas and 32-bit min/max of negations
+        const std::string wide = op.substr(0, 4) + (is_signed ? "s64" : "u64");
+        const std::string ext = is_signed ? "cvt.s64.s16" : "cvt.u64.u16";
+        std::string out = indent + "// " + op + " in 64 bits: ember's [Note] ptxas and integer negation, abs and 16-bit min/max\n" +
+                          indent + "{\n" + indent + ".reg .b64 %mm16_a, %mm16_b;\n";
         std::string operands[2];
         for (int i = 0; i < 2; ++i) {
             const std::string &a = args[1 + i];
@@ -488,7 +489,7 @@ std::string rewrite_instruction(const std::string &op, const std::vector<std::st
             }
         }
         out += indent + wide + " \t%mm16_a, " + operands[0] + ", " + operands[1] + ";\n";
-        out += indent + "cvt.u16.u32 \t" + args[0] + ", %mm16_a;\n" + indent + "}";
+        out += indent + "cvt.u16.u64 \t" + args[0] + ", %mm16_a;\n" + indent + "}";
         return out;
     }
     if ((op == "rem.u64" || op == "rem.s64") && args.size() == 3) {
@@ -652,36 +653,33 @@ std::string rewrite_arithmetic_rotate(const PtxLine &l, const std::map<std::stri
            indent + "}";
 }
 
-/// [Note] ptxas and chains of 32-bit min/max
-/// ==========================================
-/// [Note] ptxas and integer negation, abs and 16-bit min/max: ptxas merges two chained `min.s32`
-/// (or `max`, `.u32`) into a 3-input `VIMNMX3` and drops the negation of an operand it folded
-/// into it. Rewriting the PTX's own negations was not enough: in one kernel of 50,000
-/// (ember-difftest on an H200) the negation was ptxas's own, a `mul.lo.s32` by a register it
-/// had proved to be -1 (the `not` of a conversion of a constant 0.0), and `reduce_min` of 16
-/// such products came out wrong (each product stored alone was right; with the JIT's
-/// optimisation off, the minimum was too). So no two 32-bit min/max of one kind are left
-/// chained: a `min`/`max` of `.s32`/`.u32` with an operand written by one of the same kind is
-/// done in 64 bits (both operands extended by their signedness, `min`/`max` of 64 bits, the low
-/// word kept), where ptxas has no 3-input form and no operand to negate: it emits compares and
-/// selects. Measured on that kernel: the wrong minimum was gone, and the SASS held no `VIMNMX3`;
-/// selecting with `setp` + `selp` instead let ptxas form `VIMNMX3` again. A single clamp
-/// (`min` of a `max`) is not a chain and stays one instruction; a reduction costs about five
-/// instructions per link instead of one. test/lit/eir/ptxas_workarounds.eir pins the form;
-/// BuiltinsTest runs reductions of negated and multiplied lanes on the GPU.
+/// [Note] ptxas and 32-bit min/max of negations
+/// =============================================
+/// [Note] ptxas and integer negation, abs and 16-bit min/max: ptxas folds the negation of an
+/// operand into a 32-bit integer min/max (`VIMNMX`, and `VIMNMX3` where it merges two) and drops
+/// it. Rewriting the PTX's own negations was not enough, because the negation may be ptxas's own:
+/// - in one kernel of 50,000 (ember-difftest on an H200) a `mul.lo.s32` by a register ptxas had
+///   proved to be -1 (the `not` of a conversion of a constant 0.0), where `reduce_min` of 16 such
+///   products came out wrong (each product stored alone was right);
+/// - in one kernel of 100,000, a single `min.s32 r, a, t` with t = `~s - c` and s a shuffle of
+///   the constant 0: ptxas took t for -(c + 1) and made one `VIADDMNMX r, c, 1, a` (an addition
+///   and a min) without the negation, so -33 came out 33.
+/// So no 32-bit integer min/max is left: every `min`/`max` of `.s32`/`.u32` is done in 64 bits
+/// (both operands extended by their signedness, `min`/`max` of 64 bits, the low word kept),
+/// where ptxas has no min/max instruction with an operand to negate: it emits compares and
+/// selects. Measured on both kernels: the wrong results were gone (the second's SASS held no
+/// `VIMNMX`); selecting with `setp` + `selp` in 32 bits instead let ptxas form `VIMNMX3` again.
+/// A min/max costs about five instructions instead of one. test/lit/eir/ptxas_workarounds.eir
+/// pins the form; BuiltinsTest runs reductions of negated and multiplied lanes and the single
+/// min on the GPU.
 bool is_min_max32(const PtxLine &l) {
     return (l.op == "min.s32" || l.op == "max.s32" || l.op == "min.u32" || l.op == "max.u32") && l.args.size() == 3;
 }
 
-std::string unchain_min_max32(const PtxLine &l, const std::map<std::string, std::string> &min_max_of) {
+std::string min_max32_in_64_bits(const PtxLine &l) {
     if (!is_min_max32(l)) return "";
-    auto chained = [&](const std::string &r) {
-        const auto it = min_max_of.find(r);
-        return it != min_max_of.end() && it->second == l.op;
-    };
-    if (!chained(l.args[1]) && !chained(l.args[2])) return "";
     const std::string ind(l.indent), narrow = l.op.substr(4), wide = narrow[0] == 's' ? "s64" : "u64";
-    return ind + "// " + l.op + " of a chain done in 64 bits: ember's [Note] ptxas and chains of 32-bit min/max\n" +
+    return ind + "// " + l.op + " done in 64 bits: ember's [Note] ptxas and 32-bit min/max of negations\n" +
            ind + "{\n" + ind + ".reg .b64 %mm64_a, %mm64_b;\n" +
            ind + "cvt." + wide + "." + narrow + " \t%mm64_a, " + l.args[1] + ";\n" +
            ind + "cvt." + wide + "." + narrow + " \t%mm64_b, " + l.args[2] + ";\n" +
@@ -1114,11 +1112,6 @@ std::string patch_ptx(std::string ptx) {
     std::map<std::string, int> writes;
     for (const PtxLine &l : lines)
         for (const std::string &r : written_registers(l)) ++writes[r];
-    // Registers written once, by a 32-bit integer min/max: its op ([Note] ptxas and chains of
-    // 32-bit min/max).
-    std::map<std::string, std::string> min_max_of;
-    for (const PtxLine &l : lines)
-        if (is_min_max32(l) && writes[l.args[0]] == 1) min_max_of[l.args[0]] = l.op;
     // Registers read by a float min/max with an immediate operand ([Note] ptxas and float clamps).
     std::set<std::string> clamped;
     for (const PtxLine &l : lines)
@@ -1164,7 +1157,7 @@ std::string patch_ptx(std::string ptx) {
             if (replacement.empty()) replacement = guard_float_to_int(l);
             if (replacement.empty()) replacement = select_bits(l);
             if (replacement.empty()) replacement = blend_select16(l);
-            if (replacement.empty()) replacement = unchain_min_max32(l, min_max_of);
+            if (replacement.empty()) replacement = min_max32_in_64_bits(l);
             if (replacement.empty()) replacement = scalarize_packed_half(l);
             if (replacement.empty()) replacement = rewrite_sub64(l, shifts64);
             if (replacement.empty()) replacement = rewrite_arithmetic_rotate(l, shifts, writes);

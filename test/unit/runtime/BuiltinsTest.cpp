@@ -280,7 +280,7 @@ TEST_P(BuiltinsTest, NegationsAbsAndSmallMinMaxAreExact) {
 }
 
 // A minimum of products one of whose factors ptxas can prove to be -1 (the complement of a
-// conversion of a constant 0.0; [Note] ptxas and chains of 32-bit min/max): ptxas made the
+// conversion of a constant 0.0; [Note] ptxas and 32-bit min/max of negations): ptxas made the
 // product a negation, merged the minimum tree into 3-input VIMNMX3 and dropped that negation.
 const auto products_minimum = kernel("products_minimum", {"a", "h", "out"},
                                      [](Ptr<int32_t> a, Ptr<half> h, Ptr<int32_t> out) {
@@ -354,6 +354,48 @@ template <class T> std::vector<T> download(DeviceContext &ctx, const DeviceBuffe
     ctx.enqueue_copy(host.data(), d);
     ctx.synchronize();
     return host;
+}
+
+// A single minimum whose second operand ptxas can see as a negation: ~s - ctz(b) with s a shuffle
+// of the constant 0 is -(ctz(b) + 1), and ptxas folded that negation into the min and dropped
+// it (min(a, -33) came out 33; [Note] ptxas and 32-bit min/max of negations). The maximum and
+// the unsigned forms likewise.
+const auto min_of_complement = kernel("min_of_complement", {"a", "out"}, [](Ptr<int32_t> a, Ptr<int32_t> out) {
+    auto i = global_idx.x;
+    Int32 x = a[i * 2], b = a[i * 2 + 1];
+    Int32 s = shuffle_down(Int32(0), b & 31);
+    Int32 t = ~s - ctz(b);
+    out[i * 4] = min(x >> 2, t);
+    out[i * 4 + 1] = max(x >> 29, -t);
+    out[i * 4 + 2] = cast<int32_t>(min(cast<uint32_t>(x) >> 1, cast<uint32_t>(-t)));
+    out[i * 4 + 3] = cast<int32_t>(max(cast<uint32_t>(x) >> 30, cast<uint32_t>(t)));
+});
+
+TEST_P(BuiltinsTest, MinimumOfAComplementKeepsItsSign) {
+    const int n = 4096;
+    std::vector<int32_t> a(n * 2);
+    SplitMix64 next{1061};
+    for (int i = 0; i < n; ++i) {
+        a[i * 2] = int32_t(uint32_t(next()));
+        const uint32_t r = uint32_t(next());
+        a[i * 2 + 1] = int32_t(i % 16 == 0 ? 0 : r << (r % 32)); // every ctz from 0 to 32
+    }
+    auto da = upload(ctx(), a);
+    auto dout = ctx_->enqueue_create_buffer<int32_t>(n * 4);
+    ctx_->enqueue_function(min_of_complement, da, dout, grid_dim(n / 128), block_dim(128));
+    const std::vector<int32_t> out = download(ctx(), dout);
+    int bad = 0;
+    for (int i = 0; i < n; ++i) {
+        const int32_t x = a[i * 2];
+        const uint32_t b = uint32_t(a[i * 2 + 1]);
+        const int32_t c = b == 0 ? 32 : std::countr_zero(b), t = -1 - c;
+        const int32_t want[4] = {std::min(x >> 2, t), std::max(x >> 29, -t),
+                                 int32_t(std::min(uint32_t(x) >> 1, uint32_t(-t))),
+                                 int32_t(std::max(uint32_t(x) >> 30, uint32_t(t)))};
+        for (int k = 0; k < 4; ++k)
+            if (out[i * 4 + k] != want[k] && bad++ < 10)
+                ADD_FAILURE() << "result " << k << " of x=" << x << ", b=" << b << ": " << out[i * 4 + k] << ", want " << want[k];
+    }
 }
 
 // The same, with `out` of the type of `in`.
