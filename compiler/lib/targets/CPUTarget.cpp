@@ -10,6 +10,9 @@
 #include <llvm/ADT/StringMap.h>
 #include <llvm/IR/Attributes.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InstIterator.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/TargetParser/Host.h>
@@ -98,6 +101,76 @@ static_assert(offsetof(CpuLaunch, grid_dim) == 0 && offsetof(CpuLaunch, block_di
 static_assert(cpu_ctx_fault_slot == 14, "the fault record follows the shared memory slots");
 static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_shared_bytes_slot == 16 && cpu_ctx_slots == 17,
               "the stack size and the shared memory's size come last");
+
+/// [Note] LLVM 19's x86 back end and integer vector reductions
+/// =============================================================
+/// LLVM 19.1's x86 instruction selection miscompiles integer vector reductions of a vector
+/// whose lanes it knows in part: `llvm.vector.reduce.add` of `and(<a, b, 5, 6>, <-1, -1, 0, 0>)`
+/// (v4i16) compiles to a bare `ret`, an undefined result, and `reduce.smax` of
+/// `<a & a, b & b, 0, 0>` (v4i8) to max(a, b), the zero lanes left out (`llc` alone shows both).
+/// On this host's CPU (with x86-64, x86-64-v2, x86-64-v3 and znver4 checked by hand), a sweep of the nine reductions
+/// over i8 to i64 vectors of 2 to 16 lanes with half the lanes cleared by an `and` found wrong
+/// results for v4i8 (smax, smin), v8i8 (or, xor), v4i16 (add, smax, smin) and v16i64 (add, or,
+/// xor); the same reductions written as a tree of shuffles and vector operations were wrong too,
+/// and as scalar operations on the extracted lanes right in every case. ember-difftest found it
+/// on the CPU device (`reduce_max` of an i8x4 with two lanes anded with 0 gave -1 where the GPU
+/// and the interpreter gave 0). So on the CPU target, after optimisation (where no pass forms a
+/// vector reduction again), every integer `llvm.vector.reduce.*` becomes a balanced tree of
+/// scalar operations on its lanes; integer reductions do not depend on the order. Floats are
+/// reduced by ember's own tree ([Note] IR semantics) and have no `and`. The cost is an extract
+/// per lane, on a reduction of one vector. test/lit/eir/cpu/integer_reductions.eir pins the form;
+/// ctest difftest.cpu-replay runs the kernel that found it (it fails without this rewrite), and
+/// SimdTest.ReductionsOfPartlyClearedVectors runs masked reductions on every device.
+void scalar_integer_reductions(llvm::Module &m) {
+    std::vector<llvm::IntrinsicInst *> found;
+    for (llvm::Function &f : m)
+        for (llvm::Instruction &i : llvm::instructions(f))
+            if (auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(&i)) switch (call->getIntrinsicID()) {
+                case llvm::Intrinsic::vector_reduce_add:
+                case llvm::Intrinsic::vector_reduce_mul:
+                case llvm::Intrinsic::vector_reduce_and:
+                case llvm::Intrinsic::vector_reduce_or:
+                case llvm::Intrinsic::vector_reduce_xor:
+                case llvm::Intrinsic::vector_reduce_smax:
+                case llvm::Intrinsic::vector_reduce_smin:
+                case llvm::Intrinsic::vector_reduce_umax:
+                case llvm::Intrinsic::vector_reduce_umin: found.push_back(call); break;
+                default: break;
+                }
+    for (llvm::IntrinsicInst *call : found) {
+        auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(call->getArgOperand(0)->getType());
+        if (!vt) continue;
+        llvm::IRBuilder<> b(call);
+        const llvm::Intrinsic::ID id = call->getIntrinsicID();
+        auto combine = [&](llvm::Value *x, llvm::Value *y) -> llvm::Value * {
+            switch (id) {
+            case llvm::Intrinsic::vector_reduce_add: return b.CreateAdd(x, y);
+            case llvm::Intrinsic::vector_reduce_mul: return b.CreateMul(x, y);
+            case llvm::Intrinsic::vector_reduce_and: return b.CreateAnd(x, y);
+            case llvm::Intrinsic::vector_reduce_or: return b.CreateOr(x, y);
+            case llvm::Intrinsic::vector_reduce_xor: return b.CreateXor(x, y);
+            case llvm::Intrinsic::vector_reduce_smax: return b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, y);
+            case llvm::Intrinsic::vector_reduce_smin: return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
+            case llvm::Intrinsic::vector_reduce_umax: return b.CreateBinaryIntrinsic(llvm::Intrinsic::umax, x, y);
+            default: return b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, x, y);
+            }
+        };
+        std::vector<llvm::Value *> lanes;
+        for (unsigned lane = 0; lane < vt->getNumElements(); ++lane)
+            lanes.push_back(b.CreateExtractElement(call->getArgOperand(0), uint64_t(lane)));
+        while (lanes.size() > 1) { // pairs, then pairs of pairs
+            std::vector<llvm::Value *> next;
+            for (size_t i = 0; i + 1 < lanes.size(); i += 2) next.push_back(combine(lanes[i], lanes[i + 1]));
+            if (lanes.size() % 2) next.push_back(lanes.back());
+            lanes = std::move(next);
+        }
+        lanes[0]->takeName(call);
+        call->replaceAllUsesWith(lanes[0]);
+        llvm::Function *callee = call->getCalledFunction();
+        call->eraseFromParent();
+        if (callee->use_empty()) callee->eraseFromParent();
+    }
+}
 
 class CPUTarget final : public Target {
 public:
@@ -280,6 +353,8 @@ public:
     }
 
     llvm::Error finish_module(llvm::Module &m, llvm::Function &body, const KernelFacts &facts) const override;
+
+    void prepare_codegen(llvm::Module &m) const override { scalar_integer_reductions(m); }
 
     llvm::CodeGenFileType binary_file_type() const override {
         return llvm::CodeGenFileType::ObjectFile;
