@@ -26,6 +26,34 @@
 ///   ([Note] IR semantics: Vector memory).
 /// * `Var<SIMD<T, N>>` is a mutable vector; device functions take and return SIMD values; kernel
 ///   parameters are scalars and pointers (load vectors through a pointer).
+///
+/// [Note] Scalars and SIMD in the DSL
+/// ==================================
+/// Mojo defines `Scalar[dtype]` as `SIMD[dtype, 1]`: one type, one set of operators. ember has
+/// one home for the meaning and two C++ faces for it.
+/// * One home: the IR. `Binary`, `Compare`, `Unary`, `Select`, `Cast` and `Call` take scalar and
+///   vector operands alike ([Note] IR semantics: Vectors, "each lane with the scalar rules"), so
+///   the verifier, the printer, the interpreter of ember-difftest and the code generator have
+///   one rule per operation, and the DSL's operand conversion (`detail::HostOperand`, [Note] DSL
+///   typing rules), trace merging and `DslError` locations are shared: a SIMD operator is a
+///   scalar operator's IR node over `MakeVector` operands.
+/// * Two faces: `Value<T>` and `SIMD<T, N>` stay separate C++ types, because what C++ lets a
+///   value do differs between them, and `SIMD<T, 1>` would need a special case at each point:
+///   - a traced scalar is a condition (`if_`, `while_`, `select(Bool, a, b)` picking whole
+///     vectors) and an index (`p[i]`, `p.load<N>(i)`); a vector is neither, so a `SIMD<bool, 1>`
+///     would have to convert to a condition while `SIMD<bool, 4>` must not;
+///   - a scalar is also `Var<T>`, `ElementRef<T>` (`p[i] += x`), a struct field, a kernel
+///     parameter and an atomic's operand, each a class over `Value<T>`; kernel parameters are
+///     never vectors ([Note] SIMD typing rules);
+///   - a C++ number meets a scalar as a constant of its type and a vector as a broadcast;
+///   - the lane counts are 2, 4, 8 and 16, the IR's vector widths, which map to the vector
+///     loads and stores of every target; a one-lane vector has no such access.
+///   Folding `Value<T>` into `SIMD<T, 1>` was weighed against that list: it would move these
+///   differences into `if constexpr (N == 1)` branches of one template rather than remove them,
+///   for a saving of about 40 lines (the second operator table below, whose bodies are already
+///   one line each), and it would change the messages users see ("needs numbers" for a scalar,
+///   "needs number lanes" for a vector). The two operator tables are kept side by side, in the
+///   same order and with the same requirements, and compile_fail tests pin both faces' messages.
 #ifndef EMBER_DSL_SIMD_H
 #define EMBER_DSL_SIMD_H
 
