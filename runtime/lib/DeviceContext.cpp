@@ -17,7 +17,7 @@
 #include "ember/dsl/DSL.h"
 
 #ifdef EMBER_WITH_CUDA_RUNTIME
-#include "cuda/HipProbe.h"
+#include "hip/HipRuntime.h"
 #endif
 
 #include <chrono>
@@ -40,7 +40,6 @@ std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<v
     return make_cuda_backend(device_id);
 }
 int cuda_device_count() noexcept { return 0; }
-int hip_device_count() noexcept { return 0; }
 #endif
 
 namespace {
@@ -477,9 +476,11 @@ DeviceContext::DeviceContext(int device_id, std::string_view api_arg) {
     } else if (api == "cpu") {
         impl->backend = detail::make_cpu_backend(device_id);
     } else if (api == "hip") {
-        throw RuntimeError("api 'hip': ember has no HIP back end yet (it is planned); this machine has " +
-                           std::to_string(detail::hip_device_count()) +
-                           " AMD GPU(s). Use api 'cpu' or 'cuda'");
+        detail::check_hip_device(device_id); // RuntimeError with HIP's own error where there is none
+        throw RuntimeError("api 'hip': HIP finds " + std::to_string(detail::hip_device_count()) +
+                           " AMD GPU(s) through " + detail::HipRuntime::get().library() +
+                           ", but ember's HIP back end does not run kernels yet (ember compiles for AMDGPU: "
+                           "ember-compile --target=amdgpu:gfx942). Use api 'cpu' or 'cuda'");
     } else {
         throw LogicError("unknown api '" + api + "': use cuda, hip, cpu or default");
     }

@@ -2,7 +2,7 @@
 /// The CUDA back end: CUresult -> exception mapping (no GPU needed), and, on a machine with a
 /// CUDA device, memory, copies, PTX loading and a launch through the Backend interface.
 #include "cuda/CudaDriver.h"
-#include "cuda/HipProbe.h"
+#include "hip/HipRuntime.h"
 
 #include "ember/Error.h"
 
