@@ -56,17 +56,39 @@ constexpr const char *amdgpu_triple = "amdgcn-amd-amdhsa";
 /// - **Atomics** take the sync scope of their ember scope, as HIP's `__hip_atomic` builtins do:
 ///   `workgroup` for the block, `agent` for the device (the default), the system's for the
 ///   system. Relaxed, as every ember atomic.
-/// - **Refused with a CompileError naming the kernel**: warp operations (the wave is 64 lanes
-///   wide on CDNA, gfx90a and gfx942, and 32 on RDNA, gfx1100, so ballots and lane masks need a
-///   design of their own) and print (HIP's printf is a host-call buffer the HIP back end must
-///   serve). Nothing else of the IR is target-specific.
+/// - **Warp operations** on the IR's warps of 32 lanes ([Note] Warps on AMDGPU below).
+/// - **Refused with a CompileError naming the kernel**: print (HIP's printf is a host-call buffer
+///   the HIP back end must serve). Nothing else of the IR is target-specific.
 /// - **Emission.** LLVM writes a relocatable ELF object; lld's ELF linker, in this process
 ///   (liblld, no `ld.lld` process), links it as a shared object: the code object. lld keeps
 ///   global state, so links are serialised. The `asm` stage is LLVM's AMDGPU assembly.
 /// - **LLVM defects worked around** (found by compiling ember-difftest's random kernels for
-///   gfx942 and gfx1100: 1,000 kernels, every one compiles now or is refused as above): the
+///   gfx942 and gfx1100, every one of which compiles now or is refused as above): the
 ///   arithmetic fences become inline asm (`prepare_codegen`; the assembly parser is initialised
-///   for the object streamer), and an integer of up to 16 bits made bf16 goes through f32.
+///   for the object streamer), an integer of up to 16 bits made bf16 goes through f32, and a bf16
+///   comparison is made in f32 (a ballot of it had no selection pattern).
+///
+/// [Note] Warps on AMDGPU
+/// ======================
+/// The IR's warp is 32 lanes, lane = the thread's linear index in its block modulo 32 ([Note] IR
+/// semantics), on every target, so that one kernel gives the same results on NVIDIA, AMD and the
+/// CPU device. An AMD wave is 32 lanes on RDNA (gfx1100: a wave is a warp) and 64 on CDNA
+/// (gfx90a, gfx942: a wave holds two warps, lanes 0-31 and 32-63 of the wave, since a wave is
+/// made of consecutive linear indices); the `+wavefrontsize64`/`+wavefrontsize32` features of a
+/// spec override the processor's default. A lane finds its place with `mbcnt` (the count of
+/// wave lanes below it): its lane in the warp is that count modulo 32, its warp's first lane in
+/// the wave that count & 32. Shuffles compute the source lane in the warp as the IR defines
+/// each (idx: lane % 32; xor: lane ^ (mask % 32); up/down: lane -/+ delta, or the reader's own
+/// lane outside [0, 32)) and read it with `ds_bpermute` at the warp's first lane plus it (two
+/// for 64-bit values). `ballot` is the warp's 32 bits of the wave's ballot (`llvm.amdgcn.ballot`,
+/// shifted by the warp's first lane on wave64); `warp_any` is whether they are non-zero and
+/// `warp_all` whether they equal the ballot of `true`, the lanes that run. What a user must know:
+/// `warp_size` is 32 on every target, a native 64-lane ballot is not in the IR (it would need an
+/// operation of its own), and on wave64 processors two warps share a wave's execution, so a warp
+/// operation that only one of them reaches still runs correctly (the other's lanes are off and
+/// are not read). None of this has run on an AMD GPU: the lit test checks the LLVM IR and the
+/// disassembly (test/lit/eir/amdgpu_kernel.eir), and ember-difftest's warp kernels compile for
+/// both wave sizes (ctest difftest.amdgpu-compile.*).
 /// Nothing of this has run on an AMD GPU (none exists on any machine here): LLVM's tools check
 /// the code objects (test/lit/amdgpu).
 class AMDGPUTarget final : public Target {
@@ -145,10 +167,64 @@ public:
         return external_shared_array(b, name, shared_address_space());
     }
 
-    /// Refused in finish_module (uses_warp_ops); a value of the right type meanwhile.
-    llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value, llvm::Value *) const override {
-        if (ir::is_shuffle(op)) return llvm::PoisonValue::get(value->getType());
-        return llvm::PoisonValue::get(op == ir::WarpOp::Ballot ? b.getInt32Ty() : b.getInt1Ty());
+    /// Whether a wave has 64 lanes: the wavefrontsize feature where the spec names one, else the
+    /// processor's default (64 before gfx10: GCN and CDNA, gfx90a and gfx942; 32 from gfx10 on:
+    /// RDNA, gfx1100).
+    bool wave64() const {
+        const std::string &f = spec().features;
+        if (f.find("+wavefrontsize64") != std::string::npos) return true;
+        if (f.find("+wavefrontsize32") != std::string::npos) return false;
+        const std::string &cpu = spec().cpu; // "gfx" and 3 or 4 characters: gfx942, gfx1100
+        return cpu.size() < 7;
+    }
+
+    /// [Note] Warps on AMDGPU: the IR's warp of 32 lanes, as a wave of 32 or half a wave of 64.
+    llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value, llvm::Value *lane) const override {
+        using namespace llvm;
+        const bool w64 = wave64();
+        // The lane in the wave (the count of lanes below this one), the lane in the warp, and the
+        // warp's first lane in the wave (0, or 32 in a wave of 64).
+        Value *wave_lane = b.CreateIntrinsic(Intrinsic::amdgcn_mbcnt_lo, {}, {b.getInt32(-1), b.getInt32(0)});
+        if (w64) wave_lane = b.CreateIntrinsic(Intrinsic::amdgcn_mbcnt_hi, {}, {b.getInt32(-1), wave_lane});
+        Value *me = b.CreateAnd(wave_lane, 31, "warp.lane");
+        Value *base = b.CreateAnd(wave_lane, 32, "warp.base");
+        if (!ir::is_shuffle(op)) {
+            // The warp's half of the wave's ballot: lanes that do not run contribute 0.
+            auto half = [&](Value *cond) -> Value * {
+                if (!w64) return b.CreateIntrinsic(Intrinsic::amdgcn_ballot, {b.getInt32Ty()}, {cond});
+                Value *all = b.CreateIntrinsic(Intrinsic::amdgcn_ballot, {b.getInt64Ty()}, {cond});
+                return b.CreateTrunc(b.CreateLShr(all, b.CreateZExt(base, b.getInt64Ty())), b.getInt32Ty());
+            };
+            Value *votes = half(value);
+            if (op == ir::WarpOp::Ballot) return votes;
+            if (op == ir::WarpOp::Any) return b.CreateICmpNE(votes, b.getInt32(0));
+            return b.CreateICmpEQ(votes, half(b.getTrue())); // every running lane of the warp
+        }
+        // The source lane in the warp, as the IR defines each shuffle (and the CPU device and
+        // NVPTX compute it): idx reads lane % 32, xor lane ^ (mask % 32), up and down lane -/+
+        // delta or the reader's own lane outside [0, 32).
+        Value *src = nullptr;
+        switch (op) {
+        case ir::WarpOp::ShuffleIdx: src = b.CreateAnd(lane, 31); break;
+        case ir::WarpOp::ShuffleXor: src = b.CreateXor(me, b.CreateAnd(lane, 31)); break;
+        default: {
+            Value *me64 = b.CreateZExt(me, b.getInt64Ty());
+            Value *delta = b.CreateSExt(lane, b.getInt64Ty());
+            Value *s = op == ir::WarpOp::ShuffleUp ? b.CreateSub(me64, delta) : b.CreateAdd(me64, delta);
+            Value *inside = b.CreateICmpULT(s, b.getInt64(32), "shfl.inside");
+            src = b.CreateSelect(inside, b.CreateTrunc(s, b.getInt32Ty()), me, "shfl.lane");
+        }
+        }
+        // ds_bpermute reads the lane whose index is its byte address / 4, in the wave.
+        Value *address = b.CreateShl(b.CreateOr(base, src), 2);
+        auto permute32 = [&](Value *v) {
+            return b.CreateIntrinsic(Intrinsic::amdgcn_ds_bpermute, {}, {address, v});
+        };
+        if (value->getType()->isIntegerTy(32)) return permute32(value);
+        // 64 bits: the two halves travel separately.
+        Value *lo = permute32(b.CreateTrunc(value, b.getInt32Ty()));
+        Value *hi = permute32(b.CreateTrunc(b.CreateLShr(value, 32), b.getInt32Ty()));
+        return b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
     }
 
     /// Refused in finish_module: the call is marked by the named metadata below.
@@ -156,11 +232,8 @@ public:
         b.GetInsertBlock()->getModule()->getOrInsertNamedMetadata(printf_marker);
     }
 
-    llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel, const KernelFacts &facts) const override {
+    llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel, const KernelFacts &) const override {
         const std::string where = "kernel '" + kernel.getName().str() + "' for " + spec().to_string();
-        if (facts.uses_warp_ops)
-            return make_compile_failure(where + ": warp operations are not available on AMDGPU yet (a wave is 64 "
-                                                "lanes on gfx90a and gfx942, 32 on gfx1100; see [Note] AMDGPU target)");
         if (m.getNamedMetadata(printf_marker))
             return make_compile_failure(where + ": print is not available on AMDGPU yet (see [Note] AMDGPU target)");
         kernel.setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
@@ -180,16 +253,11 @@ public:
     /// of at most 16 bits goes through f32, which holds such an integer exactly, so the
     /// truncation to bf16 is its only rounding, as in the direct conversion.
     static void int_to_bf16_through_f32(llvm::Module &m) {
-        std::vector<llvm::CastInst *> found;
-        for (llvm::Function &f : m)
-            for (llvm::BasicBlock &bb : f)
-                for (llvm::Instruction &i : bb)
-                    if (auto *c = llvm::dyn_cast<llvm::CastInst>(&i);
-                        c && (llvm::isa<llvm::UIToFPInst>(c) || llvm::isa<llvm::SIToFPInst>(c)) &&
-                        c->getType()->getScalarType()->isBFloatTy() &&
-                        c->getOperand(0)->getType()->getScalarSizeInBits() <= 16)
-                        found.push_back(c);
-        for (llvm::CastInst *c : found) {
+        for (llvm::CastInst *c : instructions_of<llvm::CastInst>(m, [](llvm::CastInst &c) {
+                 return (llvm::isa<llvm::UIToFPInst>(c) || llvm::isa<llvm::SIToFPInst>(c)) &&
+                        c.getType()->getScalarType()->isBFloatTy() &&
+                        c.getOperand(0)->getType()->getScalarSizeInBits() <= 16;
+             })) {
             llvm::IRBuilder<> b(c);
             llvm::Type *f32 = b.getFloatTy();
             if (auto *vt = llvm::dyn_cast<llvm::VectorType>(c->getType())) f32 = llvm::VectorType::get(f32, vt->getElementCount());
@@ -202,16 +270,34 @@ public:
         }
     }
 
+    /// LLVM 19's AMDGPU selection folds a ballot of a comparison into one wave-wide compare
+    /// (`i64 = setcc` on wave64, `i32` on wave32) and has no pattern for it on bf16 operands
+    /// ("Cannot select: i64 = SETCC ... setuo"; 7 of 300 random kernels once warp operations
+    /// compiled). A bf16 comparison becomes one of its operands extended to f32, exactly (every
+    /// bf16 is an f32), so the result is the same for every input, NaN included.
+    static void bf16_compares_in_f32(llvm::Module &m) {
+        for (llvm::FCmpInst *c : instructions_of<llvm::FCmpInst>(m, [](llvm::FCmpInst &c) {
+                 return c.getOperand(0)->getType()->getScalarType()->isBFloatTy();
+             })) {
+            llvm::IRBuilder<> b(c);
+            llvm::Type *f32 = b.getFloatTy();
+            if (auto *vt = llvm::dyn_cast<llvm::VectorType>(c->getOperand(0)->getType()))
+                f32 = llvm::VectorType::get(f32, vt->getElementCount());
+            llvm::Value *r = b.CreateFCmp(c->getPredicate(), b.CreateFPExt(c->getOperand(0), f32),
+                                          b.CreateFPExt(c->getOperand(1), f32));
+            if (auto *ri = llvm::dyn_cast<llvm::Instruction>(r)) ri->copyFastMathFlags(c);
+            r->takeName(c);
+            c->replaceAllUsesWith(r);
+            c->eraseFromParent();
+        }
+    }
+
     void prepare_codegen(llvm::Module &m) const override {
         int_to_bf16_through_f32(m);
-        std::vector<llvm::IntrinsicInst *> fences;
-        for (llvm::Function &f : m)
-            for (llvm::BasicBlock &bb : f)
-                for (llvm::Instruction &i : bb)
-                    if (auto *c = llvm::dyn_cast<llvm::IntrinsicInst>(&i);
-                        c && c->getIntrinsicID() == llvm::Intrinsic::arithmetic_fence)
-                        fences.push_back(c);
-        for (llvm::IntrinsicInst *c : fences) {
+        bf16_compares_in_f32(m);
+        for (llvm::IntrinsicInst *c : instructions_of<llvm::IntrinsicInst>(m, [](llvm::IntrinsicInst &c) {
+                 return c.getIntrinsicID() == llvm::Intrinsic::arithmetic_fence;
+             })) {
             llvm::IRBuilder<> b(c);
             llvm::Type *ty = c->getType();
             auto *fnty = llvm::FunctionType::get(ty, {ty}, false);

@@ -11,7 +11,6 @@
 #include <llvm/IR/Attributes.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
-#include <llvm/IR/InstIterator.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
@@ -122,21 +121,20 @@ static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_shared_bytes_slot == 16 && cpu
 /// ctest difftest.cpu-replay runs the kernel that found it (it fails without this rewrite), and
 /// SimdTest.ReductionsOfPartlyClearedVectors runs masked reductions on every device.
 void scalar_integer_reductions(llvm::Module &m) {
-    std::vector<llvm::IntrinsicInst *> found;
-    for (llvm::Function &f : m)
-        for (llvm::Instruction &i : llvm::instructions(f))
-            if (auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(&i)) switch (call->getIntrinsicID()) {
-                case llvm::Intrinsic::vector_reduce_add:
-                case llvm::Intrinsic::vector_reduce_mul:
-                case llvm::Intrinsic::vector_reduce_and:
-                case llvm::Intrinsic::vector_reduce_or:
-                case llvm::Intrinsic::vector_reduce_xor:
-                case llvm::Intrinsic::vector_reduce_smax:
-                case llvm::Intrinsic::vector_reduce_smin:
-                case llvm::Intrinsic::vector_reduce_umax:
-                case llvm::Intrinsic::vector_reduce_umin: found.push_back(call); break;
-                default: break;
-                }
+    const auto found = instructions_of<llvm::IntrinsicInst>(m, [](llvm::IntrinsicInst &call) {
+        switch (call.getIntrinsicID()) {
+        case llvm::Intrinsic::vector_reduce_add:
+        case llvm::Intrinsic::vector_reduce_mul:
+        case llvm::Intrinsic::vector_reduce_and:
+        case llvm::Intrinsic::vector_reduce_or:
+        case llvm::Intrinsic::vector_reduce_xor:
+        case llvm::Intrinsic::vector_reduce_smax:
+        case llvm::Intrinsic::vector_reduce_smin:
+        case llvm::Intrinsic::vector_reduce_umax:
+        case llvm::Intrinsic::vector_reduce_umin: return true;
+        default: return false;
+        }
+    });
     for (llvm::IntrinsicInst *call : found) {
         auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(call->getArgOperand(0)->getType());
         if (!vt) continue;

@@ -127,16 +127,6 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 /// three on each; test/lit/eir/ptxas_workarounds.eir pins the forms, BuiltinsTest runs them on
 /// the GPU.
 
-/// The instructions of `m` of type T for which `want` holds, all collected before any changes.
-template <class T, class Pred> std::vector<T *> instructions_of(llvm::Module &m, Pred want) {
-    std::vector<T *> found;
-    for (llvm::Function &f : m)
-        for (llvm::BasicBlock &bb : f)
-            for (llvm::Instruction &i : bb)
-                if (auto *t = llvm::dyn_cast<T>(&i); t && want(*t)) found.push_back(t);
-    return found;
-}
-
 /// [Note] fmod of operands that become constants
 /// ================================================
 /// NVPTX's own lowering of `frem` is not exact, so fmod is exact_fmod's loop. Where both operands

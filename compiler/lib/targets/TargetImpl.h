@@ -25,6 +25,17 @@ namespace ember {
 // Internal to libember_compiler.so: hidden, never exported (see ember_compiler.map).
 namespace detail __attribute__((visibility("hidden"))) {
 
+/// The instructions of `m` of type T for which `want` holds, all collected before any changes
+/// (the targets' `prepare_codegen` rewrites).
+template <class T, class Pred> std::vector<T *> instructions_of(llvm::Module &m, Pred want) {
+    std::vector<T *> found;
+    for (llvm::Function &f : m)
+        for (llvm::BasicBlock &bb : f)
+            for (llvm::Instruction &i : bb)
+                if (auto *t = llvm::dyn_cast<T>(&i); t && want(*t)) found.push_back(t);
+    return found;
+}
+
 /// Makes every LLVM target this build links available to the TargetRegistry; idempotent and
 /// thread-safe (std::call_once).
 void initialize_llvm_targets();
