@@ -107,11 +107,12 @@ static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_shared_bytes_slot == 16 && cpu
 /// whose lanes it knows in part: `llvm.vector.reduce.add` of `and(<a, b, 5, 6>, <-1, -1, 0, 0>)`
 /// (v4i16) compiles to a bare `ret`, an undefined result, and `reduce.smax` of
 /// `<a & a, b & b, 0, 0>` (v4i8) to max(a, b), the zero lanes left out (`llc` alone shows both).
-/// On this host's CPU (with x86-64, x86-64-v2, x86-64-v3 and znver4 checked by hand), a sweep of the nine reductions
-/// over i8 to i64 vectors of 2 to 16 lanes with half the lanes cleared by an `and` found wrong
-/// results for v4i8 (smax, smin), v8i8 (or, xor), v4i16 (add, smax, smin) and v16i64 (add, or,
-/// xor); the same reductions written as a tree of shuffles and vector operations were wrong too,
-/// and as scalar operations on the extracted lanes right in every case. ember-difftest found it
+/// On this host's CPU (x86-64, x86-64-v2, x86-64-v3 and znver4 checked by hand too), a sweep of
+/// the nine reductions over i8 to i64 vectors of 2 to 16 lanes, half the lanes cleared by an
+/// `and`, found wrong results for v4i8 (smax, smin), v8i8 (or, xor), v4i16 (add, smax, smin)
+/// and v16i64 (add, or, xor); the same reductions written as a tree of shuffles and vector
+/// operations were wrong too, and as scalar operations on the extracted lanes right in every
+/// case. ember-difftest found it
 /// on the CPU device (`reduce_max` of an i8x4 with two lanes anded with 0 gave -1 where the GPU
 /// and the interpreter gave 0). So on the CPU target, after optimisation (where no pass forms a
 /// vector reduction again), every integer `llvm.vector.reduce.*` becomes a balanced tree of

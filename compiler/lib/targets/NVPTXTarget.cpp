@@ -122,8 +122,9 @@ llvm::Value *exact_fmod(llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *y) 
 /// constants), so the fix works on the PTX text itself (`patch_ptx`), in the assembly stage and
 /// in the binary alike: every `neg.s16/s32/s64` becomes `not` + `add 1`; every `abs.s16/s32/s64`
 /// becomes `setp.lt` + `not` + `add 1` + `selp`; every `min`/`max` of `.s16`/`.u16` is done in 64
-/// bits between `cvt`s (32 bits would meet [Note] ptxas and 32-bit min/max of negations), every scalar `min`/`max` of `.f16` in f32, and a `sub.s64` of a left and a
-/// right shift of one register becomes `not` + `add 1` + `add`. The cost is an instruction or
+/// bits between `cvt`s (32 bits would meet [Note] ptxas and 32-bit min/max of negations), every
+/// scalar `min`/`max` of `.f16` in f32, and a `sub.s64` of a left and a right shift of one
+/// register becomes `not` + `add 1` + `add`. The cost is an instruction or
 /// three on each; test/lit/eir/ptxas_workarounds.eir pins the forms, BuiltinsTest runs them on
 /// the GPU.
 
