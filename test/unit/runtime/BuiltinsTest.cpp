@@ -1233,6 +1233,34 @@ TEST_P(BuiltinsTest, IntegersAndRemaindersToBf16RoundOnce) {
     EXPECT_EQ(out[4].bits(), 0x4040); // 3
 }
 
+// An integer made f64 and then bf16: LLVM 19's InstCombine folded the pair into one conversion
+// of the integer to bf16, which the x86 back end does through f32, rounding twice: 4286578687
+// (2^32 - 2^23 - 1) became 2^32, not 255 * 2^24 (found by ember-difftest on the CPU device).
+const auto f64_to_bf16 = kernel("f64_to_bf16", {"u", "out"}, [](Ptr<uint32_t> u, Ptr<bfloat16> out) {
+    auto i = global_idx.x;
+    out[i * 2] = cast<bfloat16>(floor(cast<double>(UInt32(u[i]))));
+    out[i * 2 + 1] = cast<bfloat16>(cast<double>(UInt32(u[i])));
+});
+
+TEST_P(BuiltinsTest, IntegersThroughF64ToBf16RoundOnce) {
+    // each just below a halfway point of bf16 that f32 rounds up onto
+    const std::vector<uint32_t> u = {0xFF7FFFFFu, 0x00FF7FFFu + 0x01000000u, 0x80BFFFFFu, 16842753u};
+    auto du = upload(*ctx_, u);
+    auto dout = ctx_->enqueue_create_buffer<bfloat16>(u.size() * 2);
+    ctx_->enqueue_function(f64_to_bf16, du, dout, grid_dim(1), block_dim(static_cast<int64_t>(u.size())));
+    const std::vector<bfloat16> out = download(*ctx_, dout);
+    for (size_t k = 0; k < u.size(); ++k) {
+        // the double is exact; bf16 keeps 8 significant bits, rounded to nearest, ties to even
+        const double d = static_cast<double>(u[k]);
+        int e = 0;
+        (void)std::frexp(d, &e);
+        const double unit = std::ldexp(1.0, e - 8);
+        const float want = static_cast<float>(std::nearbyint(d / unit) * unit);
+        for (int j = 0; j < 2; ++j)
+            EXPECT_EQ(float(out[k * 2 + j]), want) << "cast<bf16>(cast<f64>(" << u[k] << "))" << (j == 0 ? " via floor" : "");
+    }
+}
+
 TEST_P(BuiltinsTest, Float32BuiltinsAreExact) {
     std::vector<float> in = float_inputs<float>();
     check_floats(in, run(floats32, in, 11));
