@@ -16,9 +16,7 @@
 #include "ember/compiler/Compiler.h"
 #include "ember/dsl/DSL.h"
 
-#ifdef EMBER_WITH_CUDA_RUNTIME
 #include "hip/HipRuntime.h"
-#endif
 
 #include <chrono>
 #include <cstdlib>

@@ -86,11 +86,12 @@ constexpr const char *amdgpu_triple = "amdgcn-amd-amdhsa";
 /// `warp_size` is 32 on every target, a native 64-lane ballot is not in the IR (it would need an
 /// operation of its own), and on wave64 processors two warps share a wave's execution, so a warp
 /// operation that only one of them reaches still runs correctly (the other's lanes are off and
-/// are not read). None of this has run on an AMD GPU: the lit test checks the LLVM IR and the
-/// disassembly (test/lit/eir/amdgpu_kernel.eir), and ember-difftest's warp kernels compile for
-/// both wave sizes (ctest difftest.amdgpu-compile.*).
+/// are not read). The lit test checks the LLVM IR and the disassembly
+/// (test/lit/eir/amdgpu_kernel.eir), and ember-difftest's warp kernels compile for both wave
+/// sizes (ctest difftest.amdgpu-compile.*).
+///
 /// Nothing of this has run on an AMD GPU (none exists on any machine here): LLVM's tools check
-/// the code objects (test/lit/amdgpu).
+/// the code objects (test/lit/eir/amdgpu_kernel.eir, test/lit/examples/amdgpu_examples.test).
 class AMDGPUTarget final : public Target {
 public:
     using Target::Target;

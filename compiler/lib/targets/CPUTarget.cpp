@@ -112,10 +112,9 @@ static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_shared_bytes_slot == 16 && cpu
 /// `and`, found wrong results for v4i8 (smax, smin), v8i8 (or, xor), v4i16 (add, smax, smin)
 /// and v16i64 (add, or, xor); the same reductions written as a tree of shuffles and vector
 /// operations were wrong too, and as scalar operations on the extracted lanes right in every
-/// case. ember-difftest found it
-/// on the CPU device (`reduce_max` of an i8x4 with two lanes anded with 0 gave -1 where the GPU
-/// and the interpreter gave 0). So on the CPU target, after optimisation (where no pass forms a
-/// vector reduction again), every integer `llvm.vector.reduce.*` becomes a balanced tree of
+/// case. ember-difftest found it on the CPU device (`reduce_max` of an i8x4 with two lanes anded
+/// with 0 gave -1 where the GPU and the interpreter gave 0). So on the CPU target, after
+/// optimisation (where no pass forms a vector reduction again), every integer `llvm.vector.reduce.*` becomes a balanced tree of
 /// scalar operations on its lanes; integer reductions do not depend on the order. Floats are
 /// reduced by ember's own tree ([Note] IR semantics) and have no `and`. The cost is an extract
 /// per lane, on a reduction of one vector. test/lit/eir/cpu/integer_reductions.eir pins the form;
