@@ -32,6 +32,7 @@ done
 ./bench/first_launch > "$OUT/bench.txt" 2>&1; echo "first_launch: exit $?" >> "$OUT/summary.txt"
 EMBER_API=cpu ./bench/first_launch > "$OUT/bench-cpu.txt" 2>&1; echo "first_launch (cpu): exit $?" >> "$OUT/summary.txt"
 ./bench/graph_replay > "$OUT/graph-replay.txt" 2>&1; echo "graph_replay: exit $?" >> "$OUT/summary.txt"
+./bench/ptx_rules >> "$OUT/bench.txt" 2>&1; echo "ptx_rules: exit $?" >> "$OUT/summary.txt"
 ./bench/compile_cache > "$OUT/compile-cache.txt" 2>&1; echo "compile_cache: exit $?" >> "$OUT/summary.txt"
 EMBER_API=cpu ./bench/compile_cache >> "$OUT/compile-cache.txt" 2>&1; echo "compile_cache (cpu): exit $?" >> "$OUT/summary.txt"
 echo "--- EMBER_LOG=cache, scalar_add twice with one cache directory" >> "$OUT/compile-cache.txt"

@@ -660,7 +660,8 @@ std::string rewrite_arithmetic_rotate(const PtxLine &l, const std::map<std::stri
 /// where ptxas has no min/max instruction with an operand to negate: it emits compares and
 /// selects. Measured on both kernels: the wrong results were gone (the second's SASS held no
 /// `VIMNMX`); selecting with `setp` + `selp` in 32 bits instead let ptxas form `VIMNMX3` again.
-/// A min/max costs about five instructions instead of one. test/lit/eir/ptxas_workarounds.eir
+/// A min/max costs about five instructions instead of one: a chain of them runs at half nvcc's
+/// speed on an H200 (bench/ptx_rules). test/lit/eir/ptxas_workarounds.eir
 /// pins the form; BuiltinsTest runs reductions of negated and multiplied lanes and the single
 /// min on the GPU.
 bool is_min_max32(const PtxLine &l) {
@@ -719,7 +720,8 @@ std::string select_bits(const PtxLine &l) {
 /// Selecting through 32 bits kept it. So a 16-bit select of a register is done on the bits as
 /// b ^ ((a ^ b) & m), with the mask m = p ? 0xFFFF : 0 (a select of immediates, which shares no
 /// register): ptxas emits a `LOP3`, which writes a register of its own. Three instructions more
-/// per such select. test/lit/eir/ptxas_workarounds.eir pins the form; BuiltinsTest runs it.
+/// per such select: a chain of them runs at about half nvcc's speed on an H200 (bench/ptx_rules).
+/// test/lit/eir/ptxas_workarounds.eir pins the form; BuiltinsTest runs it.
 std::string blend_select16(const PtxLine &l) {
     if (l.op != "selp.b16" || l.args.size() != 4) return "";
     auto is_reg = [](const std::string &a) { return !a.empty() && a[0] == '%'; };
