@@ -371,6 +371,10 @@ std::shared_ptr<Backend> make_cuda_backend(int device_id);
 std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<void()> &meanwhile);
 /// Number of CUDA devices; 0 when there is no driver, no device, or cuInit fails.
 int cuda_device_count() noexcept;
+/// The HIP back end for device `device_id`: the CUDA back end over HIP's entry points ([Note] HIP
+/// back end in cuda/HipDriver.cpp). Throws RuntimeError with HIP's own error where HIP cannot be
+/// used (no library, no AMD GPU), LogicError when there is no device with that id.
+std::shared_ptr<Backend> make_hip_backend(int device_id);
 
 /// The CPU device (device_id must be 0).
 std::shared_ptr<Backend> make_cpu_backend(int device_id);

@@ -38,6 +38,11 @@ std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<v
     return make_cuda_backend(device_id);
 }
 int cuda_device_count() noexcept { return 0; }
+std::shared_ptr<Backend> make_hip_backend(int device_id) {
+    check_hip_device(device_id);
+    throw RuntimeError("api 'hip': this build of ember has no HIP back end (it shares the CUDA back end's "
+                       "code, configured off with EMBER_ENABLE_CUDA_RUNTIME=OFF)");
+}
 #endif
 
 namespace {
@@ -46,7 +51,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// The api "default" stands for: $EMBER_API, else the first GPU, else the CPU device.
+/// The api "default" stands for: $EMBER_API, else the first NVIDIA GPU, else the first AMD GPU,
+/// else the CPU device.
 std::string resolve_api(std::string_view api) {
     if (api != "default") return std::string(api);
     if (const std::optional<std::string> env = settings::text("EMBER_API")) {
@@ -55,9 +61,9 @@ std::string resolve_api(std::string_view api) {
             throw LogicError("EMBER_API='" + e + "' names no api: use cuda, hip or cpu");
         return e;
     }
+    // The first NVIDIA GPU, then the first AMD GPU, then the CPU device.
     if (cuda_device_count() > 0) return "cuda";
-    // AMD GPUs are detected (has_amd_gpu_accelerator) but have no back end yet: fall back to
-    // the CPU device rather than fail.
+    if (hip_device_count() > 0) return "hip";
     return "cpu";
 }
 
@@ -474,11 +480,7 @@ DeviceContext::DeviceContext(int device_id, std::string_view api_arg) {
     } else if (api == "cpu") {
         impl->backend = detail::make_cpu_backend(device_id);
     } else if (api == "hip") {
-        detail::check_hip_device(device_id); // RuntimeError with HIP's own error where there is none
-        throw RuntimeError("api 'hip': HIP finds " + std::to_string(detail::hip_device_count()) +
-                           " AMD GPU(s) through " + detail::HipRuntime::get().library() +
-                           ", but ember's HIP back end does not run kernels yet (ember compiles for AMDGPU: "
-                           "ember-compile --target=amdgpu:gfx942). Use api 'cpu' or 'cuda'");
+        impl->backend = detail::make_hip_backend(device_id); // RuntimeError with HIP's own error without a GPU
     } else {
         throw LogicError("unknown api '" + api + "': use cuda, hip, cpu or default");
     }

@@ -111,7 +111,8 @@ int DeviceContext::get_attribute(DeviceAttribute attribute) const {
         std::string msg = "get_attribute: " + self.label + " (" + name() + ") does not know attribute '" +
                           std::string(to_string(attribute)) + "' (CUdevice_attribute " +
                           std::to_string(static_cast<int>(attribute)) + ")";
-        if (int v = get_driver_version()) msg += "; its driver (" + detail::cuda_version_text(v) + ") predates it";
+        if (api() == "hip") msg += "; HIP has no such device attribute";
+        else if (int v = get_driver_version()) msg += "; its driver (" + detail::cuda_version_text(v) + ") predates it";
         throw LogicError(msg);
     }
     return value;

@@ -148,8 +148,8 @@ std::pair<DeviceAddress, size_t> cuda_module_global(const CudaPrimaryContext &ct
 
 class CudaStream;
 
-/// The CUcontext of a CUDA back end; nullptr for another api's (memory2d).
-cu::CUcontext cuda_context_of(Backend &b) noexcept;
+/// The CUcontext of a back end over the table `drv`; nullptr for another api's (memory2d).
+cu::CUcontext cuda_context_of(const CudaDriver &drv, Backend &b) noexcept;
 
 /// A CUevent of one context.
 class CudaEvent final : public BackendEvent {
@@ -282,9 +282,11 @@ public:
     CudaBackend(const CudaDriver &drv, int device_id);
     ~CudaBackend() override;
 
-    std::string api() const override { return "cuda"; }
+    /// "cuda", or "hip" for the same back end over HIP's table ([Note] HIP back end).
+    std::string api() const override { return std::string(drv_.api()); }
     std::string name() const override { return name_; }
     int device_id() const override { return device_id_; }
+    const CudaDriver &driver() const noexcept { return drv_; }
     TargetSpec target() const override { return target_; }
     const DeviceLimits &limits() const override { return limits_; }
 
@@ -338,6 +340,13 @@ public:
     DeviceAddress open_ipc(const std::array<uint8_t, 64> &handle, size_t bytes) override;
     bool can_access_peer(Backend &peer) override;
     void enable_peer_access(Backend &peer) override;
+
+    /// `b` as a back end over this one's table (the same api), else nullptr: a CUDA and a HIP
+    /// device share no memory.
+    CudaBackend *same_api(Backend &b) noexcept {
+        auto *c = dynamic_cast<CudaBackend *>(&b);
+        return c && &c->drv_ == &drv_ ? c : nullptr;
+    }
 
     /// Gives this device (`flags`: read-write) or takes from it (0) access to `other`'s default
     /// memory pool, where its stream-ordered allocations live.

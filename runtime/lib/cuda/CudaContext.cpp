@@ -6,6 +6,7 @@
 
 #include "CompileCache.h"
 #include "Preload.h"
+#include "hip/HipRuntime.h"
 
 #include "ember/Error.h"
 
@@ -65,11 +66,21 @@ CudaBackend::CudaBackend(const CudaDriver &drv, int device_id) : drv_(drv), devi
                    std::string(" reading the ") + what + " of " + where);
         return value;
     };
-    int major = attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                          "compute capability");
-    int minor = attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                          "compute capability");
-    target_ = TargetSpec::nvptx_for(major, minor);
+    if (drv_.is_hip()) {
+        // The code object's architecture ([Note] HIP back end).
+        char arch[64] = {};
+        drv_.check(drv_.deviceArchName(arch, int(sizeof arch), dev_), "hipGetDeviceProperties",
+                   " reading the architecture (gcnArchName) of " + where);
+        try {
+            target_ = TargetSpec::parse(std::string("amdgpu:") + arch);
+        } catch (const Error &e) {
+            throw RuntimeError(where + " is " + arch + ", which ember's AMDGPU target does not know: " + e.what());
+        }
+    } else {
+        int major = attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability");
+        int minor = attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability");
+        target_ = TargetSpec::nvptx_for(major, minor);
+    }
     limits_.max_threads_per_block =
         attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
     limits_.max_block_dim = {
@@ -83,7 +94,9 @@ CudaBackend::CudaBackend(const CudaDriver &drv, int device_id) : drv_(drv), devi
     // The limit without the opt-in (cuFuncSetAttribute) that ember does not do.
     limits_.max_shared_memory_per_block = attribute(
         cu::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "max shared memory per block");
-    limits_.warp_size = attribute(cu::CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size");
+    // ember's warps have 32 lanes everywhere: on a GPU whose waves have 64, a warp is half a wave
+    // ([Note] Warps on AMDGPU).
+    limits_.warp_size = drv_.is_hip() ? 32 : attribute(cu::CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size");
 
     // Older drivers do not know the attribute: no pools then.
     int pools = 0;
@@ -271,6 +284,11 @@ std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<v
     backend->adopt_helper(std::move(helper));
     backend->make_current_here();
     return backend;
+}
+
+std::shared_ptr<Backend> make_hip_backend(int device_id) {
+    check_hip_device(device_id); // RuntimeError with HIP's own error where there is no AMD GPU
+    return std::make_shared<CudaBackend>(CudaDriver::hip(), device_id);
 }
 
 int cuda_device_count() noexcept {

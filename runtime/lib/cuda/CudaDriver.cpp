@@ -5,6 +5,7 @@
 #include "ember/Error.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,6 +25,18 @@ struct ErrorName {
 
 /// CUresult names, from cuda.h of CUDA 13.0; used when the driver is absent or does not know a
 /// code (cuGetErrorName fails for codes newer than the driver).
+/// HIP's error codes equal the Driver API's for every code both have (ROCm's hipError_t follows
+/// cuda.h: hipErrorNotReady is 600, hipErrorIllegalAddress 700, ...); these are HIP's own.
+enum : int {
+    hip_error_invalid_configuration = 9,
+    hip_error_invalid_pitch_value = 12,
+    hip_error_invalid_symbol = 13,
+    hip_error_invalid_device_pointer = 17,
+    hip_error_invalid_memcpy_direction = 21,
+    hip_error_invalid_device_function = 98,
+    hip_error_runtime_memory = 1052,
+};
+
 constexpr ErrorName error_names[] = {
     {0, "CUDA_SUCCESS"},
     {1, "CUDA_ERROR_INVALID_VALUE"},
@@ -134,6 +147,7 @@ CudaErrorClass cuda_error_class(int code) noexcept {
     using namespace cu;
     switch (code) {
     case CUDA_ERROR_OUT_OF_MEMORY:
+    case hip_error_runtime_memory:
         return CudaErrorClass::Memory;
     case CUDA_ERROR_LAUNCH_FAILED:
     case CUDA_ERROR_ILLEGAL_ADDRESS:
@@ -173,6 +187,13 @@ CudaErrorClass cuda_error_class(int code) noexcept {
     case CUDA_ERROR_CAPTURED_EVENT:
     case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
     case CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE:
+    // HIP's codes outside the Driver API's (the table also serves HIP: cuda/HipDriver.cpp).
+    case hip_error_invalid_configuration:
+    case hip_error_invalid_pitch_value:
+    case hip_error_invalid_symbol:
+    case hip_error_invalid_device_pointer:
+    case hip_error_invalid_memcpy_direction:
+    case hip_error_invalid_device_function:
         return CudaErrorClass::Logic;
     default:
         return CudaErrorClass::Runtime;
@@ -206,7 +227,7 @@ std::string cuda_error_name(int code) {
 }
 
 void throw_cuda_error(int code, std::string_view what_failed, std::string_view context,
-                      std::string_view name, std::string_view description) {
+                      std::string_view name, std::string_view description, std::string_view api) {
     std::string code_name = name.empty() ? cuda_error_name(code) : std::string(name);
     std::string msg(what_failed);
     msg += ": ";
@@ -218,8 +239,8 @@ void throw_cuda_error(int code, std::string_view what_failed, std::string_view c
     }
     msg += context;
     if (cuda_error_is_sticky(code))
-        msg += "; the CUDA context is no longer usable: every later CUDA call in this process "
-               "fails with this error, so the process must be restarted";
+        msg += "; the " + std::string(api) + " context is no longer usable: every later " + std::string(api) +
+               " call in this process fails with this error, so the process must be restarted";
     switch (cuda_error_class(code)) {
     case CudaErrorClass::Memory:
         throw MemoryError(msg, code, std::move(code_name));
@@ -266,9 +287,23 @@ CudaDriver &CudaDriver::instance() noexcept {
 const CudaDriver &CudaDriver::get() {
     if (is_forked_child()) [[unlikely]]
         throw_forked_child("a CUDA DeviceContext");
-    const CudaDriver &d = instance();
-    if (!d.error_.empty()) throw RuntimeError(d.error_, d.error_code_, d.error_code_name_);
-    return d;
+    return instance().usable_or_throw();
+}
+
+const CudaDriver &CudaDriver::usable_or_throw() const {
+    if (!error_.empty()) throw RuntimeError(error_, error_code_, error_code_name_);
+    return *this;
+}
+
+const CudaDriver *CudaDriver::usable_or_why(std::string *why) const noexcept {
+    if (error_.empty()) return this;
+    if (why) {
+        try {
+            *why = error_;
+        } catch (...) {
+        }
+    }
+    return nullptr;
 }
 
 const CudaDriver *CudaDriver::try_get(std::string *why) noexcept {
@@ -281,15 +316,7 @@ const CudaDriver *CudaDriver::try_get(std::string *why) noexcept {
         }
         return nullptr;
     }
-    const CudaDriver &d = instance();
-    if (d.error_.empty()) return &d;
-    if (why) {
-        try {
-            *why = d.error_;
-        } catch (...) {
-        }
-    }
-    return nullptr;
+    return instance().usable_or_why(why);
 }
 
 void CudaDriver::load() noexcept {
@@ -442,10 +469,93 @@ void CudaDriver::load() noexcept {
     }
 }
 
+namespace {
+/// The leading call name of `text` ("cuMemAlloc failed"): its length, 0 when there is none.
+size_t leading_call(std::string_view text) {
+    if (text.size() < 3 || text[0] != 'c' || text[1] != 'u' || !std::isupper(static_cast<unsigned char>(text[2])))
+        return 0;
+    size_t n = 2;
+    while (n < text.size() && (std::isalnum(static_cast<unsigned char>(text[n])) || text[n] == '_')) ++n;
+    return n;
+}
+
+/// The HIP calls behind the table's entries where HIP's name is not the CUDA name with "hip" for
+/// "cu" (cuda/HipDriver.cpp fills the entries with them).
+constexpr std::pair<std::string_view, std::string_view> hip_call_names[] = {
+    {"cuDeviceGetCount", "hipGetDeviceCount"},
+    {"cuStreamCreate", "hipStreamCreateWithFlags"},
+    {"cuMemAlloc", "hipMalloc"},
+    {"cuMemFree", "hipFree"},
+    {"cuMemAllocHost", "hipHostMalloc"},
+    {"cuMemFreeHost", "hipHostFree"},
+    {"cuMemHostAlloc", "hipHostMalloc"},
+    {"cuMemAllocManaged", "hipMallocManaged"},
+    {"cuMemAllocPitch", "hipMallocPitch"},
+    {"cuMemAllocAsync", "hipMallocAsync"},
+    {"cuMemFreeAsync", "hipFreeAsync"},
+    {"cuMemHostGetDevicePointer", "hipHostGetDevicePointer"},
+    {"cuMemHostRegister", "hipHostRegister"},
+    {"cuMemHostUnregister", "hipHostUnregister"},
+    {"cuMemcpy2DAsync", "hipMemcpy2DAsync"},
+    {"cuMemcpy3DAsync", "hipMemcpy3DAsync"},
+    {"cuMemcpyPeerAsync", "hipMemcpyAsync"},
+    {"cuModuleLoadDataEx", "hipModuleLoadData"},
+    {"cuLaunchKernel", "hipModuleLaunchKernel"},
+    {"cuEventCreate", "hipEventCreateWithFlags"},
+    {"cuCtxGetStreamPriorityRange", "hipDeviceGetStreamPriorityRange"},
+    {"cuCtxGetLimit", "hipDeviceGetLimit"},
+    {"cuCtxSetLimit", "hipDeviceSetLimit"},
+    {"cuOccupancyMaxActiveBlocksPerMultiprocessor", "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor"},
+    {"cuOccupancyMaxPotentialBlockSize", "hipModuleOccupancyMaxPotentialBlockSize"},
+    {"cuStreamGetCaptureInfo", "hipStreamGetCaptureInfo_v2"},
+};
+} // namespace
+
+std::string CudaDriver::call_name(std::string_view cu_call) const {
+    if (!is_hip() || leading_call(cu_call) != cu_call.size()) return std::string(cu_call);
+    for (const auto &[cu_name, hip_name] : hip_call_names)
+        if (cu_name == cu_call) return std::string(hip_name);
+    return "hip" + std::string(cu_call.substr(2));
+}
+
 void CudaDriver::raise(cu::CUresult rc, std::string_view what_failed,
                        std::string_view context) const {
     if (cuda_error_is_sticky(rc)) sticky_reported_ = true;
-    throw_cuda_error(rc, what_failed, context, error_name(rc), error_string(rc));
+    std::string what(what_failed);
+    if (const size_t n = leading_call(what); n && is_hip()) what = call_name(what.substr(0, n)) + what.substr(n);
+    throw_cuda_error(rc, what, context, error_name(rc), error_string(rc), is_hip() ? "HIP" : "CUDA");
+}
+
+std::vector<std::string> CudaDriver::empty_required_entries() const {
+    std::vector<std::string> empty;
+#define EMBER_REQUIRED(name) \
+    if (!name) empty.push_back(#name);
+    EMBER_REQUIRED(cuInit) EMBER_REQUIRED(cuDriverGetVersion) EMBER_REQUIRED(cuGetErrorName)
+    EMBER_REQUIRED(cuGetErrorString) EMBER_REQUIRED(cuDeviceGetCount) EMBER_REQUIRED(cuDeviceGet)
+    EMBER_REQUIRED(cuDeviceGetName) EMBER_REQUIRED(cuDeviceGetAttribute) EMBER_REQUIRED(cuDevicePrimaryCtxRetain)
+    EMBER_REQUIRED(cuDevicePrimaryCtxRelease) EMBER_REQUIRED(cuCtxGetCurrent) EMBER_REQUIRED(cuCtxSetCurrent)
+    EMBER_REQUIRED(cuStreamCreate) EMBER_REQUIRED(cuStreamDestroy) EMBER_REQUIRED(cuStreamSynchronize)
+    EMBER_REQUIRED(cuMemAlloc) EMBER_REQUIRED(cuMemFree) EMBER_REQUIRED(cuMemAllocHost) EMBER_REQUIRED(cuMemFreeHost)
+    EMBER_REQUIRED(cuMemGetInfo) EMBER_REQUIRED(cuMemcpyHtoDAsync) EMBER_REQUIRED(cuMemcpyDtoHAsync)
+    EMBER_REQUIRED(cuMemcpyDtoDAsync) EMBER_REQUIRED(cuModuleLoadDataEx) EMBER_REQUIRED(cuModuleGetFunction)
+    EMBER_REQUIRED(cuModuleUnload) EMBER_REQUIRED(cuLaunchKernel) EMBER_REQUIRED(cuStreamCreateWithPriority)
+    EMBER_REQUIRED(cuStreamQuery) EMBER_REQUIRED(cuStreamWaitEvent) EMBER_REQUIRED(cuCtxGetStreamPriorityRange)
+    EMBER_REQUIRED(cuEventCreate) EMBER_REQUIRED(cuEventDestroy) EMBER_REQUIRED(cuEventRecord)
+    EMBER_REQUIRED(cuEventQuery) EMBER_REQUIRED(cuEventSynchronize) EMBER_REQUIRED(cuEventElapsedTime)
+    EMBER_REQUIRED(cuDeviceTotalMem) EMBER_REQUIRED(cuDeviceGetPCIBusId) EMBER_REQUIRED(cuCtxGetApiVersion)
+    EMBER_REQUIRED(cuCtxGetLimit) EMBER_REQUIRED(cuCtxSetLimit) EMBER_REQUIRED(cuMemsetD8Async)
+    EMBER_REQUIRED(cuMemsetD16Async) EMBER_REQUIRED(cuMemsetD32Async) EMBER_REQUIRED(cuMemAllocManaged)
+    EMBER_REQUIRED(cuStreamAttachMemAsync) EMBER_REQUIRED(cuMemHostAlloc) EMBER_REQUIRED(cuMemHostGetDevicePointer)
+    EMBER_REQUIRED(cuMemHostRegister) EMBER_REQUIRED(cuMemHostUnregister) EMBER_REQUIRED(cuMemAllocPitch)
+    EMBER_REQUIRED(cuMemcpy2DAsync) EMBER_REQUIRED(cuMemcpy3DAsync) EMBER_REQUIRED(cuMemcpyAsync)
+    EMBER_REQUIRED(cuMemcpyPeerAsync) EMBER_REQUIRED(cuDeviceCanAccessPeer) EMBER_REQUIRED(cuCtxEnablePeerAccess)
+    EMBER_REQUIRED(cuCtxDisablePeerAccess) EMBER_REQUIRED(cuIpcGetMemHandle) EMBER_REQUIRED(cuIpcOpenMemHandle)
+    EMBER_REQUIRED(cuIpcCloseMemHandle) EMBER_REQUIRED(cuMemGetAddressRange) EMBER_REQUIRED(cuFuncGetAttribute)
+    EMBER_REQUIRED(cuFuncSetAttribute) EMBER_REQUIRED(cuFuncSetCacheConfig)
+    EMBER_REQUIRED(cuOccupancyMaxActiveBlocksPerMultiprocessor) EMBER_REQUIRED(cuOccupancyMaxPotentialBlockSize)
+    EMBER_REQUIRED(cuModuleGetGlobal)
+#undef EMBER_REQUIRED
+    return empty;
 }
 
 bool CudaDriver::log_if_error(cu::CUresult rc, const char *call,
@@ -455,7 +565,7 @@ bool CudaDriver::log_if_error(cu::CUresult rc, const char *call,
     if (cuda_error_is_sticky(rc) && sticky_reported_.exchange(true)) return false;
     try {
         std::string desc = error_string(rc);
-        std::string msg = "ember: warning: " + std::string(call) + " failed: " + error_name(rc);
+        std::string msg = "ember: warning: " + call_name(call) + " failed: " + error_name(rc);
         if (!desc.empty()) msg += " (" + desc + ")";
         msg += context;
         std::fprintf(stderr, "%s\n", msg.c_str());

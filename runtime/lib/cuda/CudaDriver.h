@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ember::detail {
 
@@ -253,7 +254,11 @@ std::string cuda_error_name(int code);
 /// description is left out when `description` is empty. Pure, for the driver and for tests.
 [[noreturn]] void throw_cuda_error(int code, std::string_view what_failed,
                                    std::string_view context, std::string_view name = {},
-                                   std::string_view description = {});
+                                   std::string_view description = {}, std::string_view api = "CUDA");
+
+/// The hipDeviceAttribute_t of ember's device attribute `cuda_attribute` (CUDA's number), -1
+/// where HIP has none ([Note] HIP back end in HipDriver.cpp).
+int hip_device_attribute(int cuda_attribute);
 
 /// libcuda.so.1, loaded once per process and never unloaded (so that destructors running at exit
 /// can still call it), with cuInit(0) done. The entry points are public and keep the names of
@@ -266,6 +271,25 @@ public:
     static const CudaDriver &get();
     /// The driver, or nullptr with the reason in `*why` (when given) instead of throwing.
     static const CudaDriver *try_get(std::string *why = nullptr) noexcept;
+
+    /// The same table filled with the HIP runtime's entry points ([Note] HIP back end in
+    /// cuda/HipDriver.cpp), hipInit(0) done. Throws RuntimeError naming the library's problem or
+    /// HIP's error.
+    static const CudaDriver &hip();
+    /// The HIP table, or nullptr with the reason in `*why`.
+    static const CudaDriver *try_hip(std::string *why = nullptr) noexcept;
+    /// The HIP table whether or not hipInit succeeded (nullptr without a usable library): for
+    /// tests, which check that every entry is filled.
+    static const CudaDriver *hip_table_for_testing() noexcept;
+
+    /// "cuda" or "hip": whose entry points fill the table.
+    std::string_view api() const noexcept { return api_; }
+    bool is_hip() const noexcept { return api_ == "hip"; }
+    /// The name of the call `cu_call` (a name of this table, "cuMemAlloc") in the api's own
+    /// vocabulary ("hipMalloc" on HIP), for messages.
+    std::string call_name(std::string_view cu_call) const;
+    /// The names of the required entries that are empty (none for a usable table).
+    std::vector<std::string> empty_required_entries() const;
 
     /// [Note] CUDA and fork
     /// CUDA does not support a child of fork() using the driver that its parent initialised:
@@ -459,6 +483,10 @@ public:
     cu::CUresult (*cuLinkComplete)(cu::CUlinkState state, void **cubin, size_t *size) = nullptr;
     cu::CUresult (*cuLinkDestroy)(cu::CUlinkState state) = nullptr;
 
+    /// HIP only: the device's architecture, "gfx90a" (hipDeviceProp_t's gcnArchName without its
+    /// feature suffix); nullptr on CUDA.
+    cu::CUresult (*deviceArchName)(char *name, int len, cu::CUdevice dev) = nullptr;
+
     CudaDriver(const CudaDriver &) = delete;
     CudaDriver &operator=(const CudaDriver &) = delete;
 
@@ -466,6 +494,15 @@ private:
     CudaDriver() = default;
     static CudaDriver &instance() noexcept;
     void load() noexcept;
+    /// Fills the table with HIP's entry points and calls hipInit (cuda/HipDriver.cpp).
+    void load_hip() noexcept;
+    static CudaDriver &hip_instance() noexcept;
+    /// This table, or RuntimeError with why it cannot be used.
+    const CudaDriver &usable_or_throw() const;
+    /// This table, or nullptr with why in `*why`.
+    const CudaDriver *usable_or_why(std::string *why) const noexcept;
+
+    std::string_view api_ = "cuda";
 
     void *library_ = nullptr;
     /// Set once a sticky error has been reported.

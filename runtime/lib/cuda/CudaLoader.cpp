@@ -22,7 +22,7 @@ std::string cuda_log_text(const std::string &buffer) {
 }
 
 std::unique_ptr<LoadedFunction> CudaBackend::load(const CompiledKernel &k) {
-    if (k.target.arch != Arch::NVPTX)
+    if (k.target.arch != (drv_.is_hip() ? Arch::AMDGPU : Arch::NVPTX))
         throw LogicError("kernel '" + k.kernel_name + "' was compiled for " +
                          k.target.to_string() + ", but " + ctx_->where() + " needs " +
                          target_.to_string());
@@ -114,10 +114,11 @@ void CudaBackend::throw_load_error(const CompiledKernel &k, cu::CUresult rc,
     if (c == CudaErrorClass::Memory || c == CudaErrorClass::Launch)
         drv_.raise(rc, "cuModuleLoadDataEx failed",
                    " loading kernel '" + k.kernel_name + "' on " + ctx_->where());
-    std::string summary = "kernel '" + k.kernel_name +
-                          "': the CUDA driver rejected the PTX for " + k.target.to_string() +
-                          " (" + drv_.error_name(rc) + ")";
-    if (rc == cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+    std::string summary = "kernel '" + k.kernel_name + "': " +
+                          (drv_.is_hip() ? "the HIP runtime rejected the code object for "
+                                         : "the CUDA driver rejected the PTX for ") +
+                          k.target.to_string() + " (" + drv_.error_name(rc) + ")";
+    if (rc == cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION && !drv_.is_hip())
         summary += "; the PTX ISA version is newer than this driver (CUDA " +
                    std::to_string(drv_.version() / 1000) + "." +
                    std::to_string(drv_.version() % 1000 / 10) +
@@ -129,7 +130,7 @@ void CudaBackend::throw_load_error(const CompiledKernel &k, cu::CUresult rc,
     if (log.empty()) {
         // Some failures (a corrupt image) leave both logs empty.
         std::string desc = drv_.error_string(rc);
-        log = "(no JIT log) " + drv_.error_name(rc) + (desc.empty() ? "" : ": " + desc);
+        log = std::string(drv_.is_hip() ? "(a code object has no JIT log) " : "(no JIT log) ") + drv_.error_name(rc) + (desc.empty() ? "" : ": " + desc);
     }
     throw CompileError(summary, std::move(log));
 }

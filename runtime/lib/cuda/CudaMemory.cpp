@@ -309,8 +309,13 @@ void CudaStream::copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddre
     if (bytes == 0) return;
     ScopedCurrent current(*dev_->ctx);
     const CudaDriver &drv = dev_->drv;
-    cu::CUcontext dc = dst_owner ? cuda_context_of(*dst_owner) : nullptr;
-    cu::CUcontext sc = src_owner ? cuda_context_of(*src_owner) : nullptr;
+    for (Backend *owner : {dst_owner, src_owner})
+        if (auto *c = dynamic_cast<CudaBackend *>(owner); c && &c->driver() != &drv)
+            throw LogicError("copy: a " + dev_->ctx->where() + " stream cannot copy " + c->api() +
+                             " memory: " + std::string(drv.api()) + " and " + c->api() +
+                             " devices share no memory; copy through a host buffer");
+    cu::CUcontext dc = dst_owner ? cuda_context_of(drv, *dst_owner) : nullptr;
+    cu::CUcontext sc = src_owner ? cuda_context_of(drv, *src_owner) : nullptr;
     cu::CUresult rc;
     const char *call;
     if (dc && sc && dc != sc) {
@@ -330,9 +335,9 @@ void CudaStream::copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddre
                       " memory " + cuda_hex(dst) + " on a stream of " + dev_->ctx->where() + dev_->fault_context(rc));
 }
 
-cu::CUcontext cuda_context_of(Backend &b) noexcept {
+cu::CUcontext cuda_context_of(const CudaDriver &drv, Backend &b) noexcept {
     auto *c = dynamic_cast<CudaBackend *>(&b);
-    return c ? c->context_handle() : nullptr;
+    return c && &c->driver() == &drv ? c->context_handle() : nullptr;
 }
 
 DeviceAddress CudaBackend::allocate_pitched(size_t width_bytes, size_t height, unsigned element_bytes,
@@ -407,8 +412,8 @@ DeviceAddress CudaBackend::open_ipc(const std::array<uint8_t, 64> &handle, size_
 }
 
 bool CudaBackend::can_access_peer(Backend &peer) {
-    auto *other = dynamic_cast<CudaBackend *>(&peer);
-    if (!other) return false; // the CPU device's memory is pageable host memory
+    auto *other = same_api(peer);
+    if (!other) return false; // the CPU device's memory is pageable host memory; another api's is apart
     if (other->dev_ == dev_) return true;
     int can = 0;
     drv_.check(drv_.cuDeviceCanAccessPeer(&can, dev_, other->dev_), "cuDeviceCanAccessPeer",
@@ -417,7 +422,7 @@ bool CudaBackend::can_access_peer(Backend &peer) {
 }
 
 void CudaBackend::enable_peer_access(Backend &peer) {
-    auto *other = dynamic_cast<CudaBackend *>(&peer);
+    auto *other = same_api(peer);
     if (!other || !can_access_peer(peer))
         throw LogicError("enable_peer_access: " + ctx_->where() + " cannot access the memory of " +
                          peer.api() + " device " + std::to_string(peer.device_id()) + " (" + peer.name() +
@@ -447,7 +452,7 @@ void CudaBackend::set_pool_access(CudaBackend &other, int flags, const char *ver
 }
 
 void CudaBackend::disable_peer_access(Backend &peer) {
-    auto *other = dynamic_cast<CudaBackend *>(&peer);
+    auto *other = same_api(peer);
     if (!other || other->dev_ == dev_) return; // never enabled: nothing to undo
     ScopedCurrent current(*ctx_);
     cu::CUresult rc = drv_.cuCtxDisablePeerAccess(other->ctx_->handle());

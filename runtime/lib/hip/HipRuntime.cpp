@@ -42,6 +42,8 @@ void *HipRuntime::entry(const std::string &name) const {
     return it == entries_.end() ? nullptr : it->second;
 }
 
+void *HipRuntime::optional_entry(const char *name) const { return handle_ ? dlsym(handle_, name) : nullptr; }
+
 std::string HipRuntime::problem() const {
     if (!handle_)
         return "the HIP runtime could not be loaded (libamdhip64.so.6, .so.5 or .so: " + dlopen_errors_ +

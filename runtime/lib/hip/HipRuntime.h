@@ -13,9 +13,9 @@
 /// `hipGetErrorName` and `hipGetErrorString` (which ROCm 5.2 makes the name again; the text is
 /// then given once). `DeviceContext(api = "hip")` asks `hipInit` and `hipGetDeviceCount` and
 /// raises RuntimeError with HIP's own error where they fail (no AMD GPU, no /dev/kfd). ember's HIP
-/// back end that runs kernels is not built yet: with an AMD GPU present, `DeviceContext` says so,
-/// naming the devices HIP found. Nothing here has run on AMD hardware; tests run against the real
-/// library without a GPU (HipRuntimeTest).
+/// back end runs kernels through these entry points ([Note] HIP back end in cuda/HipDriver.cpp).
+/// Nothing here has run on AMD hardware; tests run against the real library without a GPU
+/// (HipRuntimeTest, HipDriverTest).
 #ifndef EMBER_RUNTIME_HIP_HIPRUNTIME_H
 #define EMBER_RUNTIME_HIP_HIPRUNTIME_H
 
@@ -30,28 +30,31 @@ using hipError_t = int; // an enum in hip_runtime_api.h; 0 is hipSuccess
 inline constexpr hipError_t hipSuccess = 0;
 } // namespace hip
 
-/// Every entry point the HIP back end uses, by the names of hip_runtime_api.h; the CUDA back end's
-/// calls have these counterparts (cuda/CudaDriver.h).
+/// Every entry point the HIP back end calls (cuda/HipDriver.cpp, which fills the driver table of
+/// the CUDA-shaped back end with them), by the names of hip_runtime_api.h. All must be there;
+/// `optional_entry` finds the few that ROCm 5.2 lacks.
 #define EMBER_HIP_ENTRY_POINTS(X)                                                                  \
     X(hipInit) X(hipDriverGetVersion) X(hipRuntimeGetVersion) X(hipGetDeviceCount) X(hipDeviceGet)  \
     X(hipDeviceGetName) X(hipDeviceGetAttribute) X(hipDeviceTotalMem) X(hipDeviceGetPCIBusId)       \
-    X(hipSetDevice) X(hipGetErrorName) X(hipGetErrorString) X(hipDevicePrimaryCtxRetain)            \
-    X(hipDevicePrimaryCtxRelease) X(hipCtxSetCurrent) X(hipDeviceCanAccessPeer)                     \
-    X(hipDeviceEnablePeerAccess) X(hipDeviceDisablePeerAccess) X(hipDeviceGetLimit)                 \
-    X(hipDeviceGetStreamPriorityRange) X(hipMalloc) X(hipFree) X(hipMallocAsync) X(hipFreeAsync)    \
-    X(hipHostMalloc) X(hipHostFree) X(hipMallocManaged) X(hipMallocPitch) X(hipHostRegister)        \
-    X(hipHostUnregister) X(hipHostGetDevicePointer) X(hipMemGetInfo) X(hipMemGetAddressRange)       \
-    X(hipMemcpyHtoDAsync) X(hipMemcpyDtoHAsync) X(hipMemcpyDtoDAsync) X(hipMemcpyPeerAsync)         \
-    X(hipMemcpy2DAsync) X(hipMemcpy3DAsync) X(hipMemsetD8Async) X(hipMemsetD16Async)                \
-    X(hipMemsetD32Async) X(hipModuleLoadData) X(hipModuleLoadDataEx) X(hipModuleUnload)             \
+    X(hipGetDeviceProperties) X(hipGetErrorName) X(hipGetErrorString) X(hipDevicePrimaryCtxRetain)  \
+    X(hipDevicePrimaryCtxRelease) X(hipCtxGetCurrent) X(hipCtxSetCurrent) X(hipCtxGetApiVersion)    \
+    X(hipDeviceCanAccessPeer) X(hipCtxEnablePeerAccess) X(hipCtxDisablePeerAccess)                  \
+    X(hipDeviceGetLimit) X(hipDeviceGetStreamPriorityRange) X(hipMalloc) X(hipFree)                 \
+    X(hipMallocAsync) X(hipFreeAsync) X(hipDeviceGetDefaultMemPool) X(hipMemPoolSetAccess)          \
+    X(hipHostMalloc) X(hipHostFree) X(hipMallocManaged) X(hipStreamAttachMemAsync) X(hipMallocPitch) \
+    X(hipHostRegister) X(hipHostUnregister) X(hipHostGetDevicePointer) X(hipMemGetInfo)             \
+    X(hipMemGetAddressRange) X(hipMemcpyHtoDAsync) X(hipMemcpyDtoHAsync) X(hipMemcpyDtoDAsync)      \
+    X(hipMemcpyAsync) X(hipMemcpy2DAsync) X(hipMemcpy3DAsync) X(hipMemsetD8Async)                  \
+    X(hipMemsetD16Async) X(hipMemsetD32Async) X(hipModuleLoadData) X(hipModuleUnload)               \
     X(hipModuleGetFunction) X(hipModuleGetGlobal) X(hipModuleLaunchKernel) X(hipFuncGetAttribute)   \
     X(hipModuleOccupancyMaxActiveBlocksPerMultiprocessor) X(hipModuleOccupancyMaxPotentialBlockSize) \
     X(hipStreamCreateWithFlags) X(hipStreamCreateWithPriority) X(hipStreamDestroy) X(hipStreamQuery) \
     X(hipStreamSynchronize) X(hipStreamWaitEvent) X(hipEventCreateWithFlags) X(hipEventDestroy)     \
     X(hipEventRecord) X(hipEventQuery) X(hipEventSynchronize) X(hipEventElapsedTime)                \
     X(hipIpcGetMemHandle) X(hipIpcOpenMemHandle) X(hipIpcCloseMemHandle) X(hipStreamBeginCapture)   \
-    X(hipStreamEndCapture) X(hipGraphInstantiate) X(hipGraphLaunch) X(hipGraphDestroy)              \
-    X(hipGraphExecDestroy) X(hipGraphGetNodes) X(hipGraphExecKernelNodeSetParams)
+    X(hipStreamEndCapture) X(hipStreamGetCaptureInfo_v2) X(hipGraphInstantiateWithFlags)            \
+    X(hipGraphLaunch) X(hipGraphDestroy) X(hipGraphExecDestroy) X(hipGraphGetNodes)                 \
+    X(hipGraphExecKernelNodeSetParams)
 
 /// The loaded library ([Note] HIP runtime loading).
 class HipRuntime {
@@ -71,6 +74,9 @@ public:
     static const std::vector<std::string> &entry_point_names();
     /// The address of an entry point (nullptr when not resolved).
     void *entry(const std::string &name) const;
+    /// The address of a symbol outside EMBER_HIP_ENTRY_POINTS that newer ROCm releases have
+    /// (hipDeviceSetLimit, hipGetDevicePropertiesR0600), nullptr without it or the library.
+    void *optional_entry(const char *name) const;
 
     /// `hipErrorNoDevice (100): no ROCm-capable device is detected`; the code alone where the
     /// library cannot name it.
