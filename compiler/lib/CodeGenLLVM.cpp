@@ -6,6 +6,7 @@
 #include "LLVMError.h"
 #include "math/MathLib.h"
 #include "ember/compiler/IRPrinter.h"
+#include "ember/compiler/PrintBuffer.h"
 
 #include <llvm/IR/BasicBlock.h>
 #include <llvm/IR/Constants.h>
@@ -44,6 +45,9 @@ private:
 #define EMBER_IR_EXPR(Name) llvm::Value *visit(const ir::Name *op);
 #include "ember/compiler/IRNodes.def"
     llvm::Value *emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a, llvm::Value *b);
+    /// print through ember's print buffer ([Note] Print buffer): `format` as for printf, `args`
+    /// i1, i32, i64 or double.
+    void emit_print_to_buffer(const std::string &format, llvm::ArrayRef<llvm::Value *> args);
     llvm::Value *emit_half_fma(llvm::Value *a, llvm::Value *b, llvm::Value *c);
     /// fpext of v to ty, with the operand of a vector frozen where the target asks
     /// (Target::shield_vector_fpext).
@@ -1056,9 +1060,11 @@ llvm::Error CodeGenLLVM::visit(const ir::Continue *) {
 
 llvm::Error CodeGenLLVM::visit(const ir::Print *op) {
     // One C format string and its arguments, promoted as C varargs are; see [Note] IR semantics
-    // for how each type prints. Literal text has its '%' doubled.
+    // for how each type prints. Literal text has its '%' doubled. A bool is a %s argument: the
+    // string True or False for a printf, 0 or 1 in ember's print buffer.
     std::string format;
     std::vector<llvm::Value *> args;
+    std::vector<bool> is_bool;
     auto literal = [&](std::string_view text) {
         for (char c : text) format += c == '%' ? "%%" : std::string(1, c);
     };
@@ -1072,10 +1078,10 @@ llvm::Error CodeGenLLVM::visit(const ir::Print *op) {
         }
         llvm::Value *v = emit(item.value);
         const ir::Type &t = item.value.type();
+        is_bool.push_back(t.is_bool());
         if (t.is_bool()) {
             format += "%s";
-            args.push_back(b_.CreateSelect(v, b_.CreateGlobalString("True", "str.true"),
-                                           b_.CreateGlobalString("False", "str.false")));
+            args.push_back(v);
         } else if (t.is_int()) {
             const bool wide = t.bits() > 32;
             format += t.is_signed_int() ? (wide ? "%lld" : "%d") : (wide ? "%llu" : "%u");
@@ -1087,8 +1093,78 @@ llvm::Error CodeGenLLVM::visit(const ir::Print *op) {
         }
     }
     literal(op->end);
+    if (target_.print_to_buffer()) {
+        emit_print_to_buffer(format, args);
+        return llvm::Error::success();
+    }
+    for (size_t i = 0; i < args.size(); ++i)
+        if (is_bool[i])
+            args[i] = b_.CreateSelect(args[i], b_.CreateGlobalString("True", "str.true"),
+                                      b_.CreateGlobalString("False", "str.false"));
     target_.emit_printf(b_, b_.CreateGlobalString(format, "printf.format"), args);
     return llvm::Error::success();
+}
+
+void CodeGenLLVM::emit_print_to_buffer(const std::string &format, llvm::ArrayRef<llvm::Value *> args) {
+    // [Note] Print buffer: reserve a record with one atomic add, write it, or count it dropped.
+    namespace pb = print_buffer;
+    llvm::Module &m = *b_.GetInsertBlock()->getModule();
+    llvm::Function *fn = b_.GetInsertBlock()->getParent();
+    const unsigned as = target_.global_address_space();
+    llvm::Type *i64 = b_.getInt64Ty();
+    auto *slot = m.getGlobalVariable(pb::kSymbol);
+    if (!slot) {
+        slot = new llvm::GlobalVariable(m, i64, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+                                        llvm::ConstantInt::get(i64, 0), pb::kSymbol, nullptr,
+                                        llvm::GlobalValue::NotThreadLocal, as);
+        slot->setExternallyInitialized(true); // the runtime writes it: never folded to 0
+        slot->setAlignment(llvm::Align(8));
+    }
+    // The record's bytes: its size and count, the format padded to 8 with its NUL, the arguments.
+    const uint64_t format_bytes = (format.size() + 1 + 7) / 8 * 8;
+    const uint64_t bytes = 8 + format_bytes + 8 * args.size();
+    llvm::Value *base_int = b_.CreateLoad(i64, slot, "print.buffer");
+    llvm::BasicBlock *reserve = llvm::BasicBlock::Create(ctx_, "print.reserve", fn);
+    llvm::BasicBlock *write = llvm::BasicBlock::Create(ctx_, "print.write", fn);
+    llvm::BasicBlock *drop = llvm::BasicBlock::Create(ctx_, "print.drop", fn);
+    llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "print.done", fn);
+    b_.CreateCondBr(b_.CreateICmpNE(base_int, b_.getInt64(0)), reserve, done);
+
+    b_.SetInsertPoint(reserve);
+    llvm::Type *ptr = llvm::PointerType::get(ctx_, as);
+    llvm::Value *base = b_.CreateIntToPtr(base_int, ptr);
+    auto at = [&](llvm::Value *offset) { return b_.CreateGEP(b_.getInt8Ty(), base, offset); };
+    llvm::Value *used = b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, base, b_.getInt64(bytes), llvm::Align(8),
+                                           llvm::AtomicOrdering::Monotonic);
+    llvm::Value *capacity = b_.CreateLoad(i64, at(b_.getInt64(8)), "print.capacity");
+    llvm::Value *end = b_.CreateAdd(used, b_.getInt64(bytes));
+    b_.CreateCondBr(b_.CreateICmpULE(end, capacity), write, drop);
+
+    b_.SetInsertPoint(write);
+    llvm::Value *record = b_.CreateAdd(used, b_.getInt64(pb::kHeaderBytes));
+    auto store64 = [&](uint64_t offset, llvm::Value *v) {
+        b_.CreateAlignedStore(v, at(b_.CreateAdd(record, b_.getInt64(offset))), llvm::Align(8));
+    };
+    store64(0, b_.getInt64(bytes | uint64_t(args.size()) << 32));
+    for (uint64_t w = 0; w < format_bytes / 8; ++w) {
+        uint64_t word = 0;
+        for (uint64_t k = 0; k < 8 && w * 8 + k < format.size(); ++k)
+            word |= uint64_t(static_cast<unsigned char>(format[w * 8 + k])) << (8 * k);
+        store64(8 + w * 8, b_.getInt64(word));
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+        llvm::Value *a = args[i];
+        if (a->getType()->isDoubleTy()) a = b_.CreateBitCast(a, i64);
+        else a = b_.CreateZExt(a, i64); // i1 and i32: the low bits are what the conversion reads
+        store64(8 + format_bytes + 8 * i, a);
+    }
+    b_.CreateBr(done);
+
+    b_.SetInsertPoint(drop);
+    b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, at(b_.getInt64(16)), b_.getInt64(1), llvm::Align(8),
+                       llvm::AtomicOrdering::Monotonic);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
 }
 
 llvm::Error CodeGenLLVM::visit(const ir::Return *op) {

@@ -469,6 +469,7 @@ CompiledKernel compile_stages(const ir::Kernel &k, const TargetSpec &target,
         out.ir = std::move(text);
     }
     std::unique_ptr<detail::Target> t = detail::throw_if_error(detail::create_target(target), context);
+    t->set_print_to_buffer(options.print_to_buffer);
     Want want;
     want.llvm = options.keep_llvm || dumps.llvm || dumps.bundle;
     want.llvm_opt = options.keep_llvm_opt || dumps.llvm_opt || dumps.bundle;

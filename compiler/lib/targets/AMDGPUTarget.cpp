@@ -4,6 +4,8 @@
 /// in-process by lld into a code object (HSACO) a HIP runtime loads.
 #include "TargetImpl.h"
 
+#include "ember/compiler/PrintBuffer.h"
+
 #include "../LLVMError.h"
 
 #ifdef EMBER_WITH_AMDGPU
@@ -57,13 +59,14 @@ constexpr const char *amdgpu_triple = "amdgcn-amd-amdhsa";
 ///   `workgroup` for the block, `agent` for the device (the default), the system's for the
 ///   system. Relaxed, as every ember atomic.
 /// - **Warp operations** on the IR's warps of 32 lanes ([Note] Warps on AMDGPU below).
-/// - **Refused with a CompileError naming the kernel**: print (HIP's printf is a host-call buffer
-///   the HIP back end must serve). Nothing else of the IR is target-specific.
+/// - **Print** writes records into ember's print buffer, which the HIP back end drains at a
+///   synchronize ([Note] Print buffer in ember/compiler/PrintBuffer.h): HIP's own printf is a
+///   host-call buffer served by code from ROCm's device libraries. Nothing of the IR is refused.
 /// - **Emission.** LLVM writes a relocatable ELF object; lld's ELF linker, in this process
 ///   (liblld, no `ld.lld` process), links it as a shared object: the code object. lld keeps
 ///   global state, so links are serialised. The `asm` stage is LLVM's AMDGPU assembly.
 /// - **LLVM defects worked around** (found by compiling ember-difftest's random kernels for
-///   gfx942 and gfx1100, every one of which compiles now or is refused as above): the
+///   gfx942 and gfx1100, every one of which compiles now): the
 ///   arithmetic fences become inline asm (`prepare_codegen`; the assembly parser is initialised
 ///   for the object streamer), an integer of up to 16 bits made bf16 goes through f32, and a bf16
 ///   comparison is made in f32 (a ballot of it had no selection pattern).
@@ -228,15 +231,15 @@ public:
         return b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
     }
 
-    /// Refused in finish_module: the call is marked by the named metadata below.
-    void emit_printf(llvm::IRBuilderBase &b, llvm::Value *, llvm::ArrayRef<llvm::Value *>) const override {
-        b.GetInsertBlock()->getModule()->getOrInsertNamedMetadata(printf_marker);
-    }
+    /// HIP's printf needs ROCm's device libraries: print writes into ember's print buffer
+    /// ([Note] Print buffer).
+    bool has_device_printf() const override { return false; }
 
     llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel, const KernelFacts &) const override {
         const std::string where = "kernel '" + kernel.getName().str() + "' for " + spec().to_string();
-        if (m.getNamedMetadata(printf_marker))
-            return make_compile_failure(where + ": print is not available on AMDGPU yet (see [Note] AMDGPU target)");
+        // The print buffer's global is found by name (hipModuleGetGlobal): exported.
+        if (llvm::GlobalVariable *g = m.getGlobalVariable(print_buffer::kSymbol))
+            g->setVisibility(llvm::GlobalValue::ProtectedVisibility);
         kernel.setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
         kernel.setLinkage(llvm::GlobalValue::ExternalLinkage);
         kernel.setVisibility(llvm::GlobalValue::ProtectedVisibility);
@@ -320,7 +323,6 @@ public:
     }
 
 private:
-    static constexpr const char *printf_marker = "ember.amdgpu.print";
 
     /// `object` linked by lld's ELF driver into a shared object, through two temporary files.
     llvm::Expected<std::string> link_code_object(const std::string &object, const std::string &name) const {

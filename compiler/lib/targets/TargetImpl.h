@@ -96,6 +96,13 @@ public:
         all.insert(all.end(), args.begin(), args.end());
         b.CreateCall(printf_fn, all);
     }
+    /// Whether the target has a printf of its own (emit_printf); where not, print writes into
+    /// ember's print buffer ([Note] Print buffer in ember/compiler/PrintBuffer.h).
+    virtual bool has_device_printf() const { return true; }
+    /// Whether print goes through ember's print buffer: without a device printf, or where the
+    /// compile asks (CompileOptions::print_to_buffer).
+    bool print_to_buffer() const { return print_to_buffer_ || !has_device_printf(); }
+    void set_print_to_buffer(bool on) { print_to_buffer_ = on; }
     /// A block-wide barrier; fails for targets that cannot run one. `kernel` is for messages.
     virtual llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view kernel) const = 0;
 
@@ -225,6 +232,7 @@ public:
 
 private:
     TargetSpec spec_;
+    bool print_to_buffer_ = false;
 };
 
 /// The processor names LLVM's back end for `triple` knows, in its order (empty when the back end

@@ -209,6 +209,23 @@ struct CudaDeviceState {
     std::vector<CudaStream *> user_streams;
     std::atomic<bool> had_user_streams{false};
 
+    /// The default stream's handle (set once it exists), for the print drain's check.
+    cu::CUstream default_stream = nullptr;
+
+    /// ember's print buffer of this device's modules ([Note] Print buffer in
+    /// ember/compiler/PrintBuffer.h; CudaPrint.cpp): made when the first module that prints is
+    /// loaded, 0 before; its capacity for records in bytes.
+    std::mutex print_mutex;
+    DeviceAddress print_buffer = 0;
+    uint64_t print_capacity = 0;
+    /// The buffer's address for a module's `ember_print_buffer` global, made on first use.
+    DeviceAddress print_buffer_for_modules();
+    /// Prints the records of the print buffer and empties it, if every stream of the device is
+    /// idle (a kernel still running may be writing); `s` is an idle stream to copy on.
+    void drain_prints(cu::CUstream s);
+    /// Frees the buffer (the back end's destructor, the context still current).
+    void free_print_buffer() noexcept;
+
     /// Streams capturing a graph now, and the frees deferred until none does ([Note] Graphs in
     /// BackendGraph.h).
     std::atomic<int> capturing{0};
@@ -411,6 +428,9 @@ private:
     void order_after_user_streams() noexcept;
 
     std::string out_of_memory_context(size_t bytes) const;
+    /// Points `module`'s print buffer global, if it has one, at the device's buffer ([Note]
+    /// Print buffer; CudaPrint.cpp).
+    void attach_print_buffer(cu::CUmodule module);
     [[noreturn]] void throw_load_error(const CompiledKernel &k, cu::CUresult rc,
                                        std::string error_log, const std::string &info_log) const;
 

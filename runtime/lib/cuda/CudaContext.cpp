@@ -112,6 +112,7 @@ CudaBackend::CudaBackend(const CudaDriver &drv, int device_id) : drv_(drv), devi
     drv_.check(drv_.cuCtxGetStreamPriorityRange(&least_priority_, &greatest_priority_),
                "cuCtxGetStreamPriorityRange", " on " + ctx_->where());
     default_stream_ = std::make_shared<CudaStream>(state_, 0, /*user=*/false);
+    state_->default_stream = default_handle();
 }
 
 CudaBackend::~CudaBackend() {
@@ -126,7 +127,15 @@ CudaBackend::~CudaBackend() {
     if (helper_.joinable()) helper_.join();
     images_.finish(); // unloads the modules no kernel took; stores the program's list
     free_deferred();
-    // The default stream synchronises in its destructor, before the context is released.
+    // The default stream synchronises in its destructor, before the context is released; lines
+    // printed since the last synchronize are printed then.
+    if (state_->print_buffer) {
+        try {
+            default_stream_->synchronize();
+        } catch (const Error &) { // reported by the synchronize that met it, if any came
+        }
+    }
+    state_->free_print_buffer();
     default_stream_.reset();
 }
 

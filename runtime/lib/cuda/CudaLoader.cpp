@@ -58,6 +58,7 @@ std::unique_ptr<LoadedFunction> CudaBackend::load(const CompiledKernel &k) {
                "cuModuleGetFunction",
                "; the PTX of kernel '" + k.kernel_name + "' has no entry point '" +
                    k.entry_symbol + "'");
+    attach_print_buffer(module);
     return fn;
 }
 
@@ -76,6 +77,7 @@ std::unique_ptr<LoadedFunction> CudaBackend::load_image_bytes(const std::string 
         drv_.check(rc, "cuModuleGetFunction",
                    "; the cubin of kernel '" + k->kernel_name + "' has no entry point '" + symbol + "'");
     }
+    attach_print_buffer(module);
     return fn;
 }
 

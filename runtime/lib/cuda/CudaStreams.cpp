@@ -207,6 +207,7 @@ void CudaStream::synchronize() {
                             "synchronize" +
                             dev_->fault_context(rc));
     dev_->forget_launches();
+    if (dev_->print_buffer) dev_->drain_prints(stream_); // [Note] Print buffer
 }
 
 bool CudaStream::is_done() {

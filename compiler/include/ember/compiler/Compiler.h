@@ -38,6 +38,9 @@ struct CompileOptions {
     int opt_level = 3;
     /// Keep the text of these stages in `CompiledKernel` (the binary is always kept).
     bool keep_ir = false, keep_llvm = false, keep_llvm_opt = false, keep_asm = false;
+    /// Print through ember's print buffer ([Note] Print buffer) on a target that has a printf of
+    /// its own too (NVPTX): for tests of the buffer on NVIDIA GPUs. AMDGPU always uses it.
+    bool print_to_buffer = false;
 };
 
 /// The result of compiling one kernel for one target: portable bytes, no live handles.
@@ -46,7 +49,7 @@ struct CompiledKernel {
     /// The symbol to look up in the binary (the kernel's name).
     std::string entry_symbol;
     TargetSpec target;
-    /// PTX text (NVPTX) or a relocatable ELF object (CPU).
+    /// PTX text (NVPTX), a code object (AMDGPU) or a relocatable ELF object (CPU).
     std::string binary;
     /// The kernel's constant arrays (ir::constant_globals): module globals the host writes.
     std::vector<ir::ConstantGlobal> constants;
