@@ -68,6 +68,8 @@ std::string format_print_records(std::string_view records) {
     size_t at = 0;
     while (at + 8 <= records.size()) {
         const uint32_t bytes = read32(records.data() + at), count = read32(records.data() + at + 4);
+        // Zeros: the records that fit end here (the runtime zeroes what it has read).
+        if (bytes == 0 && count == 0) break;
         auto malformed = [&](const char *why) {
             out += "ember: print buffer: record at byte " + std::to_string(at) + " is malformed (" + why +
                    "); the rest of the buffer is not printed\n";

@@ -24,7 +24,9 @@ DeviceAddress CudaDeviceState::print_buffer_for_modules() {
     drv.check(drv.cuMemAlloc(&p, print_buffer::kHeaderBytes + capacity), "cuMemAlloc",
               "; the print buffer (" + cuda_format_bytes(capacity) + ") of " + ctx->where());
     const uint64_t header[3] = {0, capacity, 0};
-    cu::CUresult rc = drv.cuMemcpyHtoDAsync(p, header, sizeof header, default_stream);
+    // The record area starts zeroed: [Note] Print buffer.
+    cu::CUresult rc = drv.cuMemsetD8Async(p, 0, print_buffer::kHeaderBytes + capacity, default_stream);
+    if (rc == cu::CUDA_SUCCESS) rc = drv.cuMemcpyHtoDAsync(p, header, sizeof header, default_stream);
     if (rc == cu::CUDA_SUCCESS) rc = drv.cuStreamSynchronize(default_stream);
     if (rc != cu::CUDA_SUCCESS) {
         drv.log_if_error(drv.cuMemFree(p), "cuMemFree");
@@ -69,7 +71,8 @@ void CudaDeviceState::drain_prints(cu::CUstream s) {
     std::string records(std::min(header[0], print_capacity), '\0');
     if (!records.empty()) copy_in(records.data(), print_buffer + print_buffer::kHeaderBytes, records.size());
     const uint64_t empty[3] = {0, print_capacity, 0};
-    cu::CUresult rc = drv.cuMemcpyHtoDAsync(print_buffer, empty, sizeof empty, s);
+    cu::CUresult rc = drv.cuMemsetD8Async(print_buffer + print_buffer::kHeaderBytes, 0, records.size(), s);
+    if (rc == cu::CUDA_SUCCESS) rc = drv.cuMemcpyHtoDAsync(print_buffer, empty, sizeof empty, s);
     if (rc == cu::CUDA_SUCCESS) rc = drv.cuStreamSynchronize(s);
     drv.check(rc, "cuMemcpyHtoDAsync", " emptying the print buffer of " + ctx->where());
     const std::string text = print_buffer::format_print_records(records);

@@ -60,6 +60,8 @@ TEST(PrintBufferTest, MalformedRecordsAreNamedNotReadPast) {
     std::string unterminated = record("abcdefg", {});
     unterminated[8 + 7] = 'h'; // the NUL's byte
     EXPECT_NE(format_print_records(unterminated).find("a format without its end"), std::string::npos);
+    // Zeros after the records: the records that fit end there, silently.
+    EXPECT_EQ(format_print_records(good + std::string(56, '\0')), "ok 1\n");
     // Fewer than a header's 8 bytes left: nothing more is printed.
     EXPECT_EQ(format_print_records(good + std::string(4, '\0')), "ok 1\n");
 }

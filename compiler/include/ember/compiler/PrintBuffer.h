@@ -15,7 +15,9 @@
 /// - The buffer starts with a header of `kHeaderBytes`: u64 bytes used (after the header), u64
 ///   capacity (bytes for records), u64 records dropped because the buffer was full.
 /// - A print reserves its record with one atomic add on the bytes used; a record that does not
-///   fit is dropped and counted (the host warns, naming the count and the capacity).
+///   fit is dropped and counted (the host warns, naming the count and the capacity). The bytes
+///   used then count the dropped records too, so the record area starts zeroed (and is zeroed
+///   again after each drain): the records that fit end where a zero size begins.
 /// - A record: u32 bytes (a multiple of 8, all of it), u32 argument count, the C format
 ///   (NUL-terminated, padded to 8), then one u64 per argument: integers in the low bits (what the
 ///   conversion reads: %d and %u 32 bits, %lld and %llu 64), doubles (%g) as their bits, bools
@@ -42,7 +44,7 @@ inline constexpr uint64_t kHeaderBytes = 64;
 inline constexpr uint64_t kDefaultCapacity = 1 << 20;
 
 /// The text of the records in `records` (the bytes after the header, as many as were used), in
-/// order. A record that is malformed (a size that overruns the bytes, a format without its NUL,
+/// order, up to a zero record size (the end of the records that fit). A record that is malformed (a size that overruns the bytes, a format without its NUL,
 /// fewer arguments than conversions) ends the text with a line saying so; nothing is read past
 /// `records`.
 std::string format_print_records(std::string_view records);
