@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 DEBIAN_PACKAGES := cmake ninja-build g++ python3 llvm-19-dev llvm-19-tools lld-19 liblld-19-dev \
-                   libgtest-dev zlib1g-dev libzstd-dev libamdhip64-5
+                   libgtest-dev zlib1g-dev libzstd-dev libamdhip64-5 libamd-comgr2
 # The sanitizer and fuzzer builds use clang: GCC 12's UBSan mis-instruments CodeGenLLVM.cpp, and
 # libFuzzer is part of clang (libclang-rt-19-dev holds the sanitizer and libFuzzer runtimes).
 CLANG_PACKAGES := clang-19 libclang-rt-19-dev
