@@ -30,7 +30,7 @@ struct Comgr {
     };
     using Status = int;
     static constexpr int kExecutable = 0x8;                    // AMD_COMGR_DATA_KIND_EXECUTABLE
-    static constexpr int kString = 0x1, kMap = 0x2, kList = 0x3; // amd_comgr_metadata_kind_t
+    static constexpr int kString = 0x1;                          // AMD_COMGR_METADATA_KIND_STRING
     Status (*create_data)(int, Handle *) = nullptr;
     Status (*set_data)(Handle, size_t, const char *) = nullptr;
     Status (*release_data)(Handle) = nullptr;
