@@ -549,7 +549,8 @@ uint64_t ember_cpu_warp(int32_t op, uint64_t bits, int32_t lane_arg) {
             if (s.fibers[first + i].posted & 1) ballot |= uint64_t(1) << i;
         }
         const size_t set = static_cast<size_t>(__builtin_popcountll(ballot));
-        result = op == 4 ? ballot : op == 5 ? uint64_t(set > 0) : uint64_t(set == alive);
+        // ballot and wave_ballot (the wave is the warp here), warp_any, warp_all.
+        result = op == 4 || op == 7 ? ballot : op == 5 ? uint64_t(set > 0) : uint64_t(set == alive);
     }
     }
     wait(s, FiberState::AtWarp); // every live lane has read: the slots may be reused

@@ -492,6 +492,7 @@ constexpr std::pair<WarpOp, const char *> warp_names[] = {
     {WarpOp::ShuffleIdx, "shuffle_idx"}, {WarpOp::ShuffleUp, "shuffle_up"},
     {WarpOp::ShuffleDown, "shuffle_down"}, {WarpOp::ShuffleXor, "shuffle_xor"},
     {WarpOp::Ballot, "ballot"}, {WarpOp::Any, "warp_any"}, {WarpOp::All, "warp_all"},
+    {WarpOp::WaveBallot, "wave_ballot"},
 };
 } // namespace
 
@@ -509,7 +510,9 @@ Expr Warp::make(WarpOp op, Expr value, Expr lane) {
         return Expr(sealed(new Warp(op, t, std::move(value), std::move(lane))));
     }
     EMBER_ASSERT(!lane && t.is_bool(), std::string(to_string(op)) + " takes one bool");
-    Type r = op == WarpOp::Ballot ? Type(ScalarType::U32) : Type(ScalarType::Bool);
+    Type r = op == WarpOp::Ballot       ? Type(ScalarType::U32)
+             : op == WarpOp::WaveBallot ? Type(ScalarType::U64)
+                                        : Type(ScalarType::Bool);
     return Expr(sealed(new Warp(op, r, std::move(value), Expr())));
 }
 

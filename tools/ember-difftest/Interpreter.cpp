@@ -643,6 +643,7 @@ private:
                         break;
                     }
                     case ir::WarpOp::Ballot:
+                    case ir::WarpOp::WaveBallot: // the reference's wave is the warp
                         for (uint64_t k = 0; k < 32; ++k) r |= (val[base + k] & 1) << k;
                         break;
                     case ir::WarpOp::Any:

@@ -86,8 +86,9 @@ constexpr const char *amdgpu_triple = "amdgcn-amd-amdhsa";
 /// for 64-bit values). `ballot` is the warp's 32 bits of the wave's ballot (`llvm.amdgcn.ballot`,
 /// shifted by the warp's first lane on wave64); `warp_any` is whether they are non-zero and
 /// `warp_all` whether they equal the ballot of `true`, the lanes that run. What a user must know:
-/// `warp_size` is 32 on every target, a native 64-lane ballot is not in the IR (it would need an
-/// operation of its own), and on wave64 processors two warps share a wave's execution, so a warp
+/// `warp_size` is 32 on every target; the whole wave's 64-bit mask is `wave_ballot` (the wave's
+/// `llvm.amdgcn.ballot.i64`, or the 32-bit one zero-extended on wave32; test/lit/eir/
+/// wave_ballot.eir), and on wave64 processors two warps share a wave's execution, so a warp
 /// operation that only one of them reaches still runs correctly (the other's lanes are off and
 /// are not read). The lit test checks the LLVM IR and the disassembly
 /// (test/lit/eir/amdgpu_kernel.eir), and ember-difftest's warp kernels compile for both wave
@@ -186,6 +187,10 @@ public:
     llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value, llvm::Value *lane) const override {
         using namespace llvm;
         const bool w64 = wave64();
+        if (op == ir::WarpOp::WaveBallot) { // the whole wave's ballot: 64 bits, or the warp's 32
+            if (w64) return b.CreateIntrinsic(Intrinsic::amdgcn_ballot, {b.getInt64Ty()}, {value});
+            return b.CreateZExt(b.CreateIntrinsic(Intrinsic::amdgcn_ballot, {b.getInt32Ty()}, {value}), b.getInt64Ty());
+        }
         // The lane in the wave (the count of lanes below this one), the lane in the warp, and the
         // warp's first lane in the wave (0, or 32 in a wave of 64).
         Value *wave_lane = b.CreateIntrinsic(Intrinsic::amdgcn_mbcnt_lo, {}, {b.getInt32(-1), b.getInt32(0)});

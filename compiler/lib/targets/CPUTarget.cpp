@@ -227,6 +227,7 @@ public:
         llvm::Value *r = b.CreateCall(fn, {b.getInt32(static_cast<int32_t>(op)), bits,
                                            lane ? lane : b.getInt32(0)});
         if (op == ir::WarpOp::Ballot) return b.CreateTrunc(r, b.getInt32Ty());
+        if (op == ir::WarpOp::WaveBallot) return r; // the wave is the warp: bits 32-63 are 0
         return b.CreateTrunc(r, ty);
     }
 

@@ -1418,6 +1418,9 @@ public:
     llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value,
                            llvm::Value *lane) const override {
         llvm::Value *mask = existing_lanes(b);
+        if (op == ir::WarpOp::WaveBallot) // the wave is the warp
+            return b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::nvvm_vote_ballot_sync, {}, {mask, value}),
+                                b.getInt64Ty());
         if (!ir::is_shuffle(op)) {
             llvm::Intrinsic::ID id = op == ir::WarpOp::Ballot ? llvm::Intrinsic::nvvm_vote_ballot_sync
                                      : op == ir::WarpOp::Any  ? llvm::Intrinsic::nvvm_vote_any_sync

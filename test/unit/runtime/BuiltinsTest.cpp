@@ -1541,6 +1541,39 @@ TEST_P(BuiltinsTest, ShuffleDeltasOutsideTheWarpKeepTheOwnValue) {
         }
 }
 
+// wave_ballot: the ballot of the thread's hardware wave. The wave is what the device's warp_size
+// attribute says: 32 on NVIDIA, the CPU device and AMD RDNA (the warp's ballot, zero-extended),
+// 64 on AMD CDNA (both warps of the wave). 160 threads: five warps, the last wave of 64 partial.
+const auto wave_votes = kernel("wave_votes", {"in", "out"}, [](Ptr<int32_t> in, Ptr<uint64_t> out) {
+    auto i = global_idx.x;
+    Bool odd = (in[i] & 1) == 1;
+    out[i * 2] = wave_ballot(odd);
+    out[i * 2 + 1] = cast<uint64_t>(ballot(odd));
+});
+
+TEST_P(BuiltinsTest, WaveBallotCoversTheHardwareWave) {
+    const int n = 160;
+    const int wave = ctx_->get_attribute(DeviceAttribute::warp_size);
+    ASSERT_TRUE(wave == 32 || wave == 64) << wave;
+    std::vector<int32_t> in(n);
+    SplitMix64 next{64};
+    for (auto &v : in) v = int32_t(next() % 1000);
+    auto din = upload(ctx(), in);
+    auto dout = ctx_->enqueue_create_buffer<uint64_t>(n * 2);
+    ctx_->enqueue_function(wave_votes, din, dout, grid_dim(1), block_dim(n));
+    const std::vector<uint64_t> out = download(ctx(), dout);
+    for (int i = 0; i < n; ++i) {
+        const int first = i / wave * wave, warp = i / 32 * 32;
+        uint64_t want = 0, warp_ballot = 0;
+        for (int l = 0; l < wave && first + l < n; ++l)
+            if (in[first + l] & 1) want |= uint64_t(1) << l;
+        for (int l = 0; l < 32 && warp + l < n; ++l)
+            if (in[warp + l] & 1) warp_ballot |= uint64_t(1) << l;
+        ASSERT_EQ(out[i * 2], want) << "wave_ballot of thread " << i << " (wave of " << wave << ")";
+        ASSERT_EQ(out[i * 2 + 1], warp_ballot) << "ballot of thread " << i;
+    }
+}
+
 TEST_P(BuiltinsTest, WarpOperationsMatchAHostModel) {
     const int n = 96;
     std::vector<int32_t> in(n);

@@ -85,6 +85,11 @@
 ///   the reader's own value outside [0, 32); shuffle_xor reads `lane ^ mask`. Reading a lane that
 ///   does not exist (a partial last warp) is undefined. ballot gives the u32 whose bit i is lane
 ///   i's condition; warp_any / warp_all are whether any / all of the lanes' conditions hold.
+///   wave_ballot gives the u64 whose bit i is the condition of lane i of the thread's hardware
+///   wave: on a wave of 64 (AMD CDNA) both warps of the wave, bits 0-31 the first and 32-63 the
+///   second, every lane of the wave executing it together; wherever the wave is the warp (NVIDIA,
+///   AMD RDNA, the CPU device) the warp's ballot, bits 32-63 zero. Lanes that do not exist or
+///   have returned contribute 0.
 /// * Return ends the thread's kernel early (a kernel returns no value), or ends a device
 ///   function call, with the function's value when it returns one.
 /// * Device functions. `func @f(%a: T, ...) -> R { ... }` defines a function that kernels and
@@ -542,14 +547,16 @@ private:
           index(std::move(i)), value(std::move(v)), compare(std::move(c)), scope(s) {}
 };
 
-enum class WarpOp : uint8_t { ShuffleIdx, ShuffleUp, ShuffleDown, ShuffleXor, Ballot, Any, All };
-/// "shuffle_idx", "shuffle_up", "shuffle_down", "shuffle_xor", "ballot", "warp_any", "warp_all"
+enum class WarpOp : uint8_t { ShuffleIdx, ShuffleUp, ShuffleDown, ShuffleXor, Ballot, Any, All, WaveBallot };
+/// "shuffle_idx", "shuffle_up", "shuffle_down", "shuffle_xor", "ballot", "warp_any", "warp_all",
+/// "wave_ballot"
 std::string_view to_string(WarpOp op);
 std::optional<WarpOp> parse_warp_op(std::string_view name);
 inline bool is_shuffle(WarpOp op) { return op <= WarpOp::ShuffleXor; }
 
 /// A warp-collective operation (see [Note] IR semantics): shuffles take a value (32- or 64-bit
-/// integer or float) and an i32 lane, delta or mask; ballot, warp_any and warp_all take a bool.
+/// integer or float) and an i32 lane, delta or mask; ballot, warp_any, warp_all and wave_ballot
+/// take a bool.
 struct Warp final : ExprNode {
     static constexpr NodeKind static_kind = NodeKind::Warp;
     WarpOp op;

@@ -301,6 +301,13 @@ auto shuffle_xor(const X &x, const L &mask, std::source_location loc = std::sour
 template <Operand C> UInt32 ballot(const C &cond, std::source_location loc = std::source_location::current()) {
     return detail::vote<UInt32>(ir::WarpOp::Ballot, cond, loc);
 }
+/// The ballot of the thread's hardware wave: bit i set where lane i of the wave's condition holds.
+/// On a wave of 64 (AMD CDNA: gfx90a, gfx942) both warps of the wave; wherever the wave is the
+/// warp (NVIDIA, AMD RDNA, the CPU device), ballot's 32 bits and zeros above. Every lane of the
+/// wave must execute it together.
+template <Operand C> UInt64 wave_ballot(const C &cond, std::source_location loc = std::source_location::current()) {
+    return detail::vote<UInt64>(ir::WarpOp::WaveBallot, cond, loc);
+}
 /// Whether the condition holds in any lane of the warp.
 template <Operand C> Bool warp_any(const C &cond, std::source_location loc = std::source_location::current()) {
     return detail::vote<Bool>(ir::WarpOp::Any, cond, loc);
