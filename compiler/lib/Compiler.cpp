@@ -9,6 +9,7 @@
 #include "LLVMError.h"
 #include "ember/compiler/FileIO.h"
 #include "ember/compiler/IRPrinter.h"
+#include "ember/compiler/Sha256.h"
 #include "ember/compiler/Verifier.h"
 #include "targets/TargetImpl.h"
 
@@ -68,9 +69,10 @@ namespace {
 
 struct DumpConfig {
     bool ir = false, llvm = false, llvm_opt = false, assembly = false;
+    bool sass = false; // NVIDIA's machine code: the runtime disassembles what the driver built
     bool bundle = false; // repro bundles ([Note] Repro bundles in Bundle.h), not a stage
     std::string dir; // empty: stderr
-    bool any() const { return ir || llvm || llvm_opt || assembly; }
+    bool any() const { return ir || llvm || llvm_opt || assembly || sass; }
 };
 
 DumpConfig read_dump_config() {
@@ -87,6 +89,10 @@ DumpConfig read_dump_config() {
         if (item.empty()) continue;
         if (item == "bundle") {
             c.bundle = true;
+            continue;
+        }
+        if (item == "sass") {
+            c.sass = true;
             continue;
         }
         std::optional<Stage> st = parse_stage(item);
@@ -119,37 +125,55 @@ const DumpConfig &dump_config() {
     return config;
 }
 
-std::string stage_header(const std::string &kernel, const TargetSpec &t, Stage s) {
-    return "// ----- kernel: " + kernel + "  target: " + t.to_string() +
-           "  stage: " + std::string(to_string(s)) + " -----";
+std::string stage_header(const std::string &kernel, const std::string &key, const TargetSpec &t,
+                         std::string_view stage) {
+    return "// ----- kernel: " + kernel + "  key: " + key + "  target: " + t.to_string() +
+           "  stage: " + std::string(stage) + " -----";
 }
 
-void dump(const std::string &kernel, const TargetSpec &target, Stage stage,
-          const std::string &text) {
+/// The file name's extension of a stage: what tools and editors recognise.
+std::string_view dump_extension(Stage s, const TargetSpec &t) {
+    switch (s) {
+    case Stage::IR: return "eir";
+    case Stage::LLVM: return "ll";
+    case Stage::LLVMOpt: return "opt.ll";
+    case Stage::Asm: return t.arch == Arch::NVPTX ? "ptx" : "s";
+    case Stage::Obj: return "o";
+    }
+    return "txt";
+}
+
+void dump_text(const std::string &kernel, const std::string &key, const TargetSpec &target,
+               std::string_view stage, std::string_view extension, const std::string &text) {
     static std::mutex mutex; // one dump at a time: concurrent compiles must not interleave
     std::lock_guard<std::mutex> lock(mutex);
     const DumpConfig &c = dump_config();
     if (c.dir.empty()) {
-        std::cerr << stage_header(kernel, target, stage) << "\n" << text;
+        std::cerr << stage_header(kernel, key, target, stage) << "\n" << text;
         if (!text.empty() && text.back() != '\n') std::cerr << "\n";
         std::cerr.flush();
         return;
     }
-    // The file name leaves out the feature list, which for the host can be longer than a file
-    // name may be: <kernel>.<arch>_<cpu>.<stage>.
-    TargetSpec short_target = target;
-    short_target.features.clear();
-    std::string name = short_target.to_string();
-    for (char &ch : name)
-        if (ch == ':') ch = '_';
-    const std::filesystem::path path =
-        std::filesystem::path(c.dir) / (kernel + "." + name + "." + std::string(to_string(stage)));
+    const std::filesystem::path path = std::filesystem::path(c.dir) /
+                                       dump_file_name(kernel, key, target, extension);
     try {
         write_whole_file(path.string(), text); // checks every write and the close
     } catch (const LogicError &e) {
         detail::note_dump_write_failure();
         std::cerr << "ember: warning: EMBER_DUMP: " << e.what() << "\n";
     }
+}
+
+void dump(const std::string &kernel, const std::string &key, const TargetSpec &target, Stage stage,
+          const std::string &text) {
+    dump_text(kernel, key, target, to_string(stage), dump_extension(stage, target), text);
+}
+
+/// The specialisation key of dumps: kernels of one name with different IR or options (two
+/// instantiations of a template, two values of a captured constant) get different files.
+std::string dump_key_of(const std::string &ir_text, const CompileOptions &options) {
+    return Sha256::hex(ir_text + "\nopt_level " + std::to_string(options.opt_level) +
+                       " print_to_buffer " + (options.print_to_buffer ? "1" : "0")).substr(0, 12);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -463,9 +487,10 @@ CompiledKernel compile_stages(const ir::Kernel &k, const TargetSpec &target,
     ir::verify_or_throw(k);
     CompiledKernel out = detail::kernel_description(k, target);
     const double verify_seconds = verify_timer.seconds();
-    if (options.keep_ir || dumps.ir || dumps.bundle) {
+    if (options.keep_ir || dumps.any() || dumps.bundle) {
         std::string text = ir::print(k);
-        if (dumps.ir) dump(k.name, target, Stage::IR, text);
+        if (dumps.any()) out.dump_key = dump_key_of(text, options);
+        if (dumps.ir) dump(k.name, out.dump_key, target, Stage::IR, text);
         out.ir = std::move(text);
     }
     std::unique_ptr<detail::Target> t = detail::throw_if_error(detail::create_target(target), context);
@@ -479,9 +504,9 @@ CompiledKernel compile_stages(const ir::Kernel &k, const TargetSpec &target,
                            context);
     out.lower_seconds += verify_seconds;
 
-    if (dumps.llvm) dump(k.name, target, Stage::LLVM, out.llvm);
-    if (dumps.llvm_opt) dump(k.name, target, Stage::LLVMOpt, out.llvm_opt);
-    if (dumps.assembly) dump(k.name, target, Stage::Asm, out.assembly);
+    if (dumps.llvm) dump(k.name, out.dump_key, target, Stage::LLVM, out.llvm);
+    if (dumps.llvm_opt) dump(k.name, out.dump_key, target, Stage::LLVMOpt, out.llvm_opt);
+    if (dumps.assembly) dump(k.name, out.dump_key, target, Stage::Asm, out.assembly);
     if (dumps.bundle) detail::bundle_compile_success(k, out, options);
     if (!options.keep_ir) out.ir.clear();
     if (!options.keep_llvm) out.llvm.clear();
@@ -495,6 +520,24 @@ CompiledKernel compile_stages(const ir::Kernel &k, const TargetSpec &target,
 bool detail::bundle_dump_enabled() { return dump_config().bundle; }
 
 bool dumps_requested() { return dump_config().any() || dump_config().bundle; }
+
+bool sass_dump_requested() { return dump_config().sass; }
+
+std::string dump_file_name(const std::string &kernel, const std::string &key, const TargetSpec &target,
+                           std::string_view extension) {
+    // The feature list is left out: for the host it can be longer than a file name may be.
+    TargetSpec short_target = target;
+    short_target.features.clear();
+    std::string name = short_target.to_string();
+    for (char &ch : name)
+        if (ch == ':') ch = '_';
+    return kernel + (key.empty() ? "" : "." + key) + "." + name + "." + std::string(extension);
+}
+
+void dump_stage_text(const CompiledKernel &k, std::string_view stage, std::string_view extension,
+                     const std::string &text) {
+    dump_text(k.kernel_name, k.dump_key, k.target, stage, extension, text);
+}
 
 std::string detail::produce_stages(const ir::Kernel &k, const TargetSpec &target, int opt_level,
                                    CompiledKernel &out) noexcept {

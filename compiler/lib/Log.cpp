@@ -18,7 +18,8 @@ struct TopicName {
     std::string_view name;
     LogTopic topic;
 };
-constexpr TopicName kTopics[] = {{"cache", LogTopic::cache}, {"compile", LogTopic::compile}};
+constexpr TopicName kTopics[] = {{"cache", LogTopic::cache}, {"compile", LogTopic::compile},
+                                   {"device", LogTopic::device}};
 
 std::string_view name_of(LogTopic t) {
     for (const auto &n : kTopics)

@@ -17,14 +17,14 @@ namespace {
 
 constexpr std::array<Variable, 9> kVariables = {{
     {"EMBER_API", "cuda, hip or cpu"},
-    {"EMBER_DUMP", "a comma-separated list of ir, llvm, llvm-opt, asm and bundle"},
+    {"EMBER_DUMP", "a comma-separated list of ir, llvm, llvm-opt, asm, sass and bundle"},
     {"EMBER_DUMP_DIR", "a directory"},
     {"EMBER_CPU_THREADS", "a thread count between 1 and 4096"},
     {"EMBER_CACHE_DIR", "a directory"},
     {"EMBER_DISABLE_CACHE", "1, true, yes, on or 0, false, no, off"},
     {"EMBER_PRELOAD", "1, true, yes, on or 0, false, no, off"},
     {"EMBER_CACHE_MAX_BYTES", "a size such as 1073741824, 512M or 2G, above 0"},
-    {"EMBER_LOG", "a comma-separated list of cache, compile and all"},
+    {"EMBER_LOG", "a comma-separated list of cache, compile, device and all"},
 }};
 
 bool listed(std::string_view name) {

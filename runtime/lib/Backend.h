@@ -369,8 +369,9 @@ std::shared_ptr<Backend> make_cuda_backend(int device_id);
 /// ([Note] Preload in Preload.h). Throws what make_cuda_backend throws. Without a second
 /// hardware thread: make_cuda_backend alone.
 std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<void()> &meanwhile);
-/// Number of CUDA devices; 0 when there is no driver, no device, or cuInit fails.
-int cuda_device_count() noexcept;
+/// Number of CUDA devices; 0 when there is no driver, no device, or cuInit fails, with `why`
+/// (when given) saying which.
+int cuda_device_count(std::string *why = nullptr) noexcept;
 /// The HIP back end for device `device_id`: the CUDA back end over HIP's entry points ([Note] HIP
 /// back end in cuda/HipDriver.cpp). Throws RuntimeError with HIP's own error where HIP cannot be
 /// used (no library, no AMD GPU), LogicError when there is no device with that id.

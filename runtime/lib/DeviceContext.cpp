@@ -14,6 +14,7 @@
 #include "ember/compiler/Bundle.h"
 #include "ember/compiler/CacheSupport.h"
 #include "ember/compiler/Compiler.h"
+#include "ember/compiler/Log.h"
 #include "ember/dsl/DSL.h"
 
 #include "hip/HipRuntime.h"
@@ -37,7 +38,10 @@ std::shared_ptr<Backend> make_cuda_backend(int) {
 std::shared_ptr<Backend> start_cuda_backend(int device_id, const std::function<void()> &) {
     return make_cuda_backend(device_id);
 }
-int cuda_device_count() noexcept { return 0; }
+int cuda_device_count(std::string *why) noexcept {
+    if (why) *why = "this build of ember has no CUDA back end";
+    return 0;
+}
 std::shared_ptr<Backend> make_hip_backend(int device_id) {
     check_hip_device(device_id);
     throw RuntimeError("api 'hip': this build of ember has no HIP back end (it shares the CUDA back end's "
@@ -52,18 +56,35 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 /// The api "default" stands for: $EMBER_API, else the first NVIDIA GPU, else the first AMD GPU,
-/// else the CPU device.
-std::string resolve_api(std::string_view api) {
-    if (api != "default") return std::string(api);
+/// else the CPU device. `why`, when given, receives the reason (EMBER_LOG=device).
+std::string resolve_api(std::string_view api, std::string *why = nullptr) {
+    if (api != "default") {
+        if (why) *why = "the program's api argument '" + std::string(api) + "'";
+        return std::string(api);
+    }
     if (const std::optional<std::string> env = settings::text("EMBER_API")) {
         const std::string &e = *env;
         if (e != "cuda" && e != "hip" && e != "cpu")
             throw LogicError("EMBER_API='" + e + "' names no api: use cuda, hip or cpu");
+        if (why) *why = "EMBER_API=" + e;
         return e;
     }
     // The first NVIDIA GPU, then the first AMD GPU, then the CPU device.
-    if (cuda_device_count() > 0) return "cuda";
-    if (hip_device_count() > 0) return "hip";
+    std::string no_cuda, no_hip;
+    if (const int n = cuda_device_count(why ? &no_cuda : nullptr); n > 0) {
+        if (why) *why = "the first NVIDIA GPU (" + std::to_string(n) + " found; EMBER_API is unset)";
+        return "cuda";
+    }
+    if (!why) return hip_device_count() > 0 ? "hip" : "cpu";
+    // The log's path asks HIP for its reason too (hip_device_count() keeps only the count).
+    const int n = HipRuntime::get().device_count(&no_hip);
+    if (n > 0) {
+        *why = "the first AMD GPU (" + std::to_string(n) + " found; no NVIDIA GPU: " + no_cuda +
+               "; EMBER_API is unset)";
+        return "hip";
+    }
+    if (no_hip.empty()) no_hip = "HIP reports no device";
+    *why = "no GPU (NVIDIA: " + no_cuda + "; AMD: " + no_hip + "; EMBER_API is unset)";
     return "cpu";
 }
 
@@ -473,7 +494,9 @@ void warm_up() {
 } // namespace detail
 
 DeviceContext::DeviceContext(int device_id, std::string_view api_arg) {
-    std::string api = detail::resolve_api(api_arg);
+    std::string why;
+    const bool log = log_enabled(LogTopic::device);
+    std::string api = detail::resolve_api(api_arg, log ? &why : nullptr);
     auto impl = std::make_shared<detail::ContextImpl>();
     if (api == "cuda") {
         impl->backend = detail::start_cuda_backend(device_id, detail::warm_up); // [Note] Warm start
@@ -485,6 +508,12 @@ DeviceContext::DeviceContext(int device_id, std::string_view api_arg) {
         throw LogicError("unknown api '" + api + "': use cuda, hip, cpu or default");
     }
     impl->label = api + ":" + std::to_string(device_id);
+    if (log) {
+        TargetSpec target = impl->backend->target();
+        target.features.clear(); // the host's feature list is hundreds of characters
+        log_line(LogTopic::device, "DeviceContext " + impl->label + ": " + impl->backend->name() + " (" +
+                                       target.to_string() + "), chosen by " + why);
+    }
     impl_ = std::move(impl);
 }
 

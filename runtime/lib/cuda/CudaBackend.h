@@ -393,6 +393,8 @@ public:
 
     // Loading (CudaLoader.cpp): PTX, and the image cache's hooks: cubins linked and loaded.
     std::unique_ptr<LoadedFunction> load(const CompiledKernel &k) override;
+    /// EMBER_DUMP=sass: links `k` into a cubin and dumps its disassembly (CudaSass.cpp).
+    void dump_sass(const CompiledKernel &k);
 
     /// The image cache when the driver has a linker ([Note] Image cache).
     ImageCache *images() override { return linker_available() ? &images_ : nullptr; }

@@ -300,11 +300,25 @@ std::shared_ptr<Backend> make_hip_backend(int device_id) {
     return std::make_shared<CudaBackend>(CudaDriver::hip(), device_id);
 }
 
-int cuda_device_count() noexcept {
-    const CudaDriver *drv = CudaDriver::try_get();
+int cuda_device_count(std::string *why) noexcept {
+    const CudaDriver *drv = CudaDriver::try_get(why);
     if (!drv) return 0;
     int count = 0;
-    if (drv->cuDeviceGetCount(&count) != cu::CUDA_SUCCESS) return 0;
+    if (const cu::CUresult rc = drv->cuDeviceGetCount(&count); rc != cu::CUDA_SUCCESS) {
+        if (why) {
+            try {
+                *why = "cuDeviceGetCount failed: " + drv->error_name(rc);
+            } catch (...) {
+            }
+        }
+        return 0;
+    }
+    if (count == 0 && why) {
+        try {
+            *why = "the CUDA driver reports no device";
+        } catch (...) {
+        }
+    }
     return count;
 }
 

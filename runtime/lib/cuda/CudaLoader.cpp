@@ -5,6 +5,7 @@
 #include "cuda/CudaBackend.h"
 
 #include "ember/Error.h"
+#include "ember/compiler/Compiler.h"
 
 #include <chrono>
 #include <cstdint>
@@ -59,6 +60,8 @@ std::unique_ptr<LoadedFunction> CudaBackend::load(const CompiledKernel &k) {
                "; the PTX of kernel '" + k.kernel_name + "' has no entry point '" +
                    k.entry_symbol + "'");
     attach_print_buffer(module);
+    // With EMBER_DUMP the compile cache is bypassed, so every kernel dumped is loaded here.
+    if (sass_dump_requested()) dump_sass(k);
     return fn;
 }
 

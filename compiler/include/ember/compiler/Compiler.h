@@ -6,9 +6,14 @@
 /// ir --(verify)--> llvm (CodeGenLLVM + Target::finish_module) --(O3)--> llvm-opt
 ///    --(TargetMachine)--> asm (PTX text, host assembly) / obj (relocatable object)
 /// The binary a runtime loads is the PTX text for NVPTX and the relocatable object for the CPU.
-/// `EMBER_DUMP=ir,llvm,llvm-opt,asm` (any subset) prints those stages of every compiled kernel to
-/// stderr, or writes them to `$EMBER_DUMP_DIR/<kernel>.<target>.<stage>` (':' in the target
-/// becomes '_', e.g. `scalar_add.nvptx_sm_90.asm`).
+/// `EMBER_DUMP=ir,llvm,llvm-opt,asm,sass` (any subset) prints those stages of every compiled
+/// kernel to stderr, or writes them to `$EMBER_DUMP_DIR/<kernel>.<key>.<target>.<ext>`: the key
+/// is 12 hex digits of a SHA-256 of the kernel's IR and compile options, so that two
+/// specialisations of one kernel (template instances, captured constants) keep apart; ':' in the
+/// target becomes '_'; the extension says what the file holds: `.eir` (ember IR), `.ll` (LLVM IR),
+/// `.opt.ll` (after the pipeline), `.ptx` (NVPTX) or `.s` (AMDGPU, host assembly), `.sass`
+/// (NVIDIA machine code: the runtime links the PTX with the driver and disassembles the cubin
+/// with cuobjdump or nvdisasm when one is installed), e.g. `scalar_add.3f2a9c01b7de.nvptx_sm_90.ptx`.
 /// `EMBER_DUMP=bundle` (alone or in the list) writes a repro bundle of every compiled kernel, and
 /// every CompileError of `compile` writes one ([Note] Repro bundles in Bundle.h).
 #ifndef EMBER_COMPILER_COMPILER_H
@@ -21,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember {
@@ -32,6 +38,9 @@ std::optional<Stage> parse_stage(std::string_view s);
 /// Whether EMBER_DUMP asks for a stage or for repro bundles (read once; an unknown stage alone
 /// asks for nothing). A compile cache must then compile every kernel, so that it is dumped.
 bool dumps_requested();
+/// Whether EMBER_DUMP asks for `sass` (NVIDIA machine code, which only a runtime with the driver
+/// can produce).
+bool sass_dump_requested();
 
 struct CompileOptions {
     /// 0..3; 3 is the default O3 pipeline.
@@ -64,7 +73,17 @@ struct CompiledKernel {
     /// Bytes of static shared arrays per block, laid out as the code generator does
     /// (ir::static_shared_bytes); the runtime checks launches and attributes against it.
     uint64_t static_shared_bytes = 0;
+    /// The specialisation key of EMBER_DUMP's files (empty when nothing is dumped).
+    std::string dump_key;
 };
+
+/// `<kernel>.<key>.<target>.<extension>`, the name of a dump file (without its directory).
+std::string dump_file_name(const std::string &kernel, const std::string &key, const TargetSpec &target,
+                           std::string_view extension);
+/// Dumps a stage the runtime produces (e.g. "sass") of `k` as EMBER_DUMP dumps the compiler's:
+/// to stderr, or to EMBER_DUMP_DIR with `extension`.
+void dump_stage_text(const CompiledKernel &k, std::string_view stage, std::string_view extension,
+                     const std::string &text);
 
 /// Verifies, lowers, optimises and emits `k` for `target`; honours EMBER_DUMP.
 /// Throws `ember::CompileError` (verifier report or LLVM diagnostics in its log) on failure, and

@@ -12,6 +12,7 @@ namespace ember {
 enum class LogTopic : unsigned {
     cache = 1u << 0,   ///< one line per compile-cache lookup
     compile = 1u << 1, ///< a compile report per compiled kernel and target
+    device = 1u << 2,  ///< which device each DeviceContext opened, and why that one
 };
 
 /// Whether `t` is on. Cheap after the first call (one relaxed atomic load).
