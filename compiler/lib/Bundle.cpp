@@ -23,10 +23,6 @@
 
 #include <unistd.h>
 
-#ifndef EMBER_VERSION_STRING
-#define EMBER_VERSION_STRING "unknown"
-#endif
-
 namespace ember {
 
 namespace fs = std::filesystem;

@@ -1,4 +1,5 @@
 #include "ember/compiler/CacheSupport.h"
+#include "ember/Version.h"
 
 #include "ember/compiler/Verifier.h"
 

@@ -15,7 +15,7 @@ namespace ember::settings {
 
 namespace {
 
-constexpr std::array<Variable, 9> kVariables = {{
+constexpr std::array<Variable, 10> kVariables = {{
     {"EMBER_API", "cuda, hip or cpu"},
     {"EMBER_DUMP", "a comma-separated list of ir, llvm, llvm-opt, asm, sass and bundle"},
     {"EMBER_DUMP_DIR", "a directory"},
@@ -25,6 +25,7 @@ constexpr std::array<Variable, 9> kVariables = {{
     {"EMBER_PRELOAD", "1, true, yes, on or 0, false, no, off"},
     {"EMBER_CACHE_MAX_BYTES", "a size such as 1073741824, 512M or 2G, above 0"},
     {"EMBER_LOG", "a comma-separated list of cache, compile, device and all"},
+    {"EMBER_TRACE", "the path of a file to write the timeline to (Chrome trace JSON)"},
 }};
 
 bool listed(std::string_view name) {

@@ -10,14 +10,19 @@
 #define EMBER_SHA_NI 1
 #include <immintrin.h>
 #if __has_include(<sys/platform/x86.h>)
-// glibc >= 2.33: the CPU features ld.so found at start. The header is C: its `_Bool` is no type
-// for clang's C++ (GCC accepts it).
-#if defined(__clang__)
+// glibc >= 2.33: the CPU features ld.so found at start. The header is C: its functions return
+// `_Bool`, which C++ knows only through the extension `#define _Bool bool` in the compiler's
+// <stdbool.h>. GCC's <stdbool.h> always has it; clang's not in the strict modes ember builds with
+// (-std=c++20 sets __STRICT_ANSI__). So it is defined here when <stdbool.h> did not.
+#include <stdbool.h>
+#ifndef _Bool
 #define _Bool bool
+#define EMBER_DEFINED_BOOL 1
+#endif
 #include <sys/platform/x86.h>
+#ifdef EMBER_DEFINED_BOOL
 #undef _Bool
-#else
-#include <sys/platform/x86.h>
+#undef EMBER_DEFINED_BOOL
 #endif
 #define EMBER_GLIBC_CPU_FEATURES 1
 #else

@@ -4,7 +4,10 @@
 #ifndef EMBER_EMBER_H
 #define EMBER_EMBER_H
 
+#include "ember/CompilerCheck.h" // first: a too-old compiler fails here, with one message
+
 #include "ember/Error.h"
+#include "ember/Version.h"
 #include "ember/dsl/DSL.h"
 #include "ember/runtime/Buffer.h"
 #include "ember/runtime/DeviceContext.h"
@@ -12,5 +15,6 @@
 #include "ember/runtime/Function.h"
 #include "ember/runtime/Module.h"
 #include "ember/runtime/Memory.h"
+#include "ember/runtime/Trace.h"
 
 #endif // EMBER_EMBER_H

@@ -1,6 +1,7 @@
 #include "CompileCache.h"
 
 #include "DiskCache.h"
+#include "Timeline.h"
 
 #include "ember/compiler/CacheSupport.h"
 #include "ember/compiler/Hash.h"
@@ -131,6 +132,20 @@ void CompileCache::reset_disk_to_default() {
 
 std::shared_ptr<const CompiledKernel> CompileCache::get(const KernelInfo &k, const TargetSpec &target,
                                                         const CompileOptions &options, const char **level) {
+    if (timeline::on()) [[unlikely]] {
+        timeline::CacheLookup lookup;
+        const char *answered = "compiled";
+        std::shared_ptr<const CompiledKernel> r = find(k, target, options, &answered, &lookup);
+        lookup.finish(k.ir.name, target.to_string(), answered, *r);
+        if (level) *level = answered;
+        return r;
+    }
+    return find(k, target, options, level, nullptr);
+}
+
+std::shared_ptr<const CompiledKernel> CompileCache::find(const KernelInfo &k, const TargetSpec &target,
+                                                         const CompileOptions &options, const char **level,
+                                                         timeline::CacheLookup *timed) {
     const char *unused_level = nullptr;
     if (!level) level = &unused_level;
     *level = "compiled";
@@ -171,7 +186,8 @@ std::shared_ptr<const CompiledKernel> CompileCache::get(const KernelInfo &k, con
     try {
         // The one call to the compiler ([Note] One compile call): the disk level is its store.
         DiskCache *d = disk();
-        KernelBuild built = build_kernel(k.ir, key, target, options, d, k.verified);
+        ArtefactStore *store = timed ? timed->store(d) : d;
+        KernelBuild built = build_kernel(k.ir, key, target, options, store, k.verified);
         if (built.compiled) {
             log_lookup(false, name, key.target, key, "compiled", changed);
             compiles_.fetch_add(1);

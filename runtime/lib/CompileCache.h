@@ -60,6 +60,9 @@ namespace ember::detail {
 
 struct KernelInfo;
 class DiskCache;
+namespace timeline {
+class CacheLookup;
+}
 
 /// Distinct constant-only variants of one kernel name before the constants warning.
 inline constexpr int kConstantsWarnAfter = 8;
@@ -121,6 +124,10 @@ public:
 
 private:
     struct State;
+    /// get(), with the disk level's calls timed for the timeline when `timed` is given.
+    std::shared_ptr<const CompiledKernel> find(const KernelInfo &k, const TargetSpec &target,
+                                               const CompileOptions &options, const char **level,
+                                               timeline::CacheLookup *timed);
     void note_variant(const KernelInfo &k, const CacheKey &key);
     /// The bookkeeping of an image hit of kernel `name` at `where` ("memory", "disk"): `level`
     /// set, the name's last key kept, the EMBER_LOG=cache line (with `note` appended, if any).

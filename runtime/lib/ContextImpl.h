@@ -27,6 +27,13 @@ struct ContextImpl {
     std::mutex cache_mutex;
     /// Kernels compiled by enqueue_function(kernel, ...), by KernelInfo::id.
     std::unordered_map<uint64_t, std::shared_ptr<FunctionImpl>> cache;
+
+    ContextImpl() = default;
+    /// Places the timeline's pending device spans of this context's streams, while the back end
+    /// lives (Timeline.cpp; [Note] Timeline).
+    ~ContextImpl();
+    ContextImpl(const ContextImpl &) = delete;
+    ContextImpl &operator=(const ContextImpl &) = delete;
 };
 
 /// Shared (enable_shared_from_this) so that a graph that captures a launch can keep it alive.

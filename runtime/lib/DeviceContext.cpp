@@ -10,6 +10,7 @@
 #include "ContextImpl.h"
 #include "Functions.h"
 #include "ImageCache.h"
+#include "Timeline.h"
 
 #include "ember/compiler/Bundle.h"
 #include "ember/compiler/CacheSupport.h"
@@ -189,20 +190,38 @@ void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const 
                         StreamImpl *stream, const CopyOwners &owners) {
     if (bytes == 0) return;
     if ((dst_side == MemSide::Device && dst_ctx != &ctx) || (src_side == MemSide::Device && src_ctx != &ctx)) {
-        copy_across_contexts(ctx, stream, dst_side, dst, dst_ctx, src_side, src, src_ctx, bytes);
+        auto across = [&] {
+            copy_across_contexts(ctx, stream, dst_side, dst, dst_ctx, src_side, src, src_ctx, bytes);
+        };
+        if (timeline::on()) [[unlikely]]
+            timeline::host_call("copy", "copy between contexts",
+                                timeline::Args().number("bytes", int64_t(bytes)), across);
+        else
+            across();
         return;
     }
     BackendStream &b = stream ? *stream->stream : *ctx.backend->default_stream();
     if (BackendGraph *g = b.capture_graph()) [[unlikely]]
         keep_copy_operands(*g, dst_side, dst_ctx, src_side, src_ctx, owners);
-    if (dst_side == MemSide::Device && src_side == MemSide::Host)
-        b.copy_to_device(dst, reinterpret_cast<const void *>(src), bytes);
-    else if (dst_side == MemSide::Host && src_side == MemSide::Device)
-        b.copy_from_device(reinterpret_cast<void *>(dst), src, bytes);
-    else if (dst_side == MemSide::Device && src_side == MemSide::Device)
-        b.copy_device_to_device(dst, src, bytes);
-    else
-        EMBER_UNREACHABLE("host-to-host copy through a context");
+    auto copy = [&] {
+        if (dst_side == MemSide::Device && src_side == MemSide::Host)
+            b.copy_to_device(dst, reinterpret_cast<const void *>(src), bytes);
+        else if (dst_side == MemSide::Host && src_side == MemSide::Device)
+            b.copy_from_device(reinterpret_cast<void *>(dst), src, bytes);
+        else if (dst_side == MemSide::Device && src_side == MemSide::Device)
+            b.copy_device_to_device(dst, src, bytes);
+        else
+            EMBER_UNREACHABLE("host-to-host copy through a context");
+    };
+    if (timeline::on()) [[unlikely]] {
+        const char *name = src_side == MemSide::Host   ? "copy HtoD"
+                           : dst_side == MemSide::Host ? "copy DtoH"
+                                                       : "copy DtoD";
+        timeline::stream_op(ctx, timeline::stream_of(ctx, stream), "copy", name, name,
+                            timeline::Args().number("bytes", int64_t(bytes)), copy);
+    } else {
+        copy();
+    }
 }
 
 void throw_copy_size_mismatch(size_t dst_elems, size_t src_elems, size_t elem_bytes) {
@@ -220,9 +239,10 @@ void throw_null_buffer(const char *what) {
 // ---------------------------------------------------------------------------------------------
 // Compile and launch.
 
-std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
-                                      const std::shared_ptr<const KernelInfo> &kernel,
-                                      const CompileFunctionOptions &opts) {
+namespace {
+std::shared_ptr<FunctionImpl> compile_untimed(const std::shared_ptr<ContextImpl> &ctx,
+                                              const std::shared_ptr<const KernelInfo> &kernel,
+                                              const CompileFunctionOptions &opts) {
     auto fn = std::make_shared<FunctionImpl>();
     fn->backend = ctx->backend;
     fn->context = ctx.get();
@@ -251,6 +271,9 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
             fn->static_shared_bytes = fn->compiled.static_shared_bytes;
             fn->loaded = std::move(loaded);
             fn->load_seconds = seconds_since(t0);
+            if (timeline::on()) [[unlikely]]
+                timeline::host_span("compile", "load", timeline::at(t0), timeline::now(),
+                                    timeline::Args().text("kernel", kernel->ir.name).text("from", level));
             fn->report.cache_level = level;
             finish_function(*fn, opts);
             record_report(*fn);
@@ -279,9 +302,25 @@ std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
         throw detail::bundle_load_failure(e, kernel->ir, fn->compiled, co);
     }
     fn->load_seconds = seconds_since(t0);
+    if (timeline::on()) [[unlikely]]
+        timeline::host_span("compile", "load", timeline::at(t0), timeline::now(),
+                            timeline::Args().text("kernel", kernel->ir.name));
     finish_function(*fn, opts);
     record_report(*fn);
     return fn;
+}
+} // namespace
+
+std::shared_ptr<FunctionImpl> compile(const std::shared_ptr<ContextImpl> &ctx,
+                                      const std::shared_ptr<const KernelInfo> &kernel,
+                                      const CompileFunctionOptions &opts) {
+    if (timeline::on()) [[unlikely]] {
+        const int64_t begin = timeline::now();
+        std::shared_ptr<FunctionImpl> fn = compile_untimed(ctx, kernel, opts);
+        timeline::compiled(*ctx, *fn, begin);
+        return fn;
+    }
+    return compile_untimed(ctx, kernel, opts);
 }
 
 std::shared_ptr<FunctionImpl> compile_cached(const std::shared_ptr<ContextImpl> &ctx,
@@ -371,10 +410,24 @@ void launch(ContextImpl &ctx, StreamImpl *stream, FunctionImpl &fn, const Launch
         capture_kernel(s, *g, fn, dims, args, n, info);
         return;
     }
-    if (req.attributes.empty())
-        s.launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
-    else
-        launch_with_attributes(ctx, s, fn, req, dims, args, n);
+    auto enqueue = [&] {
+        if (req.attributes.empty())
+            s.launch(*fn.loaded, fn.kernel->ir.name, dims, args, n);
+        else
+            launch_with_attributes(ctx, s, fn, req, dims, args, n);
+    };
+    if (timeline::on()) [[unlikely]] {
+        const std::string &k = fn.kernel->ir.name;
+        timeline::stream_op(ctx, timeline::stream_of(ctx, stream), "kernel", "launch " + k, k,
+                            timeline::Args()
+                                .text("kernel", k)
+                                .dims("grid", dims.grid)
+                                .dims("block", dims.block)
+                                .number("shared_mem_bytes", dims.shared_mem_bytes),
+                            enqueue);
+    } else {
+        enqueue();
+    }
 }
 
 std::pair<std::string, std::string> two_contexts(const ContextImpl &a, const ContextImpl &b) {
@@ -532,7 +585,10 @@ std::string DeviceContext::target() const { return live("target").backend->targe
 void DeviceContext::synchronize() const {
     detail::ContextImpl &self = live("synchronize");
     detail::reject_while_capturing(*self.backend->default_stream(), self, "synchronize");
-    self.backend->default_stream()->synchronize();
+    if (detail::timeline::on()) [[unlikely]]
+        detail::timeline::synchronize(self, self.backend->default_stream(), "synchronize");
+    else
+        self.backend->default_stream()->synchronize();
 }
 
 DeviceStream DeviceContext::stream() const {
@@ -604,7 +660,10 @@ int64_t DeviceContext::time_iterations(const std::function<void(int)> &body, int
 void DeviceStream::synchronize() const {
     detail::StreamImpl &self = live("synchronize");
     detail::reject_while_capturing(*self.stream, *self.context, "synchronize");
-    self.stream->synchronize();
+    if (detail::timeline::on()) [[unlikely]]
+        detail::timeline::synchronize(*self.context, self.stream, "synchronize");
+    else
+        self.stream->synchronize();
 }
 bool DeviceStream::is_done() const {
     detail::StreamImpl &self = live("is_done");
@@ -621,7 +680,11 @@ void DeviceStream::enqueue_wait_for(const DeviceEvent &event) const {
     detail::StreamImpl &self = live("enqueue_wait_for");
     const detail::EventImpl &e = require_event(event, "enqueue_wait_for");
     if (detail::BackendGraph *g = self.stream->capture_graph()) detail::keep_for_graph(*g, event.impl());
-    self.stream->wait(*e.event);
+    if (detail::timeline::on()) [[unlikely]]
+        detail::timeline::stream_call(*self.context, self.stream, "event", "event wait",
+                                      [&] { self.stream->wait(*e.event); });
+    else
+        self.stream->wait(*e.event);
 }
 
 void DeviceStream::record_event(const DeviceEvent &event) const {
@@ -633,7 +696,11 @@ void DeviceStream::record_event(const DeviceEvent &event) const {
         throw LogicError("record_event: the event belongs to " + of + " but the stream to " + to +
                          "; record an event of the stream's own context");
     }
-    self.stream->record(*e.event);
+    if (detail::timeline::on()) [[unlikely]]
+        detail::timeline::stream_call(*self.context, self.stream, "event", "event record",
+                                      [&] { self.stream->record(*e.event); });
+    else
+        self.stream->record(*e.event);
     e.recorded = true;
 }
 
@@ -666,7 +733,13 @@ const DeviceEvent &DeviceEvent::record() const {
     DeviceContext(require_event(*this, "record").context).record_event(*this);
     return *this;
 }
-void DeviceEvent::synchronize() const { require_event(*this, "synchronize").event->synchronize(); }
+void DeviceEvent::synchronize() const {
+    detail::BackendEvent &e = *require_event(*this, "synchronize").event;
+    if (detail::timeline::on()) [[unlikely]]
+        detail::timeline::host_call("sync", "event synchronize", {}, [&] { e.synchronize(); });
+    else
+        e.synchronize();
+}
 bool DeviceEvent::query() const { return require_event(*this, "query").event->query(); }
 float DeviceEvent::time_since(const DeviceEvent &earlier) const {
     const detail::EventImpl &a = require_event(*this, "time_since"), &b = require_event(earlier, "time_since");

@@ -6,6 +6,7 @@
 #include "Backend.h"
 #include "BackendGraph.h"
 #include "ContextImpl.h"
+#include "Timeline.h"
 
 #include <mutex>
 #include <string>
@@ -232,7 +233,12 @@ void DeviceGraphExec::launch(const DeviceStream &stream) const {
                          " is capturing a graph; ember does not capture a graph into another "
                          "(launch it before begin_capture() or after end_capture())");
     std::lock_guard<std::mutex> lock(e.mutex);
-    e.exec->launch(s);
+    if (detail::timeline::on()) [[unlikely]]
+        detail::timeline::stream_op(ctx, stream.impl()->stream, "graph", "graph launch", "graph",
+                                    detail::timeline::Args().number("kernels", int64_t(e.kernels.size())),
+                                    [&] { e.exec->launch(s); });
+    else
+        e.exec->launch(s);
 }
 
 size_t DeviceGraphExec::num_nodes() const { return checked("num_nodes").graph->graph->num_nodes(); }

@@ -5,6 +5,7 @@
 
 #include "Backend.h"
 #include "ContextImpl.h"
+#include "Timeline.h"
 
 #include <cstdio>
 #include <iterator>
@@ -115,18 +116,45 @@ void throw_short_source(const char *call, size_t dst_elems, size_t src_elems) {
 void copy_and_wait(ContextImpl &ctx, bool to_device, void *host, uint64_t device, size_t bytes) {
     if (bytes == 0) return;
     BackendStream &s = *ctx.backend->default_stream();
-    if (to_device)
-        s.copy_to_device(device, host, bytes);
-    else
-        s.copy_from_device(host, device, bytes);
+    auto copy = [&] {
+        if (to_device)
+            s.copy_to_device(device, host, bytes);
+        else
+            s.copy_from_device(host, device, bytes);
+    };
+    if (timeline::on()) [[unlikely]] {
+        const char *name = to_device ? "copy HtoD" : "copy DtoH";
+        timeline::stream_op(ctx, ctx.backend->default_stream(), "copy", name, name,
+                            timeline::Args().number("bytes", int64_t(bytes)), copy);
+        timeline::synchronize(ctx, ctx.backend->default_stream(), "synchronize");
+        return;
+    }
+    copy();
     s.synchronize();
 }
+
+namespace {
+/// BackendStream::memset, on the timeline when it records.
+void memset_on(ContextImpl &ctx, StreamImpl *stream, uint64_t address, uint64_t pattern, unsigned width,
+               size_t count) {
+    BackendStream &s = stream_or_default(ctx, stream);
+    if (timeline::on()) [[unlikely]]
+        timeline::stream_op(ctx, timeline::stream_of(ctx, stream), "memset", "memset", "memset",
+                            timeline::Args()
+                                .number("bytes", int64_t(count * width))
+                                .number("width", width)
+                                .number("count", int64_t(count)),
+                            [&] { s.memset(address, pattern, width, count); });
+    else
+        s.memset(address, pattern, width, count);
+}
+} // namespace
 
 void enqueue_memset_bytes(ContextImpl &ctx, StreamImpl *stream, const RawDeviceBuffer *raw, uint64_t address,
                           uint64_t pattern, unsigned width, size_t count, const char *call) {
     check_buffer_of(ctx, raw, call);
     if (count == 0) return;
-    stream_or_default(ctx, stream).memset(address, pattern, width, count);
+    memset_on(ctx, stream, address, pattern, width, count);
 }
 
 void memset_units(ContextImpl &ctx, StreamImpl *stream, const RawDeviceBuffer *raw, uint64_t address,
@@ -142,9 +170,12 @@ void memset_units(ContextImpl &ctx, StreamImpl *stream, const RawDeviceBuffer *r
     if (address % width != 0)
         throw LogicError(std::string(call) + ": the DeviceBuffer's address " + hex(address) +
                          " is not aligned to " + std::to_string(width) + " bytes, as the driver requires");
-    BackendStream &s = stream_or_default(ctx, stream);
-    if (count) s.memset(address + offset * width, value, width, count);
-    if (wait) s.synchronize();
+    if (count) memset_on(ctx, stream, address + offset * width, value, width, count);
+    if (!wait) return;
+    if (timeline::on()) [[unlikely]]
+        timeline::synchronize(ctx, timeline::stream_of(ctx, stream), "synchronize");
+    else
+        stream_or_default(ctx, stream).synchronize();
 }
 
 StreamImpl *stream_of(ContextImpl &ctx, const std::shared_ptr<StreamImpl> &stream, const char *call) {

@@ -19,6 +19,7 @@
 
 #include "Backend.h"
 #include "ContextImpl.h"
+#include "Timeline.h"
 
 #include <algorithm>
 #include <cctype>
@@ -178,7 +179,17 @@ void enqueue_copy_3d(ContextImpl &ctx, StreamImpl *stream, const Copy3D &c, bool
     }
     BackendStream::Region3D s = check_side(ctx, call, src, c.width_in_bytes, c.height, depth, three_d);
     BackendStream::Region3D d = check_side(ctx, call, dst, c.width_in_bytes, c.height, depth, three_d);
-    stream_of(ctx, stream).copy_3d(d, s, c.width_in_bytes, c.height, depth);
+    BackendStream &b = stream_of(ctx, stream);
+    if (timeline::on()) [[unlikely]] {
+        std::string name = std::string(three_d ? "copy 3D " : "copy 2D ") + (s.device ? "D" : "H") + "to" +
+                           (d.device ? "D" : "H");
+        const size_t bytes = c.width_in_bytes * c.height * depth; // each factor fits its regions
+        timeline::stream_op(ctx, timeline::stream_of(ctx, stream), "copy", name, name,
+                            timeline::Args().number("bytes", int64_t(bytes)),
+                            [&] { b.copy_3d(d, s, c.width_in_bytes, c.height, depth); });
+        return;
+    }
+    b.copy_3d(d, s, c.width_in_bytes, c.height, depth);
 }
 
 std::shared_ptr<RawDeviceBuffer> create_pitched(const std::shared_ptr<ContextImpl> &ctx, size_t width, size_t height,

@@ -2,10 +2,18 @@
 # line of SOURCE and none of its `// EXPECT-NOT:` lines; `// EXPECT-GCC:` and `// EXPECT-CLANG:`
 # lines apply to that compiler only (CXX_ID, CMake's compiler id). GCC and clang spell types
 # differently, so both the diagnostics and the expectations are compared after normalising:
-# no `ember::` qualifiers, `>>` for `> >`, `long` for `long int`.
+# no `ember::` qualifiers, `>>` for `> >`, `long` for `long int`, and no default address space
+# (`Ptr<float>` for `Ptr<float, ir::AddressSpace::Global>`, which clang 16 spells out).
 set(flags -std=c++20 -fsyntax-only)
 foreach(dir IN LISTS INCLUDES)
   list(APPEND flags -I${dir})
+endforeach()
+# `// FLAGS:` lines add compiler flags after these (so `-std=c++17` replaces -std=c++20).
+file(STRINGS ${SOURCE} flag_lines REGEX "^// FLAGS: ")
+foreach(line IN LISTS flag_lines)
+  string(REPLACE "// FLAGS: " "" line "${line}")
+  separate_arguments(line UNIX_COMMAND "${line}")
+  list(APPEND flags ${line})
 endforeach()
 execute_process(COMMAND ${CXX} ${flags} ${SOURCE} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                 ERROR_VARIABLE err)
@@ -15,6 +23,7 @@ endif()
 function(normalise var)
   set(s "${${var}}")
   string(REPLACE "ember::" "" s "${s}")
+  string(REPLACE ", ir::AddressSpace::Global>" ">" s "${s}")
   string(REPLACE "> >" ">>" s "${s}")
   string(REPLACE "long int" "long" s "${s}")
   string(REGEX REPLACE "[ \t\r\n]+" " " s "${s}")

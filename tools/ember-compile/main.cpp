@@ -52,8 +52,8 @@ one stage of the compilation pipeline for every kernel (or only NAME).
                   through the same stages and say whether it fails the same way
   --diff          with --bundle: compare each produced stage with the stored one
   --help          this text
-  --version       ember's version, the compiler's build identity (what the compile cache keys
-                  entries with) and LLVM's version
+  --version       ember's and LLVM's versions, and the compiler's build identity (what the
+                  compile cache keys entries with)
 
 Text stages written to stdout start each kernel with a line
   // ----- kernel: NAME  target: SPEC  stage: STAGE -----
@@ -347,8 +347,10 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (o.version) {
-            write_stdout("ember-compile (ember " + ember::ember_version() + ")\ncompiler build: " +
-                         ember::compiler_build_id() + "\nLLVM: " + ember::llvm_version() + "\n");
+            // The library's versions, not the headers': the ones that compile.
+            write_stdout("ember-compile " + ember::ember_version() + " (LLVM " +
+                         ember::llvm_version() +
+                         ")\ncompiler build: " + ember::compiler_build_id() + "\n");
             return 0;
         }
         return check_dumps(run(o));

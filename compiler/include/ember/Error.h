@@ -7,6 +7,8 @@
 #ifndef EMBER_ERROR_H
 #define EMBER_ERROR_H
 
+#include "ember/CompilerCheck.h"
+
 #include <source_location>
 #include <stdexcept>
 #include <string>

@@ -39,6 +39,11 @@ struct KernelInfo {
     /// Seconds spent tracing the lambda into `ir` (and verifying it): the "trace" stage of
     /// CompileReport.
     double trace_seconds = 0;
+    /// When tracing began (std::chrono::steady_clock, nanoseconds since its epoch) and the OS
+    /// thread id of the thread that traced: where the runtime's timeline (EMBER_TRACE) draws the
+    /// trace stage.
+    int64_t trace_start_ns = 0;
+    int64_t trace_thread = 0;
     /// Whether `ir` passed the verifier (finish_kernel verifies every traced kernel): the compile
     /// cache then does not verify it again before it accepts cached bytes for it.
     bool verified = false;
