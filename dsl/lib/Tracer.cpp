@@ -455,8 +455,9 @@ std::shared_ptr<const KernelInfo> finish_kernel(Builder &b, std::vector<ir::Vari
     info->verified = true;
     info->trace_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - b.start_time()).count();
-    info->trace_start_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(b.start_time().time_since_epoch()).count();
+    info->trace_start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               b.start_time().time_since_epoch())
+                               .count();
     info->trace_thread = static_cast<int64_t>(::syscall(SYS_gettid));
     return info;
 }

@@ -13,8 +13,8 @@
 #include "ember/runtime/DeviceContext.h"
 #include "ember/runtime/DevicePassable.h"
 #include "ember/runtime/Function.h"
-#include "ember/runtime/Module.h"
 #include "ember/runtime/Memory.h"
+#include "ember/runtime/Module.h"
 #include "ember/runtime/Trace.h"
 
 #endif // EMBER_EMBER_H

@@ -143,9 +143,9 @@ std::shared_ptr<const CompiledKernel> CompileCache::get(const KernelInfo &k, con
     return find(k, target, options, level, nullptr);
 }
 
-std::shared_ptr<const CompiledKernel> CompileCache::find(const KernelInfo &k, const TargetSpec &target,
-                                                         const CompileOptions &options, const char **level,
-                                                         timeline::CacheLookup *timed) {
+std::shared_ptr<const CompiledKernel>
+CompileCache::find(const KernelInfo &k, const TargetSpec &target, const CompileOptions &options,
+                   const char **level, timeline::CacheLookup *timed) {
     const char *unused_level = nullptr;
     if (!level) level = &unused_level;
     *level = "compiled";

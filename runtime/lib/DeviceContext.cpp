@@ -5,8 +5,8 @@
 
 #include "Backend.h"
 #include "BackendGraph.h"
-#include "CompileReportInternal.h"
 #include "CompileCache.h"
+#include "CompileReportInternal.h"
 #include "ContextImpl.h"
 #include "Functions.h"
 #include "ImageCache.h"
@@ -191,7 +191,8 @@ void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const 
     if (bytes == 0) return;
     if ((dst_side == MemSide::Device && dst_ctx != &ctx) || (src_side == MemSide::Device && src_ctx != &ctx)) {
         auto across = [&] {
-            copy_across_contexts(ctx, stream, dst_side, dst, dst_ctx, src_side, src, src_ctx, bytes);
+            copy_across_contexts(ctx, stream, dst_side, dst, dst_ctx, src_side, src, src_ctx,
+                                 bytes);
         };
         if (timeline::on()) [[unlikely]]
             timeline::host_call("copy", "copy between contexts",
@@ -272,8 +273,9 @@ std::shared_ptr<FunctionImpl> compile_untimed(const std::shared_ptr<ContextImpl>
             fn->loaded = std::move(loaded);
             fn->load_seconds = seconds_since(t0);
             if (timeline::on()) [[unlikely]]
-                timeline::host_span("compile", "load", timeline::at(t0), timeline::now(),
-                                    timeline::Args().text("kernel", kernel->ir.name).text("from", level));
+                timeline::host_span(
+                    "compile", "load", timeline::at(t0), timeline::now(),
+                    timeline::Args().text("kernel", kernel->ir.name).text("from", level));
             fn->report.cache_level = level;
             finish_function(*fn, opts);
             record_report(*fn);

@@ -234,9 +234,10 @@ void DeviceGraphExec::launch(const DeviceStream &stream) const {
                          "(launch it before begin_capture() or after end_capture())");
     std::lock_guard<std::mutex> lock(e.mutex);
     if (detail::timeline::on()) [[unlikely]]
-        detail::timeline::stream_op(ctx, stream.impl()->stream, "graph", "graph launch", "graph",
-                                    detail::timeline::Args().number("kernels", int64_t(e.kernels.size())),
-                                    [&] { e.exec->launch(s); });
+        detail::timeline::stream_op(
+            ctx, stream.impl()->stream, "graph", "graph launch", "graph",
+            detail::timeline::Args().number("kernels", int64_t(e.kernels.size())),
+            [&] { e.exec->launch(s); });
     else
         e.exec->launch(s);
 }

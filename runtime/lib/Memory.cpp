@@ -135,8 +135,8 @@ void copy_and_wait(ContextImpl &ctx, bool to_device, void *host, uint64_t device
 
 namespace {
 /// BackendStream::memset, on the timeline when it records.
-void memset_on(ContextImpl &ctx, StreamImpl *stream, uint64_t address, uint64_t pattern, unsigned width,
-               size_t count) {
+void memset_on(ContextImpl &ctx, StreamImpl *stream, uint64_t address, uint64_t pattern,
+               unsigned width, size_t count) {
     BackendStream &s = stream_or_default(ctx, stream);
     if (timeline::on()) [[unlikely]]
         timeline::stream_op(ctx, timeline::stream_of(ctx, stream), "memset", "memset", "memset",

@@ -181,8 +181,8 @@ void enqueue_copy_3d(ContextImpl &ctx, StreamImpl *stream, const Copy3D &c, bool
     BackendStream::Region3D d = check_side(ctx, call, dst, c.width_in_bytes, c.height, depth, three_d);
     BackendStream &b = stream_of(ctx, stream);
     if (timeline::on()) [[unlikely]] {
-        std::string name = std::string(three_d ? "copy 3D " : "copy 2D ") + (s.device ? "D" : "H") + "to" +
-                           (d.device ? "D" : "H");
+        std::string name = std::string(three_d ? "copy 3D " : "copy 2D ") + (s.device ? "D" : "H") +
+                           "to" + (d.device ? "D" : "H");
         const size_t bytes = c.width_in_bytes * c.height * depth; // each factor fits its regions
         timeline::stream_op(ctx, timeline::stream_of(ctx, stream), "copy", name, name,
                             timeline::Args().number("bytes", int64_t(bytes)),

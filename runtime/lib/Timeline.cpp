@@ -120,7 +120,9 @@ int64_t thread_id() {
 }
 
 int64_t to_ns(double seconds) { return static_cast<int64_t>(std::floor(seconds * 1e9)); }
-int64_t ms_to_ns(float ms) { return static_cast<int64_t>(std::llround(static_cast<double>(ms) * 1e6)); }
+int64_t ms_to_ns(float ms) {
+    return static_cast<int64_t>(std::llround(static_cast<double>(ms) * 1e6));
+}
 
 void push_metadata(State &s, const char *what, int64_t pid, int64_t tid, const Args &args) {
     Event e;
@@ -132,8 +134,8 @@ void push_metadata(State &s, const char *what, int64_t pid, int64_t tid, const A
     s.events.push_back(std::move(e));
 }
 
-void push_span(State &s, const char *category, std::string name, int64_t pid, int64_t tid, int64_t begin,
-               int64_t end, std::string args) {
+void push_span(State &s, const char *category, std::string name, int64_t pid, int64_t tid,
+               int64_t begin, int64_t end, std::string args) {
     Event e;
     e.category = category;
     e.name = std::move(name);
@@ -159,8 +161,9 @@ void push_flow(State &s, char phase, uint64_t id, int64_t pid, int64_t tid, int6
 
 void name_thread_locked(State &s, int64_t tid) {
     if (!s.named_threads.insert(tid).second) return;
-    push_metadata(s, "thread_name", s.pid, tid,
-                  Args().text("name", tid == s.pid ? "main thread" : "host thread " + std::to_string(tid)));
+    push_metadata(
+        s, "thread_name", s.pid, tid,
+        Args().text("name", tid == s.pid ? "main thread" : "host thread " + std::to_string(tid)));
 }
 
 ContextTrack &context_locked(State &s, const ContextImpl &ctx) {
@@ -174,16 +177,20 @@ ContextTrack &context_locked(State &s, const ContextImpl &ctx) {
     c.backend = ctx.backend;
     // [Note] Streams in Backend.h: the CPU device runs each operation inside its enqueue call.
     c.synchronous = ctx.backend->api() == "cpu";
-    auto [pid, added] = s.device_pids.emplace(ctx.label, kFirstDevicePid + int64_t(s.device_pids.size()));
+    auto [pid, added] = s.device_pids.emplace(ctx.label,
+                                              kFirstDevicePid + int64_t(s.device_pids.size()));
     c.pid = pid->second;
     if (added) {
-        push_metadata(s, "process_name", c.pid, 0, Args().text("name", ctx.label + ": " + ctx.backend->name()));
-        push_metadata(s, "process_sort_index", c.pid, 0, Args().number("sort_index", int64_t(s.device_pids.size())));
+        push_metadata(s, "process_name", c.pid, 0,
+                      Args().text("name", ctx.label + ": " + ctx.backend->name()));
+        push_metadata(s, "process_sort_index", c.pid, 0,
+                      Args().number("sort_index", int64_t(s.device_pids.size())));
     }
     return s.contexts.emplace(b, std::move(c)).first->second;
 }
 
-StreamTrack &track_locked(State &s, const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream) {
+StreamTrack &track_locked(State &s, const ContextImpl &ctx,
+                          const std::shared_ptr<BackendStream> &stream) {
     auto it = s.streams.find(stream.get());
     if (it != s.streams.end()) {
         if (same_owner(it->second.stream, stream)) return it->second;
@@ -218,22 +225,25 @@ std::shared_ptr<BackendEvent> new_event(Backend &b) { return b.create_event(Even
 
 /// Gives `events` back to the pool of `backend`'s context; those of a context the timeline no
 /// longer knows go to `dropped`, destroyed by the caller once the mutex is released.
-void recycle_locked(State &s, const std::weak_ptr<Backend> &backend, std::vector<std::shared_ptr<BackendEvent>> events,
+void recycle_locked(State &s, const std::weak_ptr<Backend> &backend,
+                    std::vector<std::shared_ptr<BackendEvent>> events,
                     std::vector<std::shared_ptr<BackendEvent>> &dropped) {
     std::shared_ptr<Backend> b = backend.lock();
     auto it = b ? s.contexts.find(b.get()) : s.contexts.end();
     const bool known = it != s.contexts.end() && same_owner(it->second.backend, b);
     for (std::shared_ptr<BackendEvent> &e : events) {
         if (!e) continue;
-        if (known) it->second.free_events.push_back(std::move(e));
-        else dropped.push_back(std::move(e));
+        if (known)
+            it->second.free_events.push_back(std::move(e));
+        else
+            dropped.push_back(std::move(e));
     }
 }
 
 /// Places `spans` on track (pid, tid): every span's events completed before `marker` did, and the
 /// host saw the marker complete at `seen` ([Note] Timeline: anchoring).
-void place(State &s, std::vector<PendingSpan> &spans, BackendEvent &marker, int64_t seen, int64_t pid, int64_t tid,
-           const std::weak_ptr<Backend> &backend) {
+void place(State &s, std::vector<PendingSpan> &spans, BackendEvent &marker, int64_t seen,
+           int64_t pid, int64_t tid, const std::weak_ptr<Backend> &backend) {
     struct Placed {
         bool ok = false;
         int64_t begin = 0, end = 0;
@@ -252,7 +262,8 @@ void place(State &s, std::vector<PendingSpan> &spans, BackendEvent &marker, int6
     for (size_t i = 0; i < spans.size(); ++i) {
         PendingSpan &p = spans[i];
         if (placed[i].ok) {
-            push_span(s, p.category, std::move(p.name), pid, tid, placed[i].begin, placed[i].end, std::move(p.args));
+            push_span(s, p.category, std::move(p.name), pid, tid, placed[i].begin, placed[i].end,
+                      std::move(p.args));
             push_flow(s, 'f', p.flow, pid, tid, placed[i].begin);
         } else {
             ++s.lost;
@@ -297,7 +308,8 @@ void append_escaped(std::string &out, std::string_view text) {
         default:
             if (static_cast<unsigned char>(c) < 0x20) {
                 char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+                std::snprintf(buf, sizeof buf, "\\u%04x",
+                              static_cast<unsigned>(static_cast<unsigned char>(c)));
                 out += buf;
             } else {
                 out += c;
@@ -314,7 +326,8 @@ void append_us(std::string &out, int64_t ns) {
         ns = -ns;
     }
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
+    std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000),
+                  static_cast<long long>(ns % 1000));
     out += buf;
 }
 
@@ -368,7 +381,8 @@ bool write(State &s) {
     };
     std::error_code ec;
     const std::filesystem::path path(s.path);
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec); // fopen says why not
+    if (path.has_parent_path())
+        std::filesystem::create_directories(path.parent_path(), ec); // fopen says why not
     const std::string temporary = s.path + ".tmp." + std::to_string(::getpid());
     std::FILE *f = std::fopen(temporary.c_str(), "wb");
     if (!f) return fail(errno);
@@ -396,7 +410,8 @@ void start() noexcept {
         if (!given) return;
         std::error_code ec;
         if (std::filesystem::is_directory(*given, ec)) {
-            settings::warn("EMBER_TRACE", *given, "names a directory, not a file: no timeline is recorded");
+            settings::warn("EMBER_TRACE", *given,
+                           "names a directory, not a file: no timeline is recorded");
             return;
         }
         auto *s = new State;
@@ -422,7 +437,8 @@ struct Starter {
 } // namespace
 
 int64_t now() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - state->origin).count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - state->origin)
+        .count();
 }
 
 int64_t at(std::chrono::steady_clock::time_point t) noexcept {
@@ -455,11 +471,13 @@ Args &Args::flag(std::string_view k, bool value) {
 
 Args &Args::dims(std::string_view k, const std::array<int64_t, 3> &v) {
     key(k);
-    json_ += "[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + "]";
+    json_ += "[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) +
+             "]";
     return *this;
 }
 
-void host_span(const char *category, std::string name, int64_t begin, int64_t end, const Args &args) {
+void host_span(const char *category, std::string name, int64_t begin, int64_t end,
+               const Args &args) {
     State &s = *state;
     const int64_t tid = thread_id();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -467,8 +485,9 @@ void host_span(const char *category, std::string name, int64_t begin, int64_t en
     push_span(s, category, std::move(name), s.pid, tid, begin, end, args.json());
 }
 
-StreamOp::StreamOp(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream, const char *category,
-                   std::string host_name, std::string device_name, Args args, bool device_span)
+StreamOp::StreamOp(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream,
+                   const char *category, std::string host_name, std::string device_name, Args args,
+                   bool device_span)
     : ctx_(ctx), stream_(stream), category_(category), host_name_(std::move(host_name)),
       device_name_(std::move(device_name)), args_(std::move(args)), device_span_(device_span) {
     State &s = *state;
@@ -539,11 +558,13 @@ void StreamOp::emit(bool failed) noexcept {
         const uint64_t flow = s.next_flow++;
         push_flow(s, 's', flow, s.pid, tid, begin_);
         if (synchronous_) {
-            push_span(s, category_, device_name_, track_pid_, track_tid_, device_begin_, end_time_, args_.json());
+            push_span(s, category_, device_name_, track_pid_, track_tid_, device_begin_, end_time_,
+                      args_.json());
             push_flow(s, 'f', flow, track_pid_, track_tid_, device_begin_);
         } else if (start_) {
-            track_locked(s, ctx_, stream_).pending.push_back(
-                PendingSpan{std::move(start_), std::move(end_), category_, device_name_, args_.json(), flow});
+            track_locked(s, ctx_, stream_)
+                .pending.push_back(PendingSpan{std::move(start_), std::move(end_), category_,
+                                               device_name_, args_.json(), flow});
         } else {
             ++s.lost;
         }
@@ -551,7 +572,8 @@ void StreamOp::emit(bool failed) noexcept {
     }
 }
 
-void synchronize(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream, const char *call) {
+void synchronize(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream,
+                 const char *call) {
     State &s = *state;
     const int64_t begin = now();
     std::vector<PendingSpan> taken;
@@ -714,11 +736,14 @@ void CacheLookup::finish(const std::string &kernel, const std::string &target, c
                                                           {"codegen", result.codegen_seconds}};
         for (const auto &[stage, seconds] : stages) {
             const int64_t stop = std::min(limit, at + to_ns(seconds));
-            if (stop > at) push_span(s, "compile", stage, s.pid, tid, at, stop, Args().text("kernel", kernel).json());
+            if (stop > at)
+                push_span(s, "compile", stage, s.pid, tid, at, stop,
+                          Args().text("kernel", kernel).json());
             at = std::max(at, stop);
         }
     }
-    if (d && d->store_end >= 0) push_span(s, "compile", "disk store", s.pid, tid, d->store_begin, d->store_end, {});
+    if (d && d->store_end >= 0)
+        push_span(s, "compile", "disk store", s.pid, tid, d->store_begin, d->store_end, {});
 }
 
 bool flush() {

@@ -86,10 +86,12 @@ private:
 };
 
 /// A span of `category` on the calling host thread's track.
-void host_span(const char *category, std::string name, int64_t begin, int64_t end, const Args &args = {});
+void host_span(const char *category, std::string name, int64_t begin, int64_t end,
+               const Args &args = {});
 
 /// The stream DeviceContext's own calls use when `stream` is null.
-inline const std::shared_ptr<BackendStream> &stream_of(const ContextImpl &ctx, const StreamImpl *stream) {
+inline const std::shared_ptr<BackendStream> &stream_of(const ContextImpl &ctx,
+                                                       const StreamImpl *stream) {
     return stream ? stream->stream : ctx.backend->default_stream();
 }
 
@@ -97,8 +99,9 @@ inline const std::shared_ptr<BackendStream> &stream_of(const ContextImpl &ctx, c
 /// false or the stream is capturing a graph, its device span ([Note] Timeline).
 class StreamOp {
 public:
-    StreamOp(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream, const char *category,
-             std::string host_name, std::string device_name, Args args, bool device_span = true);
+    StreamOp(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream,
+             const char *category, std::string host_name, std::string device_name, Args args,
+             bool device_span = true);
     /// After the operation was enqueued.
     void finish();
     /// Without finish() (the operation threw): the host span alone, marked failed.
@@ -125,17 +128,19 @@ private:
 
 /// Runs `enqueue` (which hands one operation to `stream`) inside a StreamOp.
 template <class F>
-void stream_op(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream, const char *category,
-               std::string host_name, std::string device_name, Args args, F &&enqueue) {
-    StreamOp op(ctx, stream, category, std::move(host_name), std::move(device_name), std::move(args));
+void stream_op(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream,
+               const char *category, std::string host_name, std::string device_name, Args args,
+               F &&enqueue) {
+    StreamOp op(ctx, stream, category, std::move(host_name), std::move(device_name),
+                std::move(args));
     enqueue();
     op.finish();
 }
 
 /// A call on a stream with a host span only (event record and wait).
 template <class F>
-void stream_call(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream, const char *category,
-                 std::string name, F &&call) {
+void stream_call(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream,
+                 const char *category, std::string name, F &&call) {
     StreamOp op(ctx, stream, category, std::move(name), {}, {}, /*device_span=*/false);
     call();
     op.finish();
@@ -155,7 +160,8 @@ template <class F> void host_call(const char *category, std::string name, Args a
 
 /// stream->synchronize() with its host span; first places the stream's pending device spans
 /// ([Note] Timeline: the marker event).
-void synchronize(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream, const char *call);
+void synchronize(const ContextImpl &ctx, const std::shared_ptr<BackendStream> &stream,
+                 const char *call);
 
 /// Called by ~ContextImpl: places the pending device spans of the context's streams while its
 /// back end still lives, and forgets its streams.

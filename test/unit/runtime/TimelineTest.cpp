@@ -86,9 +86,13 @@ public:
     }
 
 private:
-    [[noreturn]] void fail(const std::string &what) { throw what + " at offset " + std::to_string(p_); }
+    [[noreturn]] void fail(const std::string &what) {
+        throw what + " at offset " + std::to_string(p_);
+    }
     void space() {
-        while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\n' || t_[p_] == '\r' || t_[p_] == '\t')) ++p_;
+        while (p_ < t_.size() &&
+               (t_[p_] == ' ' || t_[p_] == '\n' || t_[p_] == '\r' || t_[p_] == '\t'))
+            ++p_;
     }
     void expect(char c) {
         space();
@@ -161,7 +165,9 @@ private:
             if (p_ >= t_.size()) fail("unexpected end");
             char e = t_[p_++];
             switch (e) {
-            case '"': case '\\': case '/': out += e; break;
+            case '"':
+            case '\\':
+            case '/': out += e; break;
             case 'n': out += '\n'; break;
             case 't': out += '\t'; break;
             case 'r': out += '\r'; break;
@@ -169,7 +175,8 @@ private:
             case 'f': out += '\f'; break;
             case 'u':
                 if (p_ + 4 > t_.size()) fail("a short \\u escape");
-                out += static_cast<char>(std::stoi(t_.substr(p_, 4), nullptr, 16)); // ASCII is all we write
+                out += static_cast<char>(
+                    std::stoi(t_.substr(p_, 4), nullptr, 16)); // ASCII is all we write
                 p_ += 4;
                 break;
             default: fail("an unknown escape");
@@ -196,7 +203,8 @@ struct ChildResult {
 /// Runs this binary with only TimelineTestChild.ProcessSide on `api`, EMBER_TRACE=`trace`, its
 /// compile cache in `cache` (empty: so that the kernel is compiled) and, when `expect_write`,
 /// flush_trace() expected to succeed.
-ChildResult run_child(const std::string &api, const std::string &trace, const fs::path &cache, bool expect_write) {
+ChildResult run_child(const std::string &api, const std::string &trace, const fs::path &cache,
+                      bool expect_write) {
     char exe[4096];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len <= 0) return {};
@@ -205,8 +213,9 @@ ChildResult run_child(const std::string &api, const std::string &trace, const fs
     for (char **e = environ; *e; ++e) {
         std::string s(*e);
         bool ours = false;
-        for (const char *name : {"EMBER_TIMELINE_TEST_", "EMBER_TRACE=", "EMBER_API=", "EMBER_CACHE_DIR=",
-                                 "EMBER_DISABLE_CACHE=", "EMBER_DUMP=", "EMBER_LOG="})
+        for (const char *name :
+             {"EMBER_TIMELINE_TEST_", "EMBER_TRACE=", "EMBER_API=", "EMBER_CACHE_DIR=",
+              "EMBER_DISABLE_CACHE=", "EMBER_DUMP=", "EMBER_LOG="})
             ours = ours || s.rfind(name, 0) == 0;
         if (!ours) env_strings.push_back(s);
     }
@@ -220,7 +229,8 @@ ChildResult run_child(const std::string &api, const std::string &trace, const fs
     const fs::path err_file = cache.parent_path() / "child.stderr";
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     std::string filter = "--gtest_filter=TimelineTestChild.ProcessSide";
     char *argv[] = {exe, filter.data(), nullptr};
@@ -241,8 +251,12 @@ ChildResult run_child(const std::string &api, const std::string &trace, const fs
 /// The child's side: skips unless a TimelineTest started it.
 TEST(TimelineTestChild, ProcessSide) {
     const char *api = std::getenv(kChildVar);
-    if (!api) GTEST_SKIP() << "the child side of the TimelineTest cases; runs only when one of them starts it";
-    const bool expect_write = std::string(std::getenv(kExpectWriteVar) ? std::getenv(kExpectWriteVar) : "1") == "1";
+    if (!api)
+        GTEST_SKIP()
+            << "the child side of the TimelineTest cases; runs only when one of them starts it";
+    const bool expect_write = std::string(std::getenv(kExpectWriteVar)
+                                              ? std::getenv(kExpectWriteVar)
+                                              : "1") == "1";
     DeviceContext ctx(0, api);
     auto f = ctx.compile_function(timeline_scale);
     auto dev = ctx.enqueue_create_buffer<float>(kN);
@@ -329,7 +343,8 @@ Trace read_trace(const fs::path &path) {
     }
     for (const Json &e : events->a) {
         const std::string ph = e.text("ph");
-        const auto pid = static_cast<int64_t>(e.number("pid")), tid = static_cast<int64_t>(e.number("tid"));
+        const auto pid = static_cast<int64_t>(e.number("pid")),
+                   tid = static_cast<int64_t>(e.number("tid"));
         const Json *args = e.get("args");
         if (ph == "M") {
             const std::string name = args ? args->text("name") : "";
@@ -389,10 +404,13 @@ TEST_P(TimelineTest, RecordsCompilesCopiesLaunchesAndSynchronizesOnEveryTrack) {
     ASSERT_NE(stream0.first, -1) << "no track for the default stream";
     ASSERT_NE(stream1.first, -1) << "no track for the second stream";
     EXPECT_EQ(stream0.first, stream1.first) << "one device, one process";
-    EXPECT_EQ(t.process_names[stream0.first].rfind(api + ":0: ", 0), 0u) << t.process_names[stream0.first];
+    EXPECT_EQ(t.process_names[stream0.first].rfind(api + ":0: ", 0), 0u)
+        << t.process_names[stream0.first];
     for (const Span &s : t.spans) {
-        EXPECT_TRUE(t.thread_names.count({s.pid, s.tid})) << "span '" << s.name << "' on an unnamed track";
-        EXPECT_TRUE(t.process_names.count(s.pid)) << "span '" << s.name << "' in an unnamed process";
+        EXPECT_TRUE(t.thread_names.count({s.pid, s.tid}))
+            << "span '" << s.name << "' on an unnamed track";
+        EXPECT_TRUE(t.process_names.count(s.pid))
+            << "span '" << s.name << "' in an unnamed process";
         EXPECT_GE(s.dur, 0) << s.name;
     }
 
@@ -403,7 +421,8 @@ TEST_P(TimelineTest, RecordsCompilesCopiesLaunchesAndSynchronizesOnEveryTrack) {
     EXPECT_EQ(compile.category, "compile");
     EXPECT_GT(compile.dur, 0);
     EXPECT_EQ(compile.args->text("cache"), "compiled");
-    for (const char *stage : {"cache lookup", "disk lookup", "lower", "optimise", "codegen", "disk store", "load"}) {
+    for (const char *stage :
+         {"cache lookup", "disk lookup", "lower", "optimise", "codegen", "disk store", "load"}) {
         std::vector<Span> found = t.named(stage, host);
         ASSERT_EQ(found.size(), 1u) << stage;
         EXPECT_GT(found[0].dur, 0) << stage;
@@ -412,9 +431,11 @@ TEST_P(TimelineTest, RecordsCompilesCopiesLaunchesAndSynchronizesOnEveryTrack) {
     const Span lookup = t.named("cache lookup", host)[0];
     EXPECT_EQ(lookup.args->text("level"), "compiled");
     for (const char *stage : {"disk lookup", "lower", "optimise", "codegen", "disk store"})
-        EXPECT_TRUE(inside(t.named(stage, host)[0], lookup)) << stage << " is not inside the cache lookup";
+        EXPECT_TRUE(inside(t.named(stage, host)[0], lookup))
+            << stage << " is not inside the cache lookup";
     ASSERT_EQ(t.named("trace timeline_scale", host).size(), 1u);
-    EXPECT_LT(t.named("trace timeline_scale", host)[0].end(), compile.ts + kSlack) << "traced before compiled";
+    EXPECT_LT(t.named("trace timeline_scale", host)[0].end(), compile.ts + kSlack)
+        << "traced before compiled";
 
     // Host spans of the calls.
     std::vector<Span> launches = t.named("launch timeline_scale", host);
@@ -437,7 +458,8 @@ TEST_P(TimelineTest, RecordsCompilesCopiesLaunchesAndSynchronizesOnEveryTrack) {
     std::vector<std::string> names0, names1;
     for (const Span &s : d0) names0.push_back(s.name);
     for (const Span &s : d1) names1.push_back(s.name);
-    EXPECT_EQ(names0, (std::vector<std::string>{"copy HtoD", "timeline_scale", "copy DtoH", "timeline_scale"}));
+    EXPECT_EQ(names0, (std::vector<std::string>{"copy HtoD", "timeline_scale", "copy DtoH",
+                                                "timeline_scale"}));
     EXPECT_EQ(names1, (std::vector<std::string>{"memset", "timeline_scale"}));
     for (const std::vector<Span> *track : {&d0, &d1})
         for (size_t i = 0; i < track->size(); ++i) {
@@ -468,7 +490,8 @@ TEST_P(TimelineTest, RecordsCompilesCopiesLaunchesAndSynchronizesOnEveryTrack) {
                 const Span &a = spans[i], &b = spans[j];
                 const bool apart = a.end() <= b.ts + kSlack || b.end() <= a.ts + kSlack;
                 EXPECT_TRUE(apart || inside(a, b) || inside(b, a))
-                    << "'" << a.name << "' and '" << b.name << "' overlap on track " << t.thread_names[key];
+                    << "'" << a.name << "' and '" << b.name << "' overlap on track "
+                    << t.thread_names[key];
             }
 }
 
@@ -479,18 +502,21 @@ TEST_P(TimelineTest, AFileThatCannotBeWrittenIsAWarning) {
     ChildResult child = run_child(GetParam(), file.string(), dir_ / "cache", false);
     EXPECT_EQ(child.status, 0) << child.err;
     EXPECT_NE(child.err.find("ember: warning: EMBER_TRACE="), std::string::npos) << child.err;
-    EXPECT_NE(child.err.find("cannot write the timeline to '" + file.string() + "': Not a directory"),
-              std::string::npos)
+    EXPECT_NE(
+        child.err.find("cannot write the timeline to '" + file.string() + "': Not a directory"),
+        std::string::npos)
         << child.err;
 }
 
 TEST_P(TimelineTest, ADirectoryIsAWarningAndNothingIsRecorded) {
     ChildResult child = run_child(GetParam(), dir_.string(), dir_ / "cache", false);
     EXPECT_EQ(child.status, 0) << child.err;
-    EXPECT_NE(child.err.find("names a directory, not a file: no timeline is recorded"), std::string::npos)
+    EXPECT_NE(child.err.find("names a directory, not a file: no timeline is recorded"),
+              std::string::npos)
         << child.err;
     for (const auto &e : fs::directory_iterator(dir_))
-        EXPECT_TRUE(e.path().filename() == "cache" || e.path().filename() == "child.stderr") << e.path();
+        EXPECT_TRUE(e.path().filename() == "cache" || e.path().filename() == "child.stderr")
+            << e.path();
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, TimelineTest, ember::testing::all_apis(), ember::testing::api_name);
