@@ -4,7 +4,7 @@
 #   run.sh install      EMBER_BUILD WORK   `cmake --install` EMBER_BUILD into WORK/prefix (moved
 #                                          there after the install, so the package must be
 #                                          relocatable), then build and run test/downstream/
-#                                          vector_add.cpp with find_package(ember CONFIG) and with
+#                                          saxpy.cpp with find_package(ember CONFIG) and with
 #                                          `pkg-config --cflags --libs ember`. Quick: it reuses the
 #                                          built ember (the ctest test `downstream-install`).
 #   run.sh fetchcontent EMBER_BUILD WORK   the same program in a project that adds this source tree
@@ -129,7 +129,7 @@ if [[ $mode == install ]]; then
     cmake --build "$work/find_package" --verbose -j "$jobs" >"$work/find_package.build.log" 2>&1 ||
         { cat "$work/find_package.build.log"; fail "building the find_package consumer"; }
     no_llvm "the consumer's compile and link commands" "$work/find_package.build.log"
-    run_program "$work/find_package/downstream_vector_add"
+    run_program "$work/find_package/downstream_saxpy"
 
     # pkg-config: the same source, compiled and linked with ember.pc's flags only.
     if ! command -v pkg-config >/dev/null; then
@@ -145,9 +145,9 @@ if [[ $mode == install ]]; then
     no_llvm "pkg-config's flags" <<<"$flags $(pkg-config --libs --static ember)"
     mkdir -p "$work/pkg-config"
     # shellcheck disable=SC2086 # the flags are words
-    "$cxx" "$here/vector_add.cpp" $flags -o "$work/pkg-config/downstream_vector_add" ||
+    "$cxx" "$here/saxpy.cpp" $flags -o "$work/pkg-config/downstream_saxpy" ||
         fail "building with pkg-config's flags: $flags"
-    run_program "$work/pkg-config/downstream_vector_add"
+    run_program "$work/pkg-config/downstream_saxpy"
 else
     # The checks of the project's settings are in fetchcontent/CMakeLists.txt (configure time).
     step "FetchContent consumer, Debug (ember builds its libraries)"
@@ -162,7 +162,7 @@ else
     cmake --build "$work/fetchcontent" -j "$jobs" >"$work/fetchcontent.build.log" 2>&1 ||
         { tail -n 50 "$work/fetchcontent.build.log"; fail "building the FetchContent consumer"; }
     # The build tree: the program where the project puts its programs; no ember program built.
-    [[ -x $work/fetchcontent/downstream_vector_add ]] ||
+    [[ -x $work/fetchcontent/downstream_saxpy ]] ||
         fail "the consumer's program is not in its own build folder"
     built=$(find "$work/fetchcontent" -type f \( -name ember-compile -o -name ember-difftest \
         -o -name 'ember-*-tests' -o -name vector_add -o -name scalar_add -o -name first_launch \) )
@@ -172,6 +172,6 @@ else
     if [[ -d $work/fetchcontent-prefix ]] && [[ -n $(ls -A "$work/fetchcontent-prefix") ]]; then
         fail "installing the project installed ember's files: $(find "$work/fetchcontent-prefix")"
     fi
-    run_program "$work/fetchcontent/downstream_vector_add"
+    run_program "$work/fetchcontent/downstream_saxpy"
 fi
 step "OK"

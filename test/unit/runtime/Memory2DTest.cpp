@@ -5,21 +5,18 @@
 #include "ember/ember.h"
 
 #include "DeviceTest.h"
+#include "SelfProcess.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <cstdlib>
+#include <functional>
 #include <numeric>
-#include <spawn.h>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
-
-extern char **environ;
 
 using namespace ember;
 
@@ -493,27 +490,10 @@ constexpr const char *kCountVar = "EMBER_TEST_IPC_COUNT";
 /// Runs this binary with only IpcTestChild.ProcessSide and the handle in the environment;
 /// returns its exit status (0: its checks passed).
 int run_child(const IpcMemHandle &h, size_t n) {
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return -1;
-    exe[len] = '\0';
-    std::vector<std::string> env_strings;
-    for (char **e = environ; *e; ++e) {
-        std::string s(*e);
-        if (s.rfind(kHandleVar, 0) != 0 && s.rfind(kCountVar, 0) != 0) env_strings.push_back(s);
-    }
-    env_strings.push_back(std::string(kHandleVar) + "=" + h.to_string());
-    env_strings.push_back(std::string(kCountVar) + "=" + std::to_string(n));
-    std::vector<char *> envp;
-    for (std::string &s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::string filter = "--gtest_filter=IpcTestChild.ProcessSide";
-    char *argv[] = {exe, filter.data(), nullptr};
-    pid_t pid = 0;
-    if (posix_spawn(&pid, exe, nullptr, nullptr, argv, envp.data()) != 0) return -1;
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return ember::testing::run_self("IpcTestChild.ProcessSide", {kHandleVar, kCountVar},
+                                    {std::string(kHandleVar) + "=" + h.to_string(),
+                                     std::string(kCountVar) + "=" + std::to_string(n)})
+        .status;
 }
 
 /// The child's side of IpcTest.AChildProcessOpensTheBufferAndWritesIt: skips unless started by it. Opens the handle, checks the

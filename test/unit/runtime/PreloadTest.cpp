@@ -9,12 +9,10 @@
 
 #include "DiskCache.h"
 #include "Preload.h"
+#include "SelfProcess.h"
 
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -23,8 +21,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-extern char **environ;
 
 using namespace ember;
 using ember::detail::DiskCache;
@@ -135,54 +131,18 @@ void compile_and_check(DeviceContext &ctx, int i) {
     for (int j = 0; j < n; ++j) ASSERT_EQ(host[j], float(i + 2) + 1.0f) << "kernel " << i << " element " << j;
 }
 
-struct ChildResult {
-    int status = -1;
-    std::string err; ///< its stderr (the EMBER_LOG=cache lines, warnings)
-};
+using ember::testing::ChildResult;
 
 /// Runs this binary with only PreloadTestChild.ProcessSide, in `mode`, with the cache in `dir`,
 /// EMBER_LOG=cache and `extra` ("NAME=value") in the environment.
 ChildResult run_child(const std::string &mode, const fs::path &dir, const std::string &extra = "") {
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return {};
-    exe[len] = '\0';
-    std::vector<std::string> env_strings;
-    for (char **e = environ; *e; ++e) {
-        std::string s(*e);
-        bool ours = false;
-        for (const char *name : {kModeVar, "EMBER_CACHE_DIR=", "EMBER_LOG=", "EMBER_PRELOAD=", "EMBER_API="})
-            ours = ours || s.rfind(name, 0) == 0;
-        if (!ours) env_strings.push_back(s);
-    }
-    env_strings.push_back(std::string(kModeVar) + "=" + mode);
-    env_strings.push_back("EMBER_CACHE_DIR=" + dir.string());
-    env_strings.push_back("EMBER_LOG=cache");
-    if (!extra.empty()) env_strings.push_back(extra);
-    std::vector<char *> envp;
-    for (std::string &s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    fs::path err_file = dir.parent_path() / (dir.filename().string() + ".stderr");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    std::string filter = "--gtest_filter=PreloadTestChild.ProcessSide";
-    char *argv[] = {exe, filter.data(), nullptr};
-    ChildResult r;
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, exe, &actions, nullptr, argv, envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return r;
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid) return r;
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::ifstream in(err_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    r.err = ss.str();
-    fs::remove(err_file);
-    return r;
+    std::vector<std::string> add = {std::string(kModeVar) + "=" + mode,
+                                    "EMBER_CACHE_DIR=" + dir.string(), "EMBER_LOG=cache"};
+    if (!extra.empty()) add.push_back(extra);
+    return ember::testing::run_self(
+        "PreloadTestChild.ProcessSide",
+        {kModeVar, "EMBER_CACHE_DIR=", "EMBER_LOG=", "EMBER_PRELOAD=", "EMBER_API="}, add,
+        dir.parent_path() / (dir.filename().string() + ".stderr"));
 }
 
 /// The EMBER_LOG=cache line of kernel `i` in `err` ("" if none).

@@ -9,13 +9,9 @@
 #include "ember/ember.h"
 
 #include "DeviceTest.h"
+#include "SelfProcess.h"
 
 #include <gtest/gtest.h>
-
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -26,8 +22,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-extern char **environ;
 
 using namespace ember;
 namespace fs = std::filesystem;
@@ -194,58 +188,21 @@ private:
 // ---------------------------------------------------------------------------------------------
 // The child process.
 
-struct ChildResult {
-    int status = -1;
-    pid_t pid = 0;
-    std::string err;
-};
+using ember::testing::ChildResult;
 
 /// Runs this binary with only TimelineTestChild.ProcessSide on `api`, EMBER_TRACE=`trace`, its
 /// compile cache in `cache` (empty: so that the kernel is compiled) and, when `expect_write`,
 /// flush_trace() expected to succeed.
 ChildResult run_child(const std::string &api, const std::string &trace, const fs::path &cache,
                       bool expect_write) {
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return {};
-    exe[len] = '\0';
-    std::vector<std::string> env_strings;
-    for (char **e = environ; *e; ++e) {
-        std::string s(*e);
-        bool ours = false;
-        for (const char *name :
-             {"EMBER_TIMELINE_TEST_", "EMBER_TRACE=", "EMBER_API=", "EMBER_CACHE_DIR=",
-              "EMBER_DISABLE_CACHE=", "EMBER_DUMP=", "EMBER_LOG="})
-            ours = ours || s.rfind(name, 0) == 0;
-        if (!ours) env_strings.push_back(s);
-    }
-    env_strings.push_back(std::string(kChildVar) + "=" + api);
-    env_strings.push_back(std::string(kExpectWriteVar) + "=" + (expect_write ? "1" : "0"));
-    env_strings.push_back("EMBER_TRACE=" + trace);
-    env_strings.push_back("EMBER_CACHE_DIR=" + cache.string());
-    std::vector<char *> envp;
-    for (std::string &s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    const fs::path err_file = cache.parent_path() / "child.stderr";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    std::string filter = "--gtest_filter=TimelineTestChild.ProcessSide";
-    char *argv[] = {exe, filter.data(), nullptr};
-    ChildResult r;
-    int rc = posix_spawn(&r.pid, exe, &actions, nullptr, argv, envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return r;
-    int status = 0;
-    if (waitpid(r.pid, &status, 0) != r.pid) return r;
-    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::ifstream in(err_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    r.err = ss.str();
-    return r;
+    return ember::testing::run_self(
+        "TimelineTestChild.ProcessSide",
+        {"EMBER_TIMELINE_TEST_", "EMBER_TRACE=", "EMBER_API=", "EMBER_CACHE_DIR=",
+         "EMBER_DISABLE_CACHE=", "EMBER_DUMP=", "EMBER_LOG="},
+        {std::string(kChildVar) + "=" + api,
+         std::string(kExpectWriteVar) + "=" + (expect_write ? "1" : "0"), "EMBER_TRACE=" + trace,
+         "EMBER_CACHE_DIR=" + cache.string()},
+        cache.parent_path() / "child.stderr");
 }
 
 /// The child's side: skips unless a TimelineTest started it.
