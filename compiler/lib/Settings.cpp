@@ -15,7 +15,7 @@ namespace ember::settings {
 
 namespace {
 
-constexpr std::array<Variable, 10> kVariables = {{
+constexpr std::array<Variable, 11> kVariables = {{
     {"EMBER_API", "cuda, hip or cpu"},
     {"EMBER_DUMP", "a comma-separated list of ir, llvm, llvm-opt, asm, sass and bundle"},
     {"EMBER_DUMP_DIR", "a directory"},
@@ -26,6 +26,7 @@ constexpr std::array<Variable, 10> kVariables = {{
     {"EMBER_CACHE_MAX_BYTES", "a size such as 1073741824, 512M or 2G, above 0"},
     {"EMBER_LOG", "a comma-separated list of cache, compile, device and all"},
     {"EMBER_TRACE", "the path of a file to write the timeline to (Chrome trace JSON)"},
+    {"EMBER_TRACE_MAX_EVENTS", "a count of timeline events above 0, such as 1000000"},
 }};
 
 bool listed(std::string_view name) {

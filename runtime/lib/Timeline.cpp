@@ -43,6 +43,9 @@ using Clock = std::chrono::steady_clock;
 /// Devices are processes of the trace whose ids lie above any Linux pid (at most 2^22), so that
 /// they never meet the host process's.
 constexpr int64_t kFirstDevicePid = int64_t(1) << 23;
+/// EMBER_TRACE_MAX_EVENTS's default: about 150 bytes of JSON and of memory an event, so a
+/// timeline holds 150 MB at most unless asked for more.
+constexpr size_t kDefaultMaxEvents = 1'000'000;
 
 struct Event {
     char phase = 'X'; // X: a span; M: metadata; s, f: the two ends of a flow arrow
@@ -109,6 +112,10 @@ struct State {
     uint64_t next_flow = 1;
     /// Device spans that could not be placed (their context failed or was gone).
     uint64_t lost = 0;
+    /// Once `events` holds max_events, operations that begin later are not recorded, only
+    /// counted ([Note] Timeline: size); the device spans of those recorded before are placed.
+    size_t max_events = kDefaultMaxEvents;
+    uint64_t dropped = 0;
 };
 
 /// Made when the library is loaded with EMBER_TRACE set, never destroyed (written at exit).
@@ -157,6 +164,19 @@ void push_flow(State &s, char phase, uint64_t id, int64_t pid, int64_t tid, int6
     e.ts = ts;
     e.id = id;
     s.events.push_back(std::move(e));
+}
+
+/// Whether a new operation may be recorded; when the timeline is full, counts it as dropped and,
+/// the first time, says so on stderr.
+bool room_locked(State &s) {
+    if (s.events.size() < s.max_events) return true;
+    if (s.dropped++ == 0)
+        std::fprintf(stderr,
+                     "ember: warning: EMBER_TRACE: the timeline reached its limit of %zu events "
+                     "(EMBER_TRACE_MAX_EVENTS): later operations are not recorded, only counted "
+                     "(otherData.dropped_operations in the file)\n",
+                     s.max_events);
+    return false;
 }
 
 void name_thread_locked(State &s, int64_t tid) {
@@ -363,7 +383,9 @@ std::string serialize_locked(const State &s) {
     }
     out += "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"producer\":\"ember\",\"clock\":";
     append_escaped(out, "steady_clock; ts and dur in microseconds since the timeline began");
-    out += ",\"lost_device_spans\":" + std::to_string(s.lost) + "}}\n";
+    out += ",\"lost_device_spans\":" + std::to_string(s.lost);
+    out += ",\"max_events\":" + std::to_string(s.max_events);
+    out += ",\"dropped_operations\":" + std::to_string(s.dropped) + "}}\n";
     return out;
 }
 
@@ -416,6 +438,17 @@ void start() noexcept {
         }
         auto *s = new State;
         s->given_path = *given;
+        if (const std::optional<std::string> m = settings::text("EMBER_TRACE_MAX_EVENTS")) {
+            char *end = nullptr;
+            errno = 0;
+            const unsigned long long v = std::strtoull(m->c_str(), &end, 10);
+            if (errno != 0 || end == m->c_str() || *end != '\0' || v == 0 || (*m)[0] == '-')
+                settings::warn("EMBER_TRACE_MAX_EVENTS", *m,
+                               "not a count above 0, the timeline keeps at most " +
+                                   std::to_string(kDefaultMaxEvents) + " events");
+            else
+                s->max_events = static_cast<size_t>(v);
+        }
         const std::filesystem::path absolute = std::filesystem::absolute(*given, ec);
         s->path = ec ? *given : absolute.string();
         push_metadata(*s, "process_name", s->pid, 0,
@@ -481,6 +514,7 @@ void host_span(const char *category, std::string name, int64_t begin, int64_t en
     State &s = *state;
     const int64_t tid = thread_id();
     std::lock_guard<std::mutex> lock(s.mutex);
+    if (!room_locked(s)) return;
     name_thread_locked(s, tid);
     push_span(s, category, std::move(name), s.pid, tid, begin, end, args.json());
 }
@@ -501,7 +535,8 @@ StreamOp::StreamOp(const ContextImpl &ctx, const std::shared_ptr<BackendStream> 
         track_tid_ = t.tid;
         synchronous_ = t.synchronous;
         args_.text("stream", t.name);
-        pair = device_span_ && !captured_ && !synchronous_;
+        // A full timeline records no new operation: no events for its device span either.
+        pair = device_span_ && !captured_ && !synchronous_ && s.events.size() < s.max_events;
         if (pair) {
             start_ = pooled_event_locked(s, ctx);
             end_ = pooled_event_locked(s, ctx);
@@ -547,6 +582,10 @@ void StreamOp::emit(bool failed) noexcept {
         const int64_t tid = thread_id();
         std::vector<std::shared_ptr<BackendEvent>> dropped;
         std::lock_guard<std::mutex> lock(s.mutex);
+        if (!room_locked(s)) {
+            recycle_locked(s, ctx_.backend, {std::move(start_), std::move(end_)}, dropped);
+            return;
+        }
         name_thread_locked(s, tid);
         Args host = args_;
         if (failed) host.flag("failed", true);
@@ -675,6 +714,7 @@ void compiled(const ContextImpl &ctx, const FunctionImpl &fn, int64_t begin) {
     const int64_t tid = k->trace_thread ? k->trace_thread : thread_id();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (!s.traced_kernels.insert(k->id).second) return; // one trace span per traced kernel
+    if (!room_locked(s)) return;
     name_thread_locked(s, tid);
     push_span(s, "compile", "trace " + name, s.pid, tid, traced, traced + to_ns(k->trace_seconds),
               Args().text("kernel", name).json());
@@ -720,6 +760,7 @@ void CacheLookup::finish(const std::string &kernel, const std::string &target, c
     const int64_t tid = thread_id();
     const TimedStore *d = store_.get();
     std::lock_guard<std::mutex> lock(s.mutex);
+    if (!room_locked(s)) return;
     name_thread_locked(s, tid);
     push_span(s, "compile", "cache lookup", s.pid, tid, begin_, end,
               Args().text("kernel", kernel).text("target", target).text("level", level).json());

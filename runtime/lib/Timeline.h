@@ -35,6 +35,11 @@
 ///    (lower, optimise, codegen) and the load; "trace <kernel>" at the time and on the thread
 ///    where the lambda was traced. The compiler measures its stages as durations: they are laid
 ///    end to end from where the compiler began (after the disk lookup).
+///  - Size. A program that runs for hours must not grow without bound: once the timeline holds
+///    EMBER_TRACE_MAX_EVENTS events (a million by default, about 150 MB), operations that begin
+///    later are not recorded, only counted (otherData.dropped_operations), with one warning. The
+///    device spans of operations recorded before are still placed, so the file may hold a few
+///    more; it stays whole and valid, its end is just earlier than the program's.
 ///  - Cost. Off, every traced call site is one predictable branch on a flag read once when the
 ///    runtime library is loaded: no allocation, no clock read. On, a call takes the timeline's
 ///    mutex once or twice and, on a GPU, records two events (kept in a pool and reused).

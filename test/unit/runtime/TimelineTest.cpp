@@ -194,15 +194,16 @@ using ember::testing::ChildResult;
 /// compile cache in `cache` (empty: so that the kernel is compiled) and, when `expect_write`,
 /// flush_trace() expected to succeed.
 ChildResult run_child(const std::string &api, const std::string &trace, const fs::path &cache,
-                      bool expect_write) {
+                      bool expect_write, const std::vector<std::string> &extra = {}) {
+    std::vector<std::string> add = {std::string(kChildVar) + "=" + api,
+                                    std::string(kExpectWriteVar) + "=" + (expect_write ? "1" : "0"),
+                                    "EMBER_TRACE=" + trace, "EMBER_CACHE_DIR=" + cache.string()};
+    add.insert(add.end(), extra.begin(), extra.end());
     return ember::testing::run_self(
         "TimelineTestChild.ProcessSide",
-        {"EMBER_TIMELINE_TEST_", "EMBER_TRACE=", "EMBER_API=", "EMBER_CACHE_DIR=",
-         "EMBER_DISABLE_CACHE=", "EMBER_DUMP=", "EMBER_LOG="},
-        {std::string(kChildVar) + "=" + api,
-         std::string(kExpectWriteVar) + "=" + (expect_write ? "1" : "0"), "EMBER_TRACE=" + trace,
-         "EMBER_CACHE_DIR=" + cache.string()},
-        cache.parent_path() / "child.stderr");
+        {"EMBER_TIMELINE_TEST_", "EMBER_TRACE=", "EMBER_TRACE_MAX_EVENTS=", "EMBER_API=",
+         "EMBER_CACHE_DIR=", "EMBER_DISABLE_CACHE=", "EMBER_DUMP=", "EMBER_LOG="},
+        add, cache.parent_path() / "child.stderr");
 }
 
 /// The child's side: skips unless a TimelineTest started it.
@@ -450,6 +451,49 @@ TEST_P(TimelineTest, RecordsCompilesCopiesLaunchesAndSynchronizesOnEveryTrack) {
                     << "'" << a.name << "' and '" << b.name << "' overlap on track "
                     << t.thread_names[key];
             }
+}
+
+TEST_P(TimelineTest, AFullTimelineRecordsNoMoreOperationsAndSaysSo) {
+    // The child's run records 46 events on the CPU device (more on a GPU) without a limit.
+    constexpr int kLimit = 20;
+    const fs::path file = dir_ / "trace.json";
+    ChildResult child = run_child(GetParam(), file.string(), dir_ / "cache", true,
+                                  {"EMBER_TRACE_MAX_EVENTS=" + std::to_string(kLimit)});
+    ASSERT_EQ(child.status, 0) << child.err;
+    const std::string warning = "ember: warning: EMBER_TRACE: the timeline reached its limit of " +
+                                std::to_string(kLimit) + " events";
+    const size_t at = child.err.find(warning);
+    EXPECT_NE(at, std::string::npos) << child.err;
+    EXPECT_EQ(child.err.find(warning, at + 1), std::string::npos) << "warned twice: " << child.err;
+    Trace t = read_trace(file);
+    const Json *other = t.doc.get("otherData");
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->number("max_events"), kLimit);
+    EXPECT_GT(other->number("dropped_operations"), 0);
+    const Json *events = t.doc.get("traceEvents");
+    ASSERT_TRUE(events);
+    // Past the limit: the names of tracks made later, and the device spans (with their flow
+    // ends) of operations recorded before it, a few at most in this run.
+    EXPECT_LE(events->a.size(), size_t(kLimit) + 8) << "the limit did not hold";
+    // Still whole: every flow that starts ends, and the compile came first.
+    for (const auto &[id, n] : t.flow_starts) EXPECT_EQ(t.flow_ends[id], n) << "flow " << id;
+    EXPECT_FALSE(t.named("compile timeline_scale", child.pid).empty());
+}
+
+TEST_P(TimelineTest, AMaxEventsThatIsNotACountIsAWarning) {
+    const fs::path file = dir_ / "trace.json";
+    ChildResult child = run_child(GetParam(), file.string(), dir_ / "cache", true,
+                                  {"EMBER_TRACE_MAX_EVENTS=lots"});
+    ASSERT_EQ(child.status, 0) << child.err;
+    EXPECT_NE(child.err.find("ember: warning: EMBER_TRACE_MAX_EVENTS='lots': not a count above 0, "
+                             "the timeline keeps at most 1000000 events"),
+              std::string::npos)
+        << child.err;
+    Trace t = read_trace(file);
+    const Json *other = t.doc.get("otherData");
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->number("max_events"), 1000000);
+    EXPECT_EQ(other->number("dropped_operations"), 0);
 }
 
 TEST_P(TimelineTest, AFileThatCannotBeWrittenIsAWarning) {
