@@ -190,15 +190,8 @@ void enqueue_copy_bytes(ContextImpl &ctx, MemSide dst_side, uint64_t dst, const 
                         StreamImpl *stream, const CopyOwners &owners) {
     if (bytes == 0) return;
     if ((dst_side == MemSide::Device && dst_ctx != &ctx) || (src_side == MemSide::Device && src_ctx != &ctx)) {
-        auto across = [&] {
-            copy_across_contexts(ctx, stream, dst_side, dst, dst_ctx, src_side, src, src_ctx,
-                                 bytes);
-        };
-        if (timeline::on()) [[unlikely]]
-            timeline::host_call("copy", "copy between contexts",
-                                timeline::Args().number("bytes", int64_t(bytes)), across);
-        else
-            across();
+        // Its timeline spans are made there, on the stream that runs it.
+        copy_across_contexts(ctx, stream, dst_side, dst, dst_ctx, src_side, src, src_ctx, bytes);
         return;
     }
     BackendStream &b = stream ? *stream->stream : *ctx.backend->default_stream();

@@ -240,6 +240,22 @@ std::shared_ptr<RawDeviceBuffer> open_ipc(const std::shared_ptr<ContextImpl> &ct
     return std::make_shared<RawDeviceBuffer>(ctx, ctx->backend->open_ipc(h.bytes, bytes), bytes);
 }
 
+namespace {
+
+/// Runs `copy`, which hands one copy to `on` (a stream of `owner`, the context whose device runs
+/// it), with its host and device spans when EMBER_TRACE records ([Note] Timeline).
+template <class F>
+void across_op(const ContextImpl &owner, const std::shared_ptr<BackendStream> &on, size_t bytes,
+               F &&copy) {
+    if (timeline::on()) [[unlikely]]
+        timeline::stream_op(owner, on, "copy", "copy between contexts", "copy between contexts",
+                            timeline::Args().number("bytes", int64_t(bytes)), copy);
+    else
+        copy();
+}
+
+} // namespace
+
 void copy_across_contexts(ContextImpl &ctx, StreamImpl *stream, MemSide dst_side, uint64_t dst,
                           const ContextImpl *dst_ctx, MemSide src_side, uint64_t src, const ContextImpl *src_ctx,
                           size_t bytes) {
@@ -248,21 +264,23 @@ void copy_across_contexts(ContextImpl &ctx, StreamImpl *stream, MemSide dst_side
     const ContextImpl *sc = src_side == MemSide::Device && is_gpu(src_ctx->backend.get()) ? src_ctx : nullptr;
     Backend *d = dc ? dc->backend.get() : nullptr;
     Backend *s = sc ? sc->backend.get() : nullptr;
+    const std::shared_ptr<BackendStream> &own = timeline::stream_of(ctx, stream);
     if (!is_gpu(ctx.backend.get())) {
         if (!dc && !sc) {
-            stream_of(ctx, stream).copy_between(dst, nullptr, src, nullptr, bytes);
+            across_op(ctx, own, bytes,
+                      [&] { own->copy_between(dst, nullptr, src, nullptr, bytes); });
             return;
         }
         // A GPU's memory: that GPU copies, and the copy is done when this call returns.
         const ContextImpl *gpu = dc ? dc : sc;
         // Between two GPUs: the source's work so far first (the copy runs on the destination's).
         if (dc && sc && dc != sc) sc->backend->default_stream()->synchronize();
-        BackendStream &g = *gpu->backend->default_stream();
-        g.copy_between(dst, d, src, s, bytes);
-        g.synchronize();
+        const std::shared_ptr<BackendStream> &g = gpu->backend->default_stream();
+        across_op(*gpu, g, bytes, [&] { g->copy_between(dst, d, src, s, bytes); });
+        g->synchronize();
         return;
     }
-    BackendStream &b = stream_of(ctx, stream);
+    BackendStream &b = *own;
     std::vector<const ContextImpl *> others;
     for (const ContextImpl *c : {dc, sc})
         if (c && c != &ctx && std::find(others.begin(), others.end(), c) == others.end()) others.push_back(c);
@@ -273,7 +291,8 @@ void copy_across_contexts(ContextImpl &ctx, StreamImpl *stream, MemSide dst_side
         o->backend->default_stream()->record(*before);
         b.wait(*before);
     }
-    b.copy_between(dst, d, src, s, bytes);
+    // After the waits: the device span is the copy's, not the other contexts' work before it.
+    across_op(ctx, own, bytes, [&] { b.copy_between(dst, d, src, s, bytes); });
     if (!others.empty()) {
         std::shared_ptr<BackendEvent> after = ctx.backend->create_event(marker);
         b.record(*after);

@@ -236,6 +236,12 @@ TEST(TimelineTestChild, ProcessSide) {
     second.enqueue_memset(dev, 0.0f);
     second.enqueue_function(f, dev, kN, grid_dim(kN / kBlock), block_dim(kBlock));
     second.synchronize();
+    // A copy from another context's buffer: its spans are those of the stream that runs it.
+    DeviceContext other(0, api);
+    auto theirs = other.enqueue_create_buffer<float>(kN);
+    other.enqueue_memset(theirs, 3.0f);
+    other.synchronize();
+    ctx.enqueue_copy(dev, theirs);
     ctx.enqueue_function(f, dev, kN, grid_dim(kN / kBlock), block_dim(kBlock));
 }
 
@@ -410,14 +416,15 @@ TEST_P(TimelineTest, RecordsCompilesCopiesLaunchesAndSynchronizesOnEveryTrack) {
     ASSERT_EQ(h2d.size(), 1u);
     EXPECT_EQ(h2d[0].args->number("bytes"), double(kN * sizeof(float)));
 
-    // Device spans: the default stream's copy, kernel, copy and (after the flush) kernel, in that
-    // order and apart; the second stream's memset and kernel.
+    // Device spans: the default stream's copy, kernel, copy and (after the flush) the copy from
+    // the other context and a kernel, in that order and apart; the second stream's memset and
+    // kernel.
     std::vector<Span> d0 = t.on(stream0), d1 = t.on(stream1);
     std::vector<std::string> names0, names1;
     for (const Span &s : d0) names0.push_back(s.name);
     for (const Span &s : d1) names1.push_back(s.name);
     EXPECT_EQ(names0, (std::vector<std::string>{"copy HtoD", "timeline_scale", "copy DtoH",
-                                                "timeline_scale"}));
+                                                "copy between contexts", "timeline_scale"}));
     EXPECT_EQ(names1, (std::vector<std::string>{"memset", "timeline_scale"}));
     for (const std::vector<Span> *track : {&d0, &d1})
         for (size_t i = 0; i < track->size(); ++i) {
@@ -429,15 +436,20 @@ TEST_P(TimelineTest, RecordsCompilesCopiesLaunchesAndSynchronizesOnEveryTrack) {
     EXPECT_EQ(d0[1].category, "kernel");
     EXPECT_EQ(d0[0].category, "copy");
     // A kernel runs after its launch call began (give the anchoring on the host clock 50 us).
-    ASSERT_EQ(d0.size(), 4u);
+    ASSERT_EQ(d0.size(), 5u);
     ASSERT_EQ(d1.size(), 2u);
     EXPECT_GE(d0[1].ts + 50, launches[0].ts) << "a kernel before its launch";
-    EXPECT_GE(d0[3].ts + 50, launches[2].ts) << "a kernel before its launch";
+    EXPECT_GE(d0[4].ts + 50, launches[2].ts) << "a kernel before its launch";
+    std::vector<Span> across = t.named("copy between contexts", host);
+    ASSERT_EQ(across.size(), 1u);
+    EXPECT_EQ(across[0].args->number("bytes"), double(kN * sizeof(float)));
+    EXPECT_EQ(across[0].args->text("stream"), api + ":0 stream 0 (default)");
+    EXPECT_EQ(d0[3].category, "copy");
     EXPECT_GE(d1[1].ts + 50, launches[1].ts) << "a kernel before its launch";
 
     // Flow arrows: every start has its end.
     EXPECT_EQ(t.flow_starts, t.flow_ends);
-    EXPECT_EQ(t.flow_starts.size(), 6u) << "one per device span";
+    EXPECT_EQ(t.flow_starts.size(), 8u) << "one per device span (the other context's memset too)";
 
     // Spans of one track nest or are apart.
     std::map<std::pair<int64_t, int64_t>, std::vector<Span>> tracks;
