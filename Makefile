@@ -62,6 +62,7 @@ bench: build
 	$(BUILD)/bench/compile_cache
 	$(BUILD)/bench/graph_replay
 	$(BUILD)/bench/ptx_rules
+	$(BUILD)/bench/kernels
 
 # ASan + UBSan (clang) over the compiler, DSL and runtime unit tests and lit, on the CPU device.
 # ASAN_OPTIONS/UBSAN_OPTIONS from the environment are kept. By default: allocator_may_return_null,

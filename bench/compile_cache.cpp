@@ -11,6 +11,8 @@
 ///     interleaved in batches, with the noise floor, and the launch slot's lookup timed alone.
 #include "ember/ember.h"
 
+#include "BenchSupport.h"
+
 #include "Backend.h"
 #include "CompileCache.h"
 #include "ContextImpl.h"
@@ -30,6 +32,7 @@
 #include <vector>
 
 using namespace ember;
+using ember::bench::median;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
@@ -123,11 +126,6 @@ int probe() {
     }
     std::printf("%.3f %.3f %.3f %.3f %.3f\n", trace_us, key_us, read_us, driver_us, first_us);
     return 0;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 double percentile(std::vector<double> v, double p) {

@@ -6,6 +6,8 @@
 /// `--rounds R` (default 200) change the sizes. The result is checked at the end.
 #include "ember/ember.h"
 
+#include "BenchSupport.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,17 +17,13 @@
 #include <vector>
 
 using namespace ember;
+using ember::bench::median;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
 double us_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 void row(const char *what, double ember_us, double peer_us, const char *peer) {

@@ -12,6 +12,8 @@
 /// compared bit for bit. CUDA only.
 #include "ember/ember.h"
 
+#include "BenchSupport.h"
+
 #include "RawCuda.h"
 
 #include <algorithm>
@@ -27,6 +29,8 @@
 #include <vector>
 
 using namespace ember;
+using ember::bench::find_nvcc;
+using ember::bench::median;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -115,20 +119,6 @@ double us_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 void check(int rc, const char *what) {
     if (rc != 0) throw RuntimeError(std::string("ptx_rules: ") + what + " failed with CUresult " + std::to_string(rc));
-}
-
-std::string find_nvcc() {
-    if (const char *path = std::getenv("PATH")) {
-        std::stringstream dirs(path);
-        for (std::string d; std::getline(dirs, d, ':');)
-            if (!d.empty() && std::filesystem::exists(d + "/nvcc")) return d + "/nvcc";
-    }
-    return std::filesystem::exists("/usr/local/cuda/bin/nvcc") ? "/usr/local/cuda/bin/nvcc" : "";
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 } // namespace

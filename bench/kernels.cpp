@@ -1,0 +1,771 @@
+/// \file
+/// How fast kernels written in ember run, next to the same algorithms in CUDA C++ compiled by
+/// nvcc, and next to the libraries a CUDA programmer would call: CUB's reduction and cuBLAS's
+/// SGEMM (FP32, no TF32). One process, one run, one table: stream (copy, scale, add, triad in f32
+/// and f64), reduction, transpose, a 5-point stencil, softmax and layer norm over rows of 4096,
+/// SGEMM 4096^3, and the compile time of each kernel against NVRTC's for its twin.
+///
+/// The twins are bench/kernels_twins.cu, carried as text and compiled here by the toolkit's nvcc
+/// (nvcc in PATH, else /usr/local/cuda/bin; the library itself never uses it) into a shared
+/// library with CUB, cuBLAS and NVRTC. Both sides get the same inputs; every output, ember's and
+/// the peer's, is checked against a host reference before anything is timed, and a wrong result
+/// ends the run with status 1: it is a failure, not a number. Times are medians over rounds of
+/// back-to-back launches, measured on the host around a synchronize (the same for both sides).
+/// The last column is ember's throughput over the peer's: 1.00 is parity, below is slower.
+/// CUDA only; torch's side is bench/kernels_torch.py (scripts/bench-kernels.sh runs both).
+#include "ember/ember.h"
+
+#include "BenchSupport.h"
+
+#include "kernels_twins.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ember;
+using ember::bench::find_nvcc;
+using ember::bench::median;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int64_t kBlock = 256;
+constexpr int64_t kRowLength = 4096; // softmax and layer norm rows: 256 threads x 16 values
+
+// ---------------------------------------------------------------------------------------------
+// The ember kernels.
+
+/// STREAM's four kernels for T, W lanes per 16-byte access, one vector per thread.
+template <class T, int W> struct Stream {
+    static auto copy(const char *name) {
+        return kernel(name, {"a", "c", "n"}, [](Ptr<const T> a, NoAlias<Ptr<T>> c, Int n) {
+            Int i = global_idx.x * W;
+            if_(i < n, [&] { c.store(i, a.template load<W>(i)); });
+        });
+    }
+    static auto scale(const char *name) {
+        return kernel(name, {"a", "c", "s", "n"},
+                      [](Ptr<const T> a, NoAlias<Ptr<T>> c, Value<T> s, Int n) {
+                          Int i = global_idx.x * W;
+                          if_(i < n, [&] { c.store(i, a.template load<W>(i) * s); });
+                      });
+    }
+    static auto add(const char *name) {
+        return kernel(name, {"a", "b", "c", "n"},
+                      [](Ptr<const T> a, Ptr<const T> b, NoAlias<Ptr<T>> c, Int n) {
+                          Int i = global_idx.x * W;
+                          if_(i < n,
+                              [&] { c.store(i, a.template load<W>(i) + b.template load<W>(i)); });
+                      });
+    }
+    static auto triad(const char *name) {
+        return kernel(
+            name, {"b", "c", "a", "s", "n"},
+            [](Ptr<const T> b, Ptr<const T> c, NoAlias<Ptr<T>> a, Value<T> s, Int n) {
+                Int i = global_idx.x * W;
+                if_(i < n, [&] { a.store(i, b.template load<W>(i) + c.template load<W>(i) * s); });
+            });
+    }
+};
+
+const auto copy_f32 = Stream<float, 4>::copy("copy_f32");
+const auto scale_f32 = Stream<float, 4>::scale("scale_f32");
+const auto add_f32 = Stream<float, 4>::add("add_f32");
+const auto triad_f32 = Stream<float, 4>::triad("triad_f32");
+const auto copy_f64 = Stream<double, 2>::copy("copy_f64");
+const auto scale_f64 = Stream<double, 2>::scale("scale_f64");
+const auto add_f64 = Stream<double, 2>::add("add_f64");
+const auto triad_f64 = Stream<double, 2>::triad("triad_f64");
+
+/// Each block sums a grid-stride slice (4-lane loads), its warps with shuffles, then the warps'
+/// sums; one launch of `blocks` blocks, then one of one block over their partial sums.
+const auto reduce_partial = kernel(
+    "reduce_partial", {"in", "partial", "n"},
+    [](Ptr<const float> in, NoAlias<Ptr<float>> partial, Int n) {
+        auto warp_sums = shared_array<float, kBlock / warp_size>();
+        Var<float> acc(0.0f);
+        for_(global_idx.x * 4, n, grid_dim.x * block_dim.x * 4, [&](Int i) {
+            auto v = in.load<4>(i);
+            acc += (v[0] + v[1]) + (v[2] + v[3]);
+        });
+        Float32 w = warp_sum(acc);
+        if_(lane_id() == 0, [&] { warp_sums[thread_idx.x / warp_size] = w; });
+        barrier();
+        if_(thread_idx.x < warp_size, [&] {
+            Var<float> x(0.0f);
+            if_(thread_idx.x < kBlock / warp_size, [&] { x = warp_sums[thread_idx.x]; });
+            Float32 total = warp_sum(x);
+            if_(thread_idx.x == 0, [&] { partial[block_idx.x] = total; });
+        });
+    });
+
+/// 32 x 32 tiles through shared memory (a padded row against bank conflicts), 32 x 8 threads.
+const auto transpose = kernel(
+    "transpose", {"in", "out", "rows", "cols"},
+    [](Ptr<const float> in, NoAlias<Ptr<float>> out, Int rows, Int cols) {
+        auto tile = shared_array<float, 32 * 33>();
+        Int x = block_idx.x * 32 + thread_idx.x, y0 = block_idx.y * 32 + thread_idx.y;
+        for (int k = 0; k < 32; k += 8)
+            tile[(thread_idx.y + k) * 33 + thread_idx.x] = in[(y0 + k) * cols + x];
+        barrier();
+        Int ox = block_idx.y * 32 + thread_idx.x, oy0 = block_idx.x * 32 + thread_idx.y;
+        for (int k = 0; k < 32; k += 8)
+            out[(oy0 + k) * rows + ox] = tile[thread_idx.x * 33 + thread_idx.y + k];
+    });
+
+const auto stencil5 = kernel(
+    "stencil5", {"in", "out", "rows", "cols"},
+    [](Ptr<const float> in, NoAlias<Ptr<float>> out, Int rows, Int cols) {
+        Int x = global_idx.x, y = global_idx.y;
+        if_(x > 0 && x < cols - 1 && y > 0 && y < rows - 1, [&] {
+            Int i = y * cols + x;
+            out[i] = 0.2f * ((((in[i] + in[i - 1]) + in[i + 1]) + in[i - cols]) + in[i + cols]);
+        });
+    });
+
+/// The block's maximum or sum (256 threads), in every thread; `scratch` holds one value per warp.
+Float32 block_max(const SharedPtr<float> &scratch, Float32 v) {
+    Float32 w = warp_max(v);
+    if_(lane_id() == 0, [&] { scratch[thread_idx.x / warp_size] = w; });
+    barrier();
+    Var<float> r(scratch[0]);
+    for (int k = 1; k < kBlock / warp_size; ++k) r = max(r, scratch[k]);
+    barrier();
+    return Float32(r);
+}
+Float32 block_sum(const SharedPtr<float> &scratch, Float32 v) {
+    Float32 w = warp_sum(v);
+    if_(lane_id() == 0, [&] { scratch[thread_idx.x / warp_size] = w; });
+    barrier();
+    Var<float> r(scratch[0]);
+    for (int k = 1; k < kBlock / warp_size; ++k) r += scratch[k];
+    barrier();
+    return Float32(r);
+}
+
+/// One row of 4096 per block of 256 threads, 16 values (four 4-lane vectors) per thread held in
+/// registers: one read and one write of the row. `Fast` uses fast::exp instead of exp.
+template <bool Fast> auto make_softmax(const char *name) {
+    return kernel(name, {"in", "out"}, [](Ptr<const float> in, NoAlias<Ptr<float>> out) {
+        auto scratch = shared_array<float, kBlock / warp_size>();
+        Int row = block_idx.x * kRowLength;
+        std::vector<SIMD<float, 4>> v;
+        Var<float> m(-INFINITY);
+        for (int k = 0; k < 4; ++k) {
+            v.push_back(in.load<4>(row + (k * kBlock + thread_idx.x) * 4));
+            m = max(m, max(max(v[k][0], v[k][1]), max(v[k][2], v[k][3])));
+        }
+        Float32 row_max = block_max(scratch, m);
+        Var<float> s(0.0f);
+        std::vector<SIMD<float, 4>> e;
+        for (int k = 0; k < 4; ++k) {
+            if constexpr (Fast)
+                e.push_back(fast::exp(v[k] - row_max));
+            else
+                e.push_back(exp(v[k] - row_max));
+            s += (e[k][0] + e[k][1]) + (e[k][2] + e[k][3]);
+        }
+        Float32 inv = 1.0f / block_sum(scratch, s);
+        for (int k = 0; k < 4; ++k) out.store(row + (k * kBlock + thread_idx.x) * 4, e[k] * inv);
+    });
+}
+const auto softmax = make_softmax<false>("softmax");
+const auto softmax_fast = make_softmax<true>("softmax_fast_exp");
+
+const auto layernorm = kernel(
+    "layernorm", {"in", "gamma", "beta", "out"},
+    [](Ptr<const float> in, Ptr<const float> gamma, Ptr<const float> beta,
+       NoAlias<Ptr<float>> out) {
+        auto scratch = shared_array<float, kBlock / warp_size>();
+        Int row = block_idx.x * kRowLength;
+        std::vector<SIMD<float, 4>> v;
+        Var<float> s(0.0f), q(0.0f);
+        for (int k = 0; k < 4; ++k) {
+            v.push_back(in.load<4>(row + (k * kBlock + thread_idx.x) * 4));
+            s += (v[k][0] + v[k][1]) + (v[k][2] + v[k][3]);
+            q += (v[k][0] * v[k][0] + v[k][1] * v[k][1]) + (v[k][2] * v[k][2] + v[k][3] * v[k][3]);
+        }
+        Float32 mean = block_sum(scratch, s) * (1.0f / kRowLength);
+        Float32 sq = block_sum(scratch, q);
+        Float32 rstd = rsqrt(sq * (1.0f / kRowLength) - mean * mean + 1e-5f);
+        for (int k = 0; k < 4; ++k) {
+            Int c = (k * kBlock + thread_idx.x) * 4;
+            out.store(row + c, (v[k] - mean) * rstd * gamma.load<4>(c) + beta.load<4>(c));
+        }
+    });
+
+/// C = A B for n x n row-major matrices, n a multiple of 128: a 128 x 128 tile of C per block of
+/// 256 threads, 8 x 8 per thread; K in steps of 8 through shared memory, A's tile transposed.
+const auto sgemm = kernel(
+    "sgemm", {"a", "b", "c", "n"},
+    [](Ptr<const float> a, Ptr<const float> b, NoAlias<Ptr<float>> c, Int n) {
+        auto as = shared_array<float, 8 * 128>();
+        auto bs = shared_array<float, 8 * 128>();
+        Int tid = thread_idx.x;
+        Int tx = tid % 16, ty = tid / 16;
+        Int row0 = block_idx.y * 128, col0 = block_idx.x * 128;
+        Int ar = tid / 2, ak = (tid % 2) * 4, bk = tid / 32, bc = (tid % 32) * 4;
+        std::deque<Var<float>> acc;
+        for (int i = 0; i < 64; ++i) acc.emplace_back(0.0f);
+        for_(0, n, 8, [&](Int k0) {
+            auto va = a.load<4>((row0 + ar) * n + k0 + ak);
+            for (int j = 0; j < 4; ++j) as[(ak + j) * 128 + ar] = va[j];
+            bs.store(bk * 128 + bc, b.load<4>((k0 + bk) * n + col0 + bc));
+            barrier();
+            for (int kk = 0; kk < 8; ++kk) {
+                auto a0 = as.load<4>(kk * 128 + ty * 8), a1 = as.load<4>(kk * 128 + ty * 8 + 4);
+                auto b0 = bs.load<4>(kk * 128 + tx * 8), b1 = bs.load<4>(kk * 128 + tx * 8 + 4);
+                for (int i = 0; i < 8; ++i)
+                    for (int j = 0; j < 8; ++j) {
+                        Float32 ai = i < 4 ? a0[i] : a1[i - 4];
+                        Float32 bj = j < 4 ? b0[j] : b1[j - 4];
+                        acc[i * 8 + j] = fma(ai, bj, acc[i * 8 + j]);
+                    }
+            }
+            barrier();
+        });
+        for (int i = 0; i < 8; ++i)
+            for (int j = 0; j < 8; ++j)
+                c[(row0 + ty * 8 + i) * n + col0 + tx * 8 + j] = acc[i * 8 + j];
+    });
+
+// ---------------------------------------------------------------------------------------------
+// The peer: the twins' shared library.
+
+struct Twins {
+    void *lib = nullptr;
+    template <class F> F get(const char *name) {
+        void *p = dlsym(lib, name);
+        if (!p) throw RuntimeError(std::string("kernels: the twins' library has no ") + name);
+        return reinterpret_cast<F>(p);
+    }
+    /// The "// shared" section and the "// twin: NAME" section of the twins' text.
+    static std::string source(const std::string &name) {
+        const std::string text = kKernelsTwins;
+        auto section = [&](const std::string &marker) {
+            const size_t at = text.find("\n" + marker + "\n");
+            if (at == std::string::npos)
+                throw RuntimeError("kernels: no section '" + marker + "' in the twins");
+            size_t end = at + 1;
+            for (const char *next : {"\n// twin: ", "\n// shared\n", "\n// host\n"}) {
+                const size_t n = text.find(next, at + 1);
+                if (n != std::string::npos && (end == at + 1 || n < end)) end = n;
+            }
+            return text.substr(at + 1, end - at - 1);
+        };
+        return section("// shared") + "\n" + section("// twin: " + name);
+    }
+};
+
+/// Compiles the twins with nvcc into a shared library and loads it.
+Twins build_twins(const std::string &nvcc, const std::string &arch, const fs::path &dir) {
+    fs::create_directories(dir);
+    std::ofstream(dir / "twins.cu") << kKernelsTwins;
+    const fs::path so = dir / "twins.so";
+    const std::string cmd = nvcc + " -O3 -std=c++17 -arch=" + arch +
+                            " -shared -Xcompiler -fPIC -o " + so.string() + " " +
+                            (dir / "twins.cu").string() + " -lcublas -lnvrtc 2>&1";
+    const auto t0 = Clock::now();
+    if (std::system(cmd.c_str()) != 0) throw RuntimeError("kernels: nvcc failed: " + cmd);
+    std::printf("twins: %s (%.1f s)\n", cmd.c_str(),
+                std::chrono::duration<double>(Clock::now() - t0).count());
+    Twins t;
+    t.lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!t.lib) throw RuntimeError(std::string("kernels: cannot load the twins: ") + dlerror());
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring and reporting.
+
+/// Milliseconds per launch: the median over `rounds` of `reps` back-to-back launches and a
+/// synchronize, after one warm-up round.
+double time_ms(const std::function<void()> &launch, const std::function<void()> &sync, int reps,
+               int rounds = 7) {
+    std::vector<double> per;
+    for (int r = 0; r <= rounds; ++r) {
+        const auto t0 = Clock::now();
+        for (int k = 0; k < reps; ++k) launch();
+        sync();
+        if (r > 0)
+            per.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() /
+                          reps);
+    }
+    return median(per);
+}
+
+bool all_ok = true;
+
+/// Each kernel's report from its first compile in this process (a real compile: the cache is
+/// fresh), for the compile-time table.
+std::map<std::string, CompileReport> first_compiles;
+
+template <class K> auto compiled(DeviceContext &ctx, const K &k) {
+    auto f = ctx.compile_function(k);
+    if (f.report().cache_level == "compiled") first_compiles.emplace(f.report().kernel, f.report());
+    return f;
+}
+
+void fail(const std::string &what) {
+    std::printf("WRONG: %s\n", what.c_str());
+    all_ok = false;
+}
+
+/// Compares `got` with `want` element by element within `tol` relative (or absolute below 1).
+template <class T>
+bool close(const std::vector<T> &got, const std::vector<double> &want, double tol,
+           const std::string &who) {
+    for (size_t i = 0; i < want.size(); ++i) {
+        const double g = double(got[i]), w = want[i];
+        if (!(std::fabs(g - w) <= tol * std::max(1.0, std::fabs(w)))) {
+            fail(who + ": element " + std::to_string(i) + " is " + std::to_string(g) +
+                 ", expected " + std::to_string(w));
+            return false;
+        }
+    }
+    return true;
+}
+
+struct Row {
+    std::string kernel, peer, unit;
+    double ember_ms, peer_ms, work; // work: bytes (GB/s) or flops (TFLOP/s) per launch
+};
+std::vector<Row> rows;
+
+void report(const std::string &kernel, const std::string &peer, const std::string &unit,
+            double work, double ember_ms, double peer_ms) {
+    rows.push_back({kernel, peer, unit, ember_ms, peer_ms, work});
+    const double scale = unit == "GB/s" ? 1e-9 : 1e-12;
+    std::printf("%-26s %-22s %10.3f ms %10.3f ms %9.1f %9.1f %-7s %6.2f\n", kernel.c_str(),
+                peer.c_str(), ember_ms, peer_ms, work / (ember_ms * 1e-3) * scale,
+                work / (peer_ms * 1e-3) * scale, unit.c_str(), peer_ms / ember_ms);
+    std::fflush(stdout);
+}
+
+std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t seed) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (auto &x : v) x = d(g);
+    return v;
+}
+
+template <class T> std::vector<T> download(DeviceContext &ctx, const DeviceBuffer<T> &b) {
+    std::vector<T> v(b.size());
+    ctx.enqueue_copy(v.data(), b);
+    ctx.synchronize();
+    return v;
+}
+
+const void *addr(const auto &buffer) { return reinterpret_cast<const void *>(buffer.address()); }
+void *waddr(const auto &buffer) { return reinterpret_cast<void *>(buffer.address()); }
+
+} // namespace
+
+int main() try {
+    // A fresh compile cache, so that every kernel's compile time below is a real compile.
+    const fs::path dir = fs::temp_directory_path() /
+                         ("ember-bench-kernels-" + std::to_string(::getpid()));
+    fs::create_directories(dir / "cache");
+    ::setenv("EMBER_CACHE_DIR", (dir / "cache").c_str(), 1);
+    DeviceContext ctx;
+    std::printf("device: %s (%s, target %s)\n", ctx.name().c_str(), ctx.api().c_str(),
+                ctx.target().c_str());
+    if (ctx.api() != "cuda") {
+        std::printf("kernels measures ember's kernels against CUDA C++, CUB and cuBLAS: it needs a "
+                    "CUDA device\n");
+        return 0;
+    }
+    const std::string nvcc = find_nvcc();
+    if (nvcc.empty()) {
+        std::printf(
+            "kernels: no nvcc in PATH or /usr/local/cuda/bin, so no twin to measure against\n");
+        return 0;
+    }
+    auto [major, minor] = ctx.compute_capability();
+    const std::string arch = "sm_" + std::to_string(major * 10 + minor);
+    Twins twins = build_twins(nvcc, arch, dir);
+    auto twin_sync = twins.get<int (*)()>("twin_sync");
+    auto twin_error = twins.get<const char *(*)()>("twin_error");
+    auto peer_sync = [&] {
+        if (twin_sync() != 0)
+            throw RuntimeError(std::string("kernels: a twin failed: ") + twin_error());
+    };
+    auto ember_sync = [&] { ctx.synchronize(); };
+    const int sms = int(ctx.get_attribute(DeviceAttribute::multiprocessor_count));
+
+    std::printf("\n%-26s %-22s %13s %13s %9s %9s %-7s %6s\n", "kernel", "peer", "ember", "peer",
+                "ember", "peer", "unit", "ember/peer");
+
+    // Stream: 2^26 elements a vector (256 MiB in f32, 512 MiB in f64).
+    {
+        const int64_t n = int64_t(1) << 26;
+        auto stream_rows = [&](auto type_tag, const char *suffix, auto &kc, auto &ks, auto &ka,
+                               auto &kt, const char *twin_name) {
+            using T = decltype(type_tag);
+            constexpr int W = 16 / sizeof(T);
+            std::vector<T> hx(n), hy(n);
+            for (int64_t i = 0; i < n; ++i) {
+                hx[i] = T(i % 1000) * T(0.5);
+                hy[i] = T(i % 777) - T(100);
+            }
+            auto x = ctx.enqueue_create_buffer<T>(n), y = ctx.enqueue_create_buffer<T>(n),
+                 z = ctx.enqueue_create_buffer<T>(n);
+            ctx.enqueue_copy(x, hx.data());
+            ctx.enqueue_copy(y, hy.data());
+            const T s = T(3);
+            const int64_t grid = n / W / kBlock;
+            auto fc = compiled(ctx, kc);
+            auto fs_ = compiled(ctx, ks);
+            auto fa = compiled(ctx, ka);
+            auto ft = compiled(ctx, kt);
+            using TwinFn = void (*)(int, int, const void *, const void *, void *, T, long long);
+            auto twin = twins.get<TwinFn>(twin_name);
+            const char *names[] = {"copy", "scale", "add", "triad"};
+            const double bytes[] = {2.0 * n * sizeof(T), 2.0 * n * sizeof(T), 3.0 * n * sizeof(T),
+                                    3.0 * n * sizeof(T)};
+            for (int which = 0; which < 4; ++which) {
+                auto launch_ember = [&] {
+                    const LaunchConfig cfg{Dim(grid), Dim(kBlock)};
+                    if (which == 0) ctx.enqueue_function(fc, x, z, n, cfg);
+                    if (which == 1) ctx.enqueue_function(fs_, x, z, s, n, cfg);
+                    if (which == 2) ctx.enqueue_function(fa, x, y, z, n, cfg);
+                    if (which == 3) ctx.enqueue_function(ft, x, y, z, s, n, cfg);
+                };
+                auto launch_peer = [&] {
+                    twin(which, int(grid), addr(x), addr(y), waddr(z), s, n / W);
+                };
+                std::vector<double> want(n);
+                for (int64_t i = 0; i < n; ++i) {
+                    const double a = double(hx[i]), b = double(hy[i]);
+                    want[i] = which == 0   ? a
+                              : which == 1 ? a * double(s)
+                              : which == 2 ? a + b
+                                           : a + b * double(s);
+                }
+                const std::string kname = std::string(names[which]) + " " + suffix;
+                ctx.enqueue_memset(z, T(0));
+                launch_ember();
+                bool ok = close(download(ctx, z), want, 1e-6, "ember " + kname);
+                ctx.enqueue_memset(z, T(0));
+                ctx.synchronize();
+                launch_peer();
+                peer_sync();
+                ok = close(download(ctx, z), want, 1e-6, "nvcc " + kname) && ok;
+                if (!ok) continue;
+                report(kname, "nvcc", "GB/s", bytes[which], time_ms(launch_ember, ember_sync, 20),
+                       time_ms(launch_peer, peer_sync, 20));
+            }
+        };
+        stream_rows(float{}, "f32", copy_f32, scale_f32, add_f32, triad_f32, "twin_stream_f32");
+        stream_rows(double{}, "f64", copy_f64, scale_f64, add_f64, triad_f64, "twin_stream_f64");
+    }
+
+    // Reduction: the sum of 2^26 floats.
+    {
+        const int64_t n = int64_t(1) << 26;
+        const int blocks = sms * 8;
+        auto h = random_floats(n, 0.0f, 1.0f, 1);
+        double want = 0;
+        for (float v : h) want += v;
+        auto in = ctx.enqueue_create_buffer<float>(n),
+             partial = ctx.enqueue_create_buffer<float>(blocks),
+             out = ctx.enqueue_create_buffer<float>(1);
+        ctx.enqueue_copy(in, h.data());
+        auto f = compiled(ctx, reduce_partial);
+        auto launch_ember = [&] {
+            ctx.enqueue_function(f, in, partial, n, grid_dim(blocks), block_dim(kBlock));
+            ctx.enqueue_function(f, partial, out, int64_t(blocks), grid_dim(1), block_dim(kBlock));
+        };
+        auto twin = twins.get<void (*)(const float *, float *, float *, long long, int)>(
+            "twin_reduce");
+        auto cub = twins.get<int (*)(const float *, float *, long long)>("twin_cub_sum");
+        auto launch_twin = [&] {
+            twin((const float *)addr(in), (float *)waddr(partial), (float *)waddr(out), n, blocks);
+        };
+        auto launch_cub = [&] {
+            if (cub((const float *)addr(in), (float *)waddr(out), n) != 0)
+                throw RuntimeError("kernels: CUB failed");
+        };
+        bool ok = true;
+        for (auto [who, launch, sync] : {std::tuple{"ember", std::function<void()>(launch_ember),
+                                                    std::function<void()>(ember_sync)},
+                                         std::tuple{"nvcc", std::function<void()>(launch_twin),
+                                                    std::function<void()>(peer_sync)},
+                                         std::tuple{"CUB", std::function<void()>(launch_cub),
+                                                    std::function<void()>(peer_sync)}}) {
+            ctx.enqueue_memset(out, 0.0f);
+            ctx.synchronize();
+            launch();
+            sync();
+            ok = close(download(ctx, out), {want}, 1e-5, std::string(who) + " reduction") && ok;
+        }
+        if (ok) {
+            const double e = time_ms(launch_ember, ember_sync, 20);
+            report("reduce sum f32", "nvcc", "GB/s", 4.0 * n, e,
+                   time_ms(launch_twin, peer_sync, 20));
+            report("reduce sum f32", "CUB DeviceReduce::Sum", "GB/s", 4.0 * n, e,
+                   time_ms(launch_cub, peer_sync, 20));
+        }
+    }
+
+    // Transpose and stencil: 8192 x 8192 floats.
+    {
+        const int64_t r = 8192, c = 8192;
+        auto h = random_floats(r * c, -1.0f, 1.0f, 2);
+        auto in = ctx.enqueue_create_buffer<float>(r * c),
+             out = ctx.enqueue_create_buffer<float>(r * c);
+        ctx.enqueue_copy(in, h.data());
+        auto ft = compiled(ctx, transpose), fs5 = compiled(ctx, stencil5);
+        auto twin_t = twins.get<void (*)(const float *, float *, long long, long long)>(
+            "twin_transpose");
+        auto twin_s = twins.get<void (*)(const float *, float *, long long, long long)>(
+            "twin_stencil");
+        auto et = [&] {
+            ctx.enqueue_function(ft, in, out, r, c, grid_dim(c / 32, r / 32), block_dim(32, 8));
+        };
+        auto pt = [&] { twin_t((const float *)addr(in), (float *)waddr(out), r, c); };
+        auto es = [&] {
+            ctx.enqueue_function(fs5, in, out, r, c, grid_dim(c / 32, r / 8), block_dim(32, 8));
+        };
+        auto ps = [&] { twin_s((const float *)addr(in), (float *)waddr(out), r, c); };
+        std::vector<double> want_t(r * c), want_s(r * c, 0.0);
+        for (int64_t i = 0; i < r; ++i)
+            for (int64_t j = 0; j < c; ++j) want_t[j * r + i] = h[i * c + j];
+        for (int64_t i = 1; i < r - 1; ++i)
+            for (int64_t j = 1; j < c - 1; ++j) {
+                const int64_t k = i * c + j;
+                want_s[k] = 0.2 * (double(h[k]) + h[k - 1] + h[k + 1] + h[k - c] + h[k + c]);
+            }
+        bool ok_t = true, ok_s = true;
+        for (int side = 0; side < 2; ++side) {
+            ctx.enqueue_memset(out, 0.0f);
+            ctx.synchronize();
+            side == 0 ? et() : (pt(), peer_sync());
+            ok_t = close(download(ctx, out), want_t, 0,
+                         side == 0 ? "ember transpose" : "nvcc transpose") &&
+                   ok_t;
+            ctx.enqueue_memset(out, 0.0f);
+            ctx.synchronize();
+            side == 0 ? es() : (ps(), peer_sync());
+            ok_s = close(download(ctx, out), want_s, 1e-6,
+                         side == 0 ? "ember stencil" : "nvcc stencil") &&
+                   ok_s;
+        }
+        if (ok_t)
+            report("transpose 8192^2 f32", "nvcc", "GB/s", 8.0 * r * c, time_ms(et, ember_sync, 20),
+                   time_ms(pt, peer_sync, 20));
+        if (ok_s)
+            report("stencil 5-point 8192^2", "nvcc", "GB/s", 8.0 * r * c,
+                   time_ms(es, ember_sync, 20), time_ms(ps, peer_sync, 20));
+    }
+
+    // Softmax and layer norm: 4096 rows of 4096.
+    {
+        const int64_t rows_n = 4096, n = rows_n * kRowLength;
+        auto h = random_floats(n, -8.0f, 8.0f, 3);
+        auto hg = random_floats(kRowLength, 0.5f, 1.5f, 4),
+             hb = random_floats(kRowLength, -0.5f, 0.5f, 5);
+        auto in = ctx.enqueue_create_buffer<float>(n), out = ctx.enqueue_create_buffer<float>(n);
+        auto g = ctx.enqueue_create_buffer<float>(kRowLength),
+             b = ctx.enqueue_create_buffer<float>(kRowLength);
+        ctx.enqueue_copy(in, h.data());
+        ctx.enqueue_copy(g, hg.data());
+        ctx.enqueue_copy(b, hb.data());
+        std::vector<double> want_sm(n), want_ln(n);
+        for (int64_t r = 0; r < rows_n; ++r) {
+            const float *x = &h[r * kRowLength];
+            double m = *std::max_element(x, x + kRowLength), sum = 0, mean = 0, sq = 0;
+            for (int64_t k = 0; k < kRowLength; ++k)
+                sum += std::exp(double(x[k]) - m), mean += x[k];
+            mean /= kRowLength;
+            for (int64_t k = 0; k < kRowLength; ++k) sq += (x[k] - mean) * (x[k] - mean);
+            const double rstd = 1.0 / std::sqrt(sq / kRowLength + 1e-5);
+            for (int64_t k = 0; k < kRowLength; ++k) {
+                want_sm[r * kRowLength + k] = std::exp(double(x[k]) - m) / sum;
+                want_ln[r * kRowLength + k] = (x[k] - mean) * rstd * hg[k] + hb[k];
+            }
+        }
+        auto fsm = compiled(ctx, softmax), fsf = compiled(ctx, softmax_fast);
+        auto fln = compiled(ctx, layernorm);
+        auto twin_sm = twins.get<void (*)(const float *, float *, int)>("twin_softmax");
+        auto twin_ln = twins.get<void (*)(const float *, const float *, const float *, float *,
+                                          int)>("twin_layernorm");
+        auto esm = [&] { ctx.enqueue_function(fsm, in, out, grid_dim(rows_n), block_dim(kBlock)); };
+        auto esf = [&] { ctx.enqueue_function(fsf, in, out, grid_dim(rows_n), block_dim(kBlock)); };
+        auto psm = [&] { twin_sm((const float *)addr(in), (float *)waddr(out), int(rows_n)); };
+        auto eln = [&] {
+            ctx.enqueue_function(fln, in, g, b, out, grid_dim(rows_n), block_dim(kBlock));
+        };
+        auto pln = [&] {
+            twin_ln((const float *)addr(in), (const float *)addr(g), (const float *)addr(b),
+                    (float *)waddr(out), int(rows_n));
+        };
+        // Softmax values are below 1: an absolute bound of 1e-6 is a relative one for the large
+        // ones.
+        auto check = [&](auto launch, bool peer, const std::vector<double> &want, double tol,
+                         const std::string &who) {
+            ctx.enqueue_memset(out, 0.0f);
+            ctx.synchronize();
+            launch();
+            peer ? peer_sync() : ember_sync();
+            return close(download(ctx, out), want, tol, who);
+        };
+        const bool ok_sm = check(esm, false, want_sm, 1e-6, "ember softmax") &
+                           check(psm, true, want_sm, 1e-6, "nvcc softmax");
+        const bool ok_sf = check(esf, false, want_sm, 1e-5, "ember softmax (fast::exp)");
+        const bool ok_ln = check(eln, false, want_ln, 1e-4, "ember layernorm") &
+                           check(pln, true, want_ln, 1e-4, "nvcc layernorm");
+        const double bytes = 8.0 * n;
+        const double peer_sm = ok_sm ? time_ms(psm, peer_sync, 20) : 0;
+        if (ok_sm)
+            report("softmax 4096x4096 (exp)", "nvcc (expf)", "GB/s", bytes,
+                   time_ms(esm, ember_sync, 20), peer_sm);
+        if (ok_sm && ok_sf)
+            report("softmax (fast::exp)", "nvcc (expf)", "GB/s", bytes,
+                   time_ms(esf, ember_sync, 20), peer_sm);
+        if (ok_ln)
+            report("layernorm 4096x4096", "nvcc", "GB/s", bytes + 8.0 * kRowLength,
+                   time_ms(eln, ember_sync, 20), time_ms(pln, peer_sync, 20));
+    }
+
+    // SGEMM 4096^3, FP32.
+    {
+        const int64_t n = 4096;
+        auto ha = random_floats(n * n, -1.0f, 1.0f, 6), hb = random_floats(n * n, -1.0f, 1.0f, 7);
+        auto a = ctx.enqueue_create_buffer<float>(n * n),
+             b = ctx.enqueue_create_buffer<float>(n * n),
+             c = ctx.enqueue_create_buffer<float>(n * n);
+        ctx.enqueue_copy(a, ha.data());
+        ctx.enqueue_copy(b, hb.data());
+        auto f = compiled(ctx, sgemm);
+        auto twin = twins.get<void (*)(const float *, const float *, float *, long long)>(
+            "twin_sgemm");
+        auto cublas = twins.get<int (*)(const float *, const float *, float *, int)>(
+            "twin_cublas_sgemm");
+        auto es = [&] {
+            ctx.enqueue_function(f, a, b, c, n, grid_dim(n / 128, n / 128), block_dim(kBlock));
+        };
+        auto ps = [&] {
+            twin((const float *)addr(a), (const float *)addr(b), (float *)waddr(c), n);
+        };
+        auto pc = [&] {
+            if (cublas((const float *)addr(a), (const float *)addr(b), (float *)waddr(c), int(n)) !=
+                0)
+                throw RuntimeError("kernels: cuBLAS failed");
+        };
+        // 512 sampled elements against double-precision dot products, within 1e-5 of sum |a b|.
+        std::mt19937 gen(8);
+        std::vector<std::pair<int64_t, int64_t>> at;
+        for (int k = 0; k < 512; ++k) at.push_back({int64_t(gen() % n), int64_t(gen() % n)});
+        auto check = [&](auto launch, bool peer, const std::string &who) {
+            ctx.enqueue_memset(c, 0.0f);
+            ctx.synchronize();
+            launch();
+            peer ? peer_sync() : ember_sync();
+            std::vector<float> got = download(ctx, c);
+            for (auto [i, j] : at) {
+                double want = 0, mag = 0;
+                for (int64_t k = 0; k < n; ++k) {
+                    want += double(ha[i * n + k]) * hb[k * n + j];
+                    mag += std::fabs(double(ha[i * n + k]) * hb[k * n + j]);
+                }
+                if (!(std::fabs(got[i * n + j] - want) <= 1e-5 * mag)) {
+                    fail(who + ": C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " +
+                         std::to_string(got[i * n + j]) + ", expected " + std::to_string(want));
+                    return false;
+                }
+            }
+            return true;
+        };
+        const bool ok = check(es, false, "ember sgemm") & check(ps, true, "nvcc sgemm") &
+                        check(pc, true, "cuBLAS sgemm");
+        if (ok) {
+            const double flops = 2.0 * n * n * n, e = time_ms(es, ember_sync, 5, 5);
+            report("sgemm 4096^3 f32", "nvcc (same tiling)", "TFLOP/s", flops, e,
+                   time_ms(ps, peer_sync, 5, 5));
+            report("sgemm 4096^3 f32", "cuBLAS (no TF32)", "TFLOP/s", flops, e,
+                   time_ms(pc, peer_sync, 5, 5));
+        }
+    }
+
+    // Registers, and compile time: ember's trace + lower + optimise + codegen (its IR to PTX, from
+    // the C++ lambda) against NVRTC's CUDA C++ to PTX of the twin's section.
+    {
+        auto regs = twins.get<int (*)(const char *)>("twin_registers");
+        auto nvrtc = twins.get<double (*)(const char *, const char *, char *, int)>(
+            "twin_nvrtc_ms");
+        const std::string virt = "compute_" + std::to_string(major * 10 + minor);
+        std::printf("\n%-26s %10s %10s %8s %12s %12s\n", "compile (a fresh cache)", "ember ms",
+                    "NVRTC ms", "ratio", "ember regs", "nvcc regs");
+        auto row = [&](const char *what, const char *twin,
+                       std::initializer_list<const char *> kernels, const char *reg_name) {
+            double ember_ms = 0;
+            int ember_regs = -1;
+            for (const char *k : kernels) {
+                auto it = first_compiles.find(k);
+                if (it == first_compiles.end()) {
+                    fail(std::string("no first compile of ") + k + " was recorded");
+                    return;
+                }
+                const CompileReport &r = it->second;
+                ember_ms += 1e3 * (r.trace_seconds + r.lower_seconds + r.optimize_seconds +
+                                   r.codegen_seconds);
+                ember_regs = std::max(ember_regs, r.registers);
+            }
+            char log[4096] = "";
+            const std::string src = Twins::source(twin);
+            std::vector<double> t;
+            for (int k = 0; k < 3; ++k)
+                t.push_back(nvrtc(src.c_str(), virt.c_str(), log, sizeof log));
+            const double nv = median(t);
+            if (nv < 0) {
+                fail(std::string("NVRTC could not compile the twin ") + twin + ": " + log);
+                return;
+            }
+            std::printf("%-26s %10.2f %10.2f %7.2fx %12d %12d\n", what, ember_ms, nv, ember_ms / nv,
+                        ember_regs, regs(reg_name));
+        };
+        row("stream (8 kernels)", "stream",
+            {"copy_f32", "scale_f32", "add_f32", "triad_f32", "copy_f64", "scale_f64", "add_f64",
+             "triad_f64"},
+            "stream_triad_f32");
+        for (const char *k :
+             {"reduce_partial", "transpose", "stencil5", "softmax", "layernorm", "sgemm"})
+            row(k, k, {k}, k);
+        std::printf("(ember's times are those of each kernel's first compile in this process, from "
+                    "the lambda to\n"
+                    " PTX; NVRTC's are medians of 3 compiles of the twin's source to PTX; "
+                    "registers: ember's from\n"
+                    " its PTX's JIT, nvcc's from cudaFuncGetAttributes; stream: the largest of "
+                    "ember's eight, the\n"
+                    " f32 triad's for nvcc)\n");
+    }
+
+    fs::remove_all(dir);
+    if (!all_ok) {
+        std::printf("\nkernels: a result was wrong (see WRONG above)\n");
+        return 1;
+    }
+    return 0;
+} catch (const ember::Error &e) {
+    std::fprintf(stderr, "kernels: %s\n", e.what());
+    return 1;
+}

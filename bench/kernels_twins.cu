@@ -1,0 +1,335 @@
+// The CUDA C++ twins of bench/kernels.cpp's ember kernels: the same algorithm, launch shape and
+// arithmetic, written as a CUDA programmer would. bench/kernels carries this file as text; where
+// it runs it compiles it with nvcc (-O3, the defaults otherwise) into a shared library, which it
+// loads, and it compiles each section marked "// twin: NAME" alone (after the "// shared"
+// section) with NVRTC to time the compile. The section after "// host" is for nvcc only: launchers
+// that take device addresses (ember's buffers: one primary context serves both), CUB, cuBLAS and
+// NVRTC.
+
+// twin: stream
+template <class T, class V>
+__global__ void stream_copy(const V *__restrict__ a, V *__restrict__ c, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i];
+}
+template <class T, class V> __device__ V scaled(V v, T s);
+template <> __device__ float4 scaled(float4 v, float s) {
+    return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
+}
+template <> __device__ double2 scaled(double2 v, double s) {
+    return make_double2(v.x * s, v.y * s);
+}
+__device__ float4 plus(float4 a, float4 b) {
+    return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+__device__ double2 plus(double2 a, double2 b) { return make_double2(a.x + b.x, a.y + b.y); }
+template <class T, class V>
+__global__ void stream_scale(const V *__restrict__ a, V *__restrict__ c, T s, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = scaled(a[i], s);
+}
+template <class T, class V>
+__global__ void stream_add(const V *__restrict__ a, const V *__restrict__ b, V *__restrict__ c,
+                           long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = plus(a[i], b[i]);
+}
+template <class T, class V>
+__global__ void stream_triad(const V *__restrict__ b, const V *__restrict__ c, V *__restrict__ a,
+                             T s, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = plus(b[i], scaled(c[i], s));
+}
+template __global__ void stream_copy<float, float4>(const float4 *, float4 *, long long);
+template __global__ void stream_scale<float, float4>(const float4 *, float4 *, float, long long);
+template __global__ void stream_add<float, float4>(const float4 *, const float4 *, float4 *,
+                                                   long long);
+template __global__ void stream_triad<float, float4>(const float4 *, const float4 *, float4 *,
+                                                     float, long long);
+template __global__ void stream_copy<double, double2>(const double2 *, double2 *, long long);
+template __global__ void stream_scale<double, double2>(const double2 *, double2 *, double,
+                                                       long long);
+template __global__ void stream_add<double, double2>(const double2 *, const double2 *, double2 *,
+                                                     long long);
+template __global__ void stream_triad<double, double2>(const double2 *, const double2 *, double2 *,
+                                                       double, long long);
+
+// twin: reduce_partial
+// Each block sums a grid-stride slice (float4 loads), warps with shuffles, then the warps' sums.
+extern "C" __global__ void reduce_partial(const float *__restrict__ in, float *__restrict__ partial,
+                                          long long n) {
+    __shared__ float warp_sums[256 / 32];
+    float acc = 0.0f;
+    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4; i < n;
+         i += (long long)gridDim.x * blockDim.x * 4) {
+        float4 v = *reinterpret_cast<const float4 *>(in + i);
+        acc += (v.x + v.y) + (v.z + v.w);
+    }
+    for (int d = 16; d > 0; d /= 2) acc += __shfl_down_sync(0xffffffffu, acc, d);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float x = threadIdx.x < 256 / 32 ? warp_sums[threadIdx.x] : 0.0f;
+        for (int d = 16; d > 0; d /= 2) x += __shfl_down_sync(0xffffffffu, x, d);
+        if (threadIdx.x == 0) partial[blockIdx.x] = x;
+    }
+}
+
+// twin: transpose
+extern "C" __global__ void transpose(const float *__restrict__ in, float *__restrict__ out,
+                                     long long rows, long long cols) {
+    __shared__ float tile[32 * 33];
+    long long x = (long long)blockIdx.x * 32 + threadIdx.x,
+              y0 = (long long)blockIdx.y * 32 + threadIdx.y;
+    for (int k = 0; k < 32; k += 8)
+        tile[(threadIdx.y + k) * 33 + threadIdx.x] = in[(y0 + k) * cols + x];
+    __syncthreads();
+    long long ox = (long long)blockIdx.y * 32 + threadIdx.x,
+              oy0 = (long long)blockIdx.x * 32 + threadIdx.y;
+    for (int k = 0; k < 32; k += 8)
+        out[(oy0 + k) * rows + ox] = tile[threadIdx.x * 33 + threadIdx.y + k];
+}
+
+// twin: stencil5
+extern "C" __global__ void stencil5(const float *__restrict__ in, float *__restrict__ out,
+                                    long long rows, long long cols) {
+    long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x,
+              y = (long long)blockIdx.y * blockDim.y + threadIdx.y;
+    if (x > 0 && x < cols - 1 && y > 0 && y < rows - 1) {
+        long long i = y * cols + x;
+        out[i] = 0.2f * ((((in[i] + in[i - 1]) + in[i + 1]) + in[i - cols]) + in[i + cols]);
+    }
+}
+
+// shared
+// The block reductions of softmax and layernorm (256 threads: 8 warps), given to NVRTC with
+// every twin.
+__device__ float block_max(float *scratch, float v) {
+    for (int d = 16; d > 0; d /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, d));
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+    __syncthreads();
+    float r = scratch[0];
+    for (int k = 1; k < 8; ++k) r = fmaxf(r, scratch[k]);
+    __syncthreads();
+    return r;
+}
+__device__ float block_sum(float *scratch, float v) {
+    for (int d = 16; d > 0; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+    __syncthreads();
+    float r = scratch[0];
+    for (int k = 1; k < 8; ++k) r += scratch[k];
+    __syncthreads();
+    return r;
+}
+
+// twin: softmax
+// One row of 4096 per block of 256 threads, each holding 16 values (four float4) in registers.
+extern "C" __global__ void softmax(const float *__restrict__ in, float *__restrict__ out) {
+    __shared__ float scratch[8];
+    const float *row = in + (long long)blockIdx.x * 4096;
+    float4 v[4];
+    float m = __int_as_float(0xff800000); // -infinity
+    for (int k = 0; k < 4; ++k) {
+        v[k] = *reinterpret_cast<const float4 *>(row + (k * 256 + threadIdx.x) * 4);
+        m = fmaxf(m, fmaxf(fmaxf(v[k].x, v[k].y), fmaxf(v[k].z, v[k].w)));
+    }
+    m = block_max(scratch, m);
+    float s = 0.0f;
+    for (int k = 0; k < 4; ++k) {
+        v[k] = make_float4(expf(v[k].x - m), expf(v[k].y - m), expf(v[k].z - m), expf(v[k].w - m));
+        s += (v[k].x + v[k].y) + (v[k].z + v[k].w);
+    }
+    float inv = 1.0f / block_sum(scratch, s);
+    float *o = out + (long long)blockIdx.x * 4096;
+    for (int k = 0; k < 4; ++k)
+        *reinterpret_cast<float4 *>(o + (k * 256 + threadIdx.x) * 4) = make_float4(
+            v[k].x * inv, v[k].y * inv, v[k].z * inv, v[k].w * inv);
+}
+
+// twin: layernorm
+extern "C" __global__ void layernorm(const float *__restrict__ in, const float *__restrict__ gamma,
+                                     const float *__restrict__ beta, float *__restrict__ out) {
+    __shared__ float scratch[8];
+    const float *row = in + (long long)blockIdx.x * 4096;
+    float4 v[4];
+    float s = 0.0f, q = 0.0f;
+    for (int k = 0; k < 4; ++k) {
+        v[k] = *reinterpret_cast<const float4 *>(row + (k * 256 + threadIdx.x) * 4);
+        s += (v[k].x + v[k].y) + (v[k].z + v[k].w);
+        q += (v[k].x * v[k].x + v[k].y * v[k].y) + (v[k].z * v[k].z + v[k].w * v[k].w);
+    }
+    s = block_sum(scratch, s);
+    q = block_sum(scratch, q);
+    const float mean = s * (1.0f / 4096), rstd = rsqrtf(q * (1.0f / 4096) - mean * mean + 1e-5f);
+    float *o = out + (long long)blockIdx.x * 4096;
+    for (int k = 0; k < 4; ++k) {
+        const int c = (k * 256 + threadIdx.x) * 4;
+        float4 g = *reinterpret_cast<const float4 *>(gamma + c),
+               b = *reinterpret_cast<const float4 *>(beta + c);
+        *reinterpret_cast<float4 *>(o + c) = make_float4(
+            (v[k].x - mean) * rstd * g.x + b.x, (v[k].y - mean) * rstd * g.y + b.y,
+            (v[k].z - mean) * rstd * g.z + b.z, (v[k].w - mean) * rstd * g.w + b.w);
+    }
+}
+
+// twin: sgemm
+// C = A B, n x n row-major, n a multiple of 128: a 128 x 128 tile per block of 256 threads, 8 x 8
+// per thread, K in steps of 8 through shared memory (A's tile stored transposed).
+extern "C" __global__ void __launch_bounds__(256)
+    sgemm(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c,
+          long long n) {
+    __shared__ float as[8 * 128], bs[8 * 128];
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    const long long row0 = (long long)blockIdx.y * 128, col0 = (long long)blockIdx.x * 128;
+    const int ar = tid / 2, ak = (tid % 2) * 4, bk = tid / 32, bc = (tid % 32) * 4;
+    float acc[8][8] = {};
+    for (long long k0 = 0; k0 < n; k0 += 8) {
+        float4 va = *reinterpret_cast<const float4 *>(a + (row0 + ar) * n + k0 + ak);
+        as[(ak + 0) * 128 + ar] = va.x;
+        as[(ak + 1) * 128 + ar] = va.y;
+        as[(ak + 2) * 128 + ar] = va.z;
+        as[(ak + 3) * 128 + ar] = va.w;
+        *reinterpret_cast<float4 *>(bs + bk * 128 + bc) = *reinterpret_cast<const float4 *>(
+            b + (k0 + bk) * n + col0 + bc);
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+            float4 a0 = *reinterpret_cast<float4 *>(as + kk * 128 + ty * 8),
+                   a1 = *reinterpret_cast<float4 *>(as + kk * 128 + ty * 8 + 4);
+            float4 b0 = *reinterpret_cast<float4 *>(bs + kk * 128 + tx * 8),
+                   b1 = *reinterpret_cast<float4 *>(bs + kk * 128 + tx * 8 + 4);
+            const float ra[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            const float rb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) c[(row0 + ty * 8 + i) * n + col0 + tx * 8 + j] = acc[i][j];
+}
+
+// host
+#include <cub/device/device_reduce.cuh>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nvrtc.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#define TWIN extern "C" __attribute__((visibility("default")))
+
+TWIN int twin_sync() { return (int)cudaDeviceSynchronize(); }
+TWIN const char *twin_error() { return cudaGetErrorString(cudaGetLastError()); }
+
+TWIN void twin_stream_f32(int which, int grid, const void *x, const void *y, void *z, float s,
+                          long long n4) {
+    auto X = (const float4 *)x, Y = (const float4 *)y;
+    auto Z = (float4 *)z;
+    if (which == 0) stream_copy<float, float4><<<grid, 256>>>(X, Z, n4);
+    if (which == 1) stream_scale<float, float4><<<grid, 256>>>(X, Z, s, n4);
+    if (which == 2) stream_add<float, float4><<<grid, 256>>>(X, Y, Z, n4);
+    if (which == 3) stream_triad<float, float4><<<grid, 256>>>(X, Y, Z, s, n4);
+}
+TWIN void twin_stream_f64(int which, int grid, const void *x, const void *y, void *z, double s,
+                          long long n2) {
+    auto X = (const double2 *)x, Y = (const double2 *)y;
+    auto Z = (double2 *)z;
+    if (which == 0) stream_copy<double, double2><<<grid, 256>>>(X, Z, n2);
+    if (which == 1) stream_scale<double, double2><<<grid, 256>>>(X, Z, s, n2);
+    if (which == 2) stream_add<double, double2><<<grid, 256>>>(X, Y, Z, n2);
+    if (which == 3) stream_triad<double, double2><<<grid, 256>>>(X, Y, Z, s, n2);
+}
+TWIN void twin_reduce(const float *in, float *partial, float *out, long long n, int blocks) {
+    reduce_partial<<<blocks, 256>>>(in, partial, n);
+    reduce_partial<<<1, 256>>>(partial, out, blocks);
+}
+TWIN void twin_transpose(const float *in, float *out, long long rows, long long cols) {
+    transpose<<<dim3(cols / 32, rows / 32), dim3(32, 8)>>>(in, out, rows, cols);
+}
+TWIN void twin_stencil(const float *in, float *out, long long rows, long long cols) {
+    stencil5<<<dim3((cols + 31) / 32, (rows + 7) / 8), dim3(32, 8)>>>(in, out, rows, cols);
+}
+TWIN void twin_softmax(const float *in, float *out, int rows) { softmax<<<rows, 256>>>(in, out); }
+TWIN void twin_layernorm(const float *in, const float *g, const float *b, float *out, int rows) {
+    layernorm<<<rows, 256>>>(in, g, b, out);
+}
+TWIN void twin_sgemm(const float *a, const float *b, float *c, long long n) {
+    sgemm<<<dim3(n / 128, n / 128), 256>>>(a, b, c, n);
+}
+
+// CUB's sum, its temporary storage allocated on the first call.
+TWIN int twin_cub_sum(const float *in, float *out, long long n) {
+    static void *temp = nullptr;
+    static size_t temp_bytes = 0;
+    if (!temp) {
+        cub::DeviceReduce::Sum(nullptr, temp_bytes, in, out, n);
+        if (cudaMalloc(&temp, temp_bytes) != cudaSuccess) return 1;
+    }
+    return (int)cub::DeviceReduce::Sum(temp, temp_bytes, in, out, n);
+}
+
+// cuBLAS SGEMM in FP32 (CUBLAS_DEFAULT_MATH: no TF32), row-major C = A B as column-major C^T = B^T
+// A^T.
+TWIN int twin_cublas_sgemm(const float *a, const float *b, float *c, int n) {
+    static cublasHandle_t handle = nullptr;
+    if (!handle) {
+        if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) return 1;
+        if (cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) return 2;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    return (int)cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c,
+                            n);
+}
+
+// Registers per thread of a twin kernel, or -1.
+TWIN int twin_registers(const char *name) {
+    const void *f = nullptr;
+    if (!std::strcmp(name, "reduce_partial")) f = (const void *)reduce_partial;
+    if (!std::strcmp(name, "transpose")) f = (const void *)transpose;
+    if (!std::strcmp(name, "stencil5")) f = (const void *)stencil5;
+    if (!std::strcmp(name, "softmax")) f = (const void *)softmax;
+    if (!std::strcmp(name, "layernorm")) f = (const void *)layernorm;
+    if (!std::strcmp(name, "sgemm")) f = (const void *)sgemm;
+    if (!std::strcmp(name, "stream_triad_f32")) f = (const void *)stream_triad<float, float4>;
+    cudaFuncAttributes attr;
+    if (!f || cudaFuncGetAttributes(&attr, f) != cudaSuccess) return -1;
+    return attr.numRegs;
+}
+
+// Milliseconds NVRTC takes to compile `source` to PTX for `arch` ("compute_90"); -1 on an error
+// (its log in `log`).
+TWIN double twin_nvrtc_ms(const char *source, const char *arch, char *log, int log_size) {
+    const auto t0 = std::chrono::steady_clock::now();
+    nvrtcProgram prog;
+    if (nvrtcCreateProgram(&prog, source, "twin.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
+        return -1;
+    const std::string option = std::string("--gpu-architecture=") + arch;
+    const char *options[] = {option.c_str(), "-default-device"};
+    const nvrtcResult rc = nvrtcCompileProgram(prog, 2, options);
+    size_t ptx_size = 0;
+    if (rc == NVRTC_SUCCESS) {
+        nvrtcGetPTXSize(prog, &ptx_size);
+        std::string ptx(ptx_size, '\0');
+        nvrtcGetPTX(prog, ptx.data());
+    }
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (rc != NVRTC_SUCCESS) {
+        size_t n = 0;
+        nvrtcGetProgramLogSize(prog, &n);
+        std::string text(n, '\0');
+        nvrtcGetProgramLog(prog, text.data());
+        std::snprintf(log, log_size, "%s", text.c_str());
+    }
+    nvrtcDestroyProgram(&prog);
+    return rc == NVRTC_SUCCESS ? ms : -1;
+}
