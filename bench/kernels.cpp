@@ -213,6 +213,7 @@ const auto layernorm = kernel(
 
 /// C = A B for n x n row-major matrices, n a multiple of 128: a 128 x 128 tile of C per block of
 /// 256 threads, 8 x 8 per thread; K in steps of 8 through shared memory, A's tile transposed.
+/// Launched with 256 threads only, as its bounds say.
 const auto sgemm = kernel(
     "sgemm", {"a", "b", "c", "n"},
     [](Ptr<const float> a, Ptr<const float> b, NoAlias<Ptr<float>> c, Int n) {
@@ -244,7 +245,8 @@ const auto sgemm = kernel(
         for (int i = 0; i < 8; ++i)
             for (int j = 0; j < 8; ++j)
                 c[(row0 + ty * 8 + i) * n + col0 + tx * 8 + j] = acc[i * 8 + j];
-    });
+    },
+    LaunchBounds{.max_threads = 256}); // the twin's __launch_bounds__(256)
 
 // ---------------------------------------------------------------------------------------------
 // The peer: the twins' shared library.

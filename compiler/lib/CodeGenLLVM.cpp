@@ -79,6 +79,7 @@ private:
     llvm::Error emit(const ir::Stmt &s);
 #define EMBER_IR_STMT(Name) llvm::Error visit(const ir::Name *op);
 #include "ember/compiler/IRNodes.def"
+    llvm::MDNode *unroll_metadata(const ir::Unroll &u);
 
     /// An alloca in the entry block, so that mem2reg/SROA promote it.
     llvm::AllocaInst *create_entry_alloca(llvm::Type *ty, const std::string &name);
@@ -965,6 +966,31 @@ llvm::Error CodeGenLLVM::visit(const ir::If *op) {
     return llvm::Error::success();
 }
 
+/// The loop ID of a `for` with an unroll hint ([Note] IR semantics: Unroll hints): LLVM's loop
+/// unroller reads it from the backedge's branch, which loop rotation keeps it on.
+llvm::MDNode *CodeGenLLVM::unroll_metadata(const ir::Unroll &u) {
+    llvm::LLVMContext &c = ctx_;
+    llvm::SmallVector<llvm::Metadata *, 2> ops;
+    ops.push_back(nullptr); // the loop ID refers to itself
+    switch (u.kind) {
+    case ir::Unroll::Kind::Disable:
+        ops.push_back(llvm::MDNode::get(c, llvm::MDString::get(c, "llvm.loop.unroll.disable")));
+        break;
+    case ir::Unroll::Kind::Full:
+        ops.push_back(llvm::MDNode::get(c, llvm::MDString::get(c, "llvm.loop.unroll.full")));
+        break;
+    case ir::Unroll::Kind::Count:
+        ops.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.count"),
+                                            llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
+                                                llvm::Type::getInt32Ty(c), u.count))}));
+        break;
+    case ir::Unroll::Kind::Default: break;
+    }
+    llvm::MDNode *id = llvm::MDNode::getDistinct(c, ops);
+    id->replaceOperandWith(0, id);
+    return id;
+}
+
 llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     // b, e and s are evaluated once; the loop runs while
     // (s > 0 ? i < e : s < 0 ? i > e : false) and adds s (wrapping) after each iteration.
@@ -1018,7 +1044,9 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     enter(latch_bb);
     llvm::Value *current = b_.CreateLoad(ty, slot);
     b_.CreateStore(b_.CreateAdd(current, step, "for.next"), slot); // wraps: no nsw/nuw
-    b_.CreateBr(cond_bb);
+    llvm::BranchInst *backedge = b_.CreateBr(cond_bb);
+    if (op->unroll.kind != ir::Unroll::Kind::Default)
+        backedge->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(op->unroll));
 
     enter(end_bb);
     return llvm::Error::success();
@@ -1246,6 +1274,7 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
     }
     finish_body();
 
+    facts_.bounds = kernel_.bounds;
     if (llvm::Error err = target_.finish_module(*module, *function_, facts_)) return err;
 
     std::string problems;

@@ -650,7 +650,41 @@ Stmt If::make(Expr cond, Stmt then_body, Stmt else_body) {
     return Stmt(sealed(new If(std::move(cond), std::move(then_body), std::move(else_body))));
 }
 
-Stmt For::make(VariableRef var, Expr begin, Expr end, Expr step, Stmt body) {
+std::string LaunchBounds::problem() const {
+    auto range = [](const char *what, uint32_t v, uint32_t lo, uint32_t hi) -> std::string {
+        if (v == 0 || (v >= lo && v <= hi)) return "";
+        return std::string(what) + " is " + std::to_string(lo) + " to " + std::to_string(hi) +
+               ", not " + std::to_string(v);
+    };
+    for (std::string p : {range("max_threads", max_threads, 1, kMaxThreads),
+                          range("min_blocks", min_blocks, 1, kMaxBlocks),
+                          range("max_registers", max_registers, kMinRegisters, kMaxRegisters)})
+        if (!p.empty()) return p;
+    if (min_blocks != 0 && max_threads == 0)
+        return "min_blocks needs max_threads: the blocks per multiprocessor are of that many "
+               "threads";
+    return "";
+}
+
+std::string LaunchBounds::to_string() const {
+    std::string s;
+    if (max_threads) s += " max_threads(" + std::to_string(max_threads) + ")";
+    if (min_blocks) s += " min_blocks(" + std::to_string(min_blocks) + ")";
+    if (max_registers) s += " max_registers(" + std::to_string(max_registers) + ")";
+    return s;
+}
+
+std::string Unroll::to_string() const {
+    switch (kind) {
+    case Kind::Default: return "";
+    case Kind::Disable: return "unroll(none)";
+    case Kind::Full: return "unroll(full)";
+    case Kind::Count: return "unroll(" + std::to_string(count) + ")";
+    }
+    return "";
+}
+
+Stmt For::make(VariableRef var, Expr begin, Expr end, Expr step, Stmt body, Unroll unroll) {
     EMBER_ASSERT(var && begin && end && step && body, "For with a null operand");
     EMBER_ASSERT(var->kind == VarKind::LoopIndex, "For of a variable that is not a LoopIndex");
     Type t = var->type;
@@ -658,8 +692,12 @@ Stmt For::make(VariableRef var, Expr begin, Expr end, Expr step, Stmt body) {
     EMBER_ASSERT(begin.type() == t && end.type() == t && step.type() == t,
                  "For bounds of types " + begin.type().to_string() + ", " + end.type().to_string() +
                      ", " + step.type().to_string() + " for " + t.to_string() + " index");
+    EMBER_ASSERT(unroll.kind == Unroll::Kind::Count
+                     ? unroll.count >= 2 && unroll.count <= Unroll::kMaxCount
+                     : unroll.count == 0,
+                 "For with unroll count " + std::to_string(unroll.count));
     return Stmt(sealed(new For(std::move(var), std::move(begin), std::move(end), std::move(step),
-                        std::move(body))));
+                               std::move(body), unroll)));
 }
 
 Stmt While::make(Expr cond, Stmt body) {
@@ -1039,7 +1077,8 @@ Stmt IRMutator::visit(const For *op) {
     if (begin.same_as(op->begin) && end.same_as(op->end) && step.same_as(op->step) &&
         body.same_as(op->body))
         return op;
-    return For::make(op->var, std::move(begin), std::move(end), std::move(step), std::move(body));
+    return For::make(op->var, std::move(begin), std::move(end), std::move(step), std::move(body),
+                     op->unroll);
 }
 
 Stmt IRMutator::visit(const While *op) {

@@ -1081,6 +1081,7 @@ private:
         Expr end = parse_bound(type, "end");
         expect("step");
         Expr step = parse_bound(type, "step");
+        const Unroll unroll = parse_unroll();
         VariableRef var = Variable::make(std::string(name.text), type, VarKind::LoopIndex);
         scopes_.emplace_back();
         bind(var);
@@ -1088,7 +1089,56 @@ private:
         Stmt body = parse_body();
         --loop_depth_;
         scopes_.pop_back();
-        return For::make(var, begin, end, step, body);
+        return For::make(var, begin, end, step, body, unroll);
+    }
+
+    /// `max_threads(N)`, `min_blocks(N)`, `max_registers(N)`, each at most once, in this order.
+    LaunchBounds parse_launch_bounds() {
+        LaunchBounds lb;
+        const Token &first = peek();
+        for (auto [word, field] : {std::pair{"max_threads", &LaunchBounds::max_threads},
+                                   std::pair{"min_blocks", &LaunchBounds::min_blocks},
+                                   std::pair{"max_registers", &LaunchBounds::max_registers}}) {
+            if (!accept(word)) continue;
+            expect("(");
+            const Token &t = peek();
+            if (t.kind != Tok::Number ||
+                t.text.find_first_not_of("0123456789") != std::string_view::npos ||
+                t.text.size() > 5)
+                error(t, std::string("expected the ") + word + " count, found " + describe(t));
+            take();
+            lb.*field = uint32_t(std::stoul(std::string(t.text)));
+            expect(")");
+        }
+        if (std::string p = lb.problem(); !p.empty()) error(first, p);
+        return lb;
+    }
+
+    /// `unroll(none)`, `unroll(full)`, `unroll(N)` with 2 <= N <= 1024, or nothing.
+    Unroll parse_unroll() {
+        if (!accept("unroll")) return {};
+        expect("(");
+        Unroll u;
+        const Token &t = peek();
+        if (accept("none")) {
+            u = Unroll::none();
+        } else if (accept("full")) {
+            u = Unroll::full();
+        } else {
+            if (t.kind != Tok::Number ||
+                t.text.find_first_not_of("0123456789") != std::string_view::npos ||
+                t.text.size() > 5)
+                error(t, "expected none, full or an unroll count, found " + describe(t));
+            take();
+            const uint64_t n = std::stoull(std::string(t.text));
+            if (n < 2 || n > Unroll::kMaxCount)
+                error(t, "an unroll count is 2 to " + std::to_string(Unroll::kMaxCount) +
+                             ", found " + std::to_string(n) +
+                             " (unroll(none) keeps a loop rolled)");
+            u = Unroll::by(uint32_t(n));
+        }
+        expect(")");
+        return u;
     }
 
     Expr parse_bound(Type index_type, std::string_view what) {
@@ -1134,6 +1184,7 @@ private:
         Kernel k;
         k.name = std::string(expect_kind(Tok::KernName, "kernel name").text);
         k.params = parse_params();
+        k.bounds = parse_launch_bounds();
         current_function_.clear();
         current_return_ = Type();
         k.body = parse_body();

@@ -404,6 +404,10 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
         print_expr(out, op->end);
         out += " step ";
         print_expr(out, op->step);
+        if (op->unroll.kind != Unroll::Kind::Default) {
+            out += ' ';
+            out += op->unroll.to_string();
+        }
         out += " {\n";
         print_body(out, op->body, indent);
         indent_to(out, indent);
@@ -480,6 +484,7 @@ void IRTextPrinter::print_kernel(std::string &out, const Kernel &k) {
     out += "kernel @";
     out += k.name;
     print_signature(out, k.params);
+    out += k.bounds.to_string();
     out += " {\n";
     print_stmt(out, k.body, 1);
     out += "}\n";

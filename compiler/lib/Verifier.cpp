@@ -519,6 +519,8 @@ std::vector<std::string> verify(const Kernel &k) {
     verify_callees(k.body, problems);
     std::vector<std::string> own = verify_alone({true, k.name, k.params, k.body, Type()});
     problems.insert(problems.end(), own.begin(), own.end());
+    if (std::string p = k.bounds.problem(); !p.empty())
+        problems.push_back("kernel @" + k.name + ": launch bounds: " + p);
     return problems;
 }
 

@@ -445,10 +445,17 @@ ir::Expr call_function(const FunctionInfo *f, std::vector<ir::Expr> args, std::v
     return b.bind(call);
 }
 
+void check_launch_bounds(const std::string &name, const ir::LaunchBounds &bounds,
+                         const std::source_location &loc) {
+    if (std::string p = bounds.problem(); !p.empty())
+        throw DslError("kernel '" + name + "': LaunchBounds: " + p, loc);
+}
+
 std::shared_ptr<const KernelInfo> finish_kernel(Builder &b, std::vector<ir::VariableRef> params,
-                                                std::vector<std::string> names) {
+                                                std::vector<std::string> names,
+                                                ir::LaunchBounds bounds) {
     auto info = std::make_shared<KernelInfo>();
-    info->ir = ir::Kernel{b.kernel_name(), std::move(params), b.pop_block()};
+    info->ir = ir::Kernel{b.kernel_name(), std::move(params), b.pop_block(), bounds};
     info->param_names = std::move(names);
     info->id = next_kernel_id.fetch_add(1);
     ir::verify_or_throw(info->ir);

@@ -123,6 +123,12 @@ void check_launch(const ContextImpl &ctx, const FunctionImpl &fn, const LaunchRe
         throw LogicError("kernel '" + k + "': block_dim " + dims_text(r.block) + " has " +
                          std::to_string(threads) + " threads but " + dev() + " allows at most " +
                          std::to_string(lim.max_threads_per_block) + " threads per block");
+    if (const uint32_t bound = fn.kernel->ir.bounds.max_threads;
+        bound != 0 && threads > int64_t(bound))
+        throw LogicError("kernel '" + k + "': block_dim " + dims_text(r.block) + " has " +
+                         std::to_string(threads) +
+                         " threads but the kernel was compiled for at most " +
+                         std::to_string(bound) + " (its LaunchBounds max_threads)");
     if (r.shared_mem_bytes < 0)
         throw LogicError("kernel '" + k + "': shared_mem_bytes(" + std::to_string(r.shared_mem_bytes) +
                          ") is negative");

@@ -6,6 +6,7 @@
 
 #include "ember/compiler/IR.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 
@@ -139,7 +140,13 @@ std::string dims_text(int64_t x, int64_t y, int64_t z) {
 int function_get_attribute(FunctionImpl *f, FunctionAttribute a) {
     FunctionImpl &fn = require_fn(f, "get_attribute");
     check_known(a, "get_attribute");
-    return fn.backend->function_attribute(*fn.loaded, static_cast<int>(a), facts_of(fn));
+    const int value = fn.backend->function_attribute(*fn.loaded, static_cast<int>(a), facts_of(fn));
+    // A kernel's max_threads launch bound is its limit on every device (the CUDA driver says so
+    // itself from .maxntid; the CPU device's answer is the device's).
+    if (a == FunctionAttribute::max_threads_per_block && fn.kernel &&
+        fn.kernel->ir.bounds.max_threads)
+        return std::min(value, int(fn.kernel->ir.bounds.max_threads));
+    return value;
 }
 
 void function_set_attribute(FunctionImpl *f, FunctionAttribute a, int value) {

@@ -240,12 +240,20 @@ public:
     /// ([Note] Print buffer).
     bool has_device_printf() const override { return false; }
 
-    llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel, const KernelFacts &) const override {
+    llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel,
+                              const KernelFacts &facts) const override {
         const std::string where = "kernel '" + kernel.getName().str() + "' for " + spec().to_string();
         // The print buffer's global is found by name (hipModuleGetGlobal): exported.
         if (llvm::GlobalVariable *g = m.getGlobalVariable(print_buffer::kSymbol))
             g->setVisibility(llvm::GlobalValue::ProtectedVisibility);
         kernel.setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+        // Launch bounds: the work-group size range the code must serve, and the VGPR budget
+        // (min_blocks has no AMDGPU counterpart that means the same; it is not passed on).
+        if (facts.bounds.max_threads)
+            kernel.addFnAttr("amdgpu-flat-work-group-size",
+                             "1," + std::to_string(facts.bounds.max_threads));
+        if (facts.bounds.max_registers)
+            kernel.addFnAttr("amdgpu-num-vgpr", std::to_string(facts.bounds.max_registers));
         kernel.setLinkage(llvm::GlobalValue::ExternalLinkage);
         kernel.setVisibility(llvm::GlobalValue::ProtectedVisibility);
         m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 500);

@@ -1479,14 +1479,24 @@ public:
         return external_shared_array(b, name, shared_address_space());
     }
 
-    llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel, const KernelFacts &) const override {
+    llvm::Error finish_module(llvm::Module &m, llvm::Function &kernel,
+                              const KernelFacts &facts) const override {
         // LLVM 19 has no ptx_kernel calling convention yet: a kernel is marked by
-        // !nvvm.annotations = !{!{ptr @k, !"kernel", i32 1}}.
+        // !nvvm.annotations = !{!{ptr @k, !"kernel", i32 1}}, and its launch bounds likewise
+        // ("maxntidx", "minctasm", "maxnreg": PTX's .maxntid, .minnctapersm, .maxnreg).
         llvm::LLVMContext &ctx = m.getContext();
-        llvm::Metadata *ops[] = {
-            llvm::ValueAsMetadata::get(&kernel), llvm::MDString::get(ctx, "kernel"),
-            llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), 1))};
-        m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx, ops));
+        llvm::NamedMDNode *annotations = m.getOrInsertNamedMetadata("nvvm.annotations");
+        auto annotate = [&](const char *key, uint32_t value) {
+            llvm::Metadata *ops[] = {llvm::ValueAsMetadata::get(&kernel),
+                                     llvm::MDString::get(ctx, key),
+                                     llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
+                                         llvm::Type::getInt32Ty(ctx), value))};
+            annotations->addOperand(llvm::MDNode::get(ctx, ops));
+        };
+        annotate("kernel", 1);
+        if (facts.bounds.max_threads) annotate("maxntidx", facts.bounds.max_threads);
+        if (facts.bounds.min_blocks) annotate("minctasm", facts.bounds.min_blocks);
+        if (facts.bounds.max_registers) annotate("maxnreg", facts.bounds.max_registers);
         return llvm::Error::success();
     }
 

@@ -195,6 +195,7 @@ public:
         bool uses_barrier = false;
         bool uses_warp_ops = false;
         bool uses_dynamic_shared = false;
+        ir::LaunchBounds bounds; ///< the kernel's ([Note] IR semantics: Launch bounds)
     };
     /// Turns the body function into what the device loads: kernel annotations on NVPTX, the
     /// exported entry wrapper of [Note] CPU kernel ABI on the CPU.

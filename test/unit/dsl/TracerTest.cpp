@@ -117,6 +117,41 @@ TEST(TracerTest, LoopsBreakAndContinue) {
     EXPECT_NE(text.find(" < %n) {"), std::string::npos) << text;
 }
 
+TEST(TracerTest, UnrollHintsAreOnTheirLoopsAndParseBack) {
+    auto k = kernel("unrolled", {"p", "n"}, [](Ptr<int64_t> p, Int n) {
+        for_(0, n, [&](Int i) { p[i] = i; }, unroll(4));
+        for_(0, 8, [&](Int i) { p[i] += 1; }, unroll());
+        for_(0, n, 2, [&](Int i) { p[i] -= 1; }, unroll(1));
+        for_(0, n, [&](Int i) { p[i] *= 2; });
+    });
+    std::string text = ir_of(k);
+    EXPECT_NE(text.find("to %n step 1:i64 unroll(4) {"), std::string::npos) << text;
+    EXPECT_NE(text.find("to 8:i64 step 1:i64 unroll(full) {"), std::string::npos) << text;
+    EXPECT_NE(text.find("to %n step 2:i64 unroll(none) {"), std::string::npos) << text;
+    EXPECT_EQ(text.find("unroll", text.find("unroll(none)") + 1), std::string::npos)
+        << "a loop without a hint printed one: " << text;
+    ir::Module m = ir::parse_module(text);
+    ASSERT_EQ(m.kernels.size(), 1u);
+    EXPECT_EQ(ir::print(m.kernels[0]), text);
+}
+
+TEST(TracerTest, LaunchBoundsAreInTheKernelsIR) {
+    auto k = kernel(
+        "bounded", {"p"}, [](Ptr<float> p) { p[thread_idx.x] = 1.0f; },
+        LaunchBounds{.max_threads = 256, .min_blocks = 2, .max_registers = 64});
+    EXPECT_EQ(k.ir().bounds, (LaunchBounds{256, 2, 64}));
+    std::string text = ir_of(k);
+    EXPECT_EQ(text.rfind("kernel @bounded(%p: ptr<global f32>) max_threads(256) min_blocks(2) "
+                         "max_registers(64) {\n",
+                         0),
+              0u)
+        << text;
+    ir::Module m = ir::parse_module(text);
+    ASSERT_EQ(m.kernels.size(), 1u);
+    EXPECT_EQ(m.kernels[0].bounds, k.ir().bounds);
+    EXPECT_EQ(ir::print(m.kernels[0]), text);
+}
+
 TEST(TracerTest, CastSelectMinMax) {
     auto k = kernel("misc", {"p", "a", "b"}, [](Ptr<float> p, Int32 a, Int32 b) {
         p[0] = cast<Float32>(min(a, b));
@@ -161,6 +196,43 @@ TEST(TracerErrorTest, BreakOutsideALoopNamesTheUsersLine) {
     });
     EXPECT_NE(msg.find("TracerTest.cpp:" + std::to_string(line)), std::string::npos) << msg;
     EXPECT_NE(msg.find("break_ outside a loop"), std::string::npos) << msg;
+}
+
+TEST(TracerErrorTest, AnUnrollCountOutOfRangeNamesTheUsersLine) {
+    for (int64_t count : {int64_t(0), int64_t(-3), int64_t(1025)}) {
+        int line = 0;
+        std::string msg = dsl_error_of([&] {
+            kernel("bad", [&](Ptr<int64_t> p) {
+                line = __LINE__ + 1;
+                for_(0, 4, [&](Int i) { p[i] = i; }, unroll(count));
+            });
+        });
+        EXPECT_NE(msg.find("TracerTest.cpp:" + std::to_string(line)), std::string::npos) << msg;
+        EXPECT_NE(
+            msg.find(
+                "unroll(" + std::to_string(count) +
+                "): the count is 1 (keep the loop rolled) to 1024; unroll() unrolls completely"),
+            std::string::npos)
+            << msg;
+    }
+}
+
+TEST(TracerErrorTest, LaunchBoundsOutOfRangeNameTheKernelsLine) {
+    const std::pair<LaunchBounds, std::string> cases[] = {
+        {LaunchBounds{.max_threads = 2048}, "max_threads is 1 to 1024, not 2048"},
+        {LaunchBounds{.max_threads = 64, .min_blocks = 33}, "min_blocks is 1 to 32, not 33"},
+        {LaunchBounds{.min_blocks = 2}, "min_blocks needs max_threads"},
+        {LaunchBounds{.max_registers = 8}, "max_registers is 16 to 255, not 8"},
+    };
+    for (const auto &[bounds, want] : cases) {
+        int line = 0;
+        std::string msg = dsl_error_of([&] {
+            line = __LINE__ + 1;
+            kernel("bad", {"p"}, [](Ptr<float> p) { p[0] = 1.0f; }, bounds);
+        });
+        EXPECT_NE(msg.find("TracerTest.cpp:" + std::to_string(line)), std::string::npos) << msg;
+        EXPECT_NE(msg.find("kernel 'bad': LaunchBounds: " + want), std::string::npos) << msg;
+    }
 }
 
 TEST(TracerErrorTest, ContinueOutsideALoop) {

@@ -49,10 +49,10 @@
 ///   The address of element i must be a multiple of min(N * sizeof(T), 16) bytes (a bool takes
 ///   one byte): a 16-byte vector moves in one instruction (ld.global.v4.f32 on NVIDIA, an aligned
 ///   vector move on the CPU), and a wider one in 16-byte pieces. A misaligned vector access is an
-///   error of the launch, never a silent slow path: NVIDIA GPUs fault (CUDA_ERROR_MISALIGNED_ADDRESS,
-///   after which the CUDA context is unusable); the CPU device checks every vector access,
-///   carries out a misaligned one all the same (with unaligned moves), and fails the launch with a LaunchError
-///   naming the kernel, the address and the alignment.
+///   error of the launch, never a silent slow path: NVIDIA GPUs fault
+///   (CUDA_ERROR_MISALIGNED_ADDRESS, after which the CUDA context is unusable); the CPU device
+///   checks every vector access, carries out a misaligned one all the same (with unaligned moves),
+///   and fails the launch with a LaunchError naming the kernel, the address and the alignment.
 /// * Special registers are `i64` values: thread_idx.{x,y,z} in [0, block_dim), block_idx in
 ///   [0, grid_dim), block_dim and grid_dim >= 1. They are constant for a thread's lifetime.
 /// * Variables. A `Variable` is an identity: two variables with the same name are different
@@ -63,6 +63,20 @@
 ///   (s > 0 ? i < e : s < 0 ? i > e : false), adding s (wrapping) after each iteration.
 ///   `while c` re-evaluates c before every iteration. `break` and `continue` act on the innermost
 ///   loop.
+/// * Launch bounds. `kernel @k(...) max_threads(T) min_blocks(B) max_registers(R)` (each
+///   optional, in this order) promises that no launch of @k has more than T threads per block
+///   (the runtime rejects one that does), asks that B blocks of T threads fit on a multiprocessor
+///   at once, and caps registers per thread at R: PTX's .maxntid, .minnctapersm and .maxnreg
+///   (nvvm.annotations), AMDGPU's amdgpu-flat-work-group-size and amdgpu-num-vgpr (B has no
+///   AMDGPU counterpart), nothing on the CPU. They change how registers are allocated (spills
+///   where R or B is tight), never what the kernel computes. Ranges: T 1 to 1024, B 1 to 32
+///   (only with T), R 16 to 255.
+/// * Unroll hints. `for ... unroll(none)`, `unroll(full)` or `unroll(N)` asks the optimiser to
+///   keep the loop rolled, to unroll it completely, or by N: LLVM loop metadata
+///   (`llvm.loop.unroll.disable`, `.full`, `.count`) on the backedge, on every target. A hint
+///   never changes the loop's meaning; `full` takes effect only where the trip count is a
+///   constant after optimisation, `N` leaves a remainder loop where N does not divide it. Without
+///   a hint (nothing printed) LLVM's own heuristics decide.
 /// * Intrinsics (Call). abs(MIN) wraps to MIN; abs of a float clears the sign bit. popcount,
 ///   clz and ctz count bits of the integer's width; clz(0) and ctz(0) are that width. sqrt is
 ///   correctly rounded; floor, ceil and trunc round as named; round rounds half away from zero
@@ -748,19 +762,39 @@ private:
         : StmtNode(static_kind), cond(std::move(c)), then_body(std::move(t)), else_body(std::move(e)) {}
 };
 
-/// `for var = begin to end step step { body }`: var is a LoopIndex of the integer type shared by
-/// begin, end and step.
+/// What a `for` asks of loop unrolling: a hint to the optimiser, which never changes what the
+/// loop computes ([Note] IR semantics: Unroll hints). `Default` (printed as nothing) leaves the
+/// choice to LLVM; `Disable` (`unroll(none)`) keeps the loop rolled; `Full` (`unroll(full)`)
+/// unrolls it completely where its trip count is known when compiling; `Count` (`unroll(N)`)
+/// unrolls by N, 2 to kMaxCount, with a remainder loop where N does not divide the trip count.
+struct Unroll {
+    enum class Kind : uint8_t { Default, Disable, Full, Count };
+    static constexpr uint32_t kMaxCount = 1024;
+    Kind kind = Kind::Default;
+    uint32_t count = 0; ///< Count only
+    static Unroll none() { return {Kind::Disable, 0}; }
+    static Unroll full() { return {Kind::Full, 0}; }
+    static Unroll by(uint32_t n) { return {Kind::Count, n}; }
+    bool operator==(const Unroll &) const = default;
+    /// "" (Default), "unroll(none)", "unroll(full)", "unroll(4)".
+    std::string to_string() const;
+};
+
+/// `for var = begin to end step step [unroll(...)] { body }`: var is a LoopIndex of the integer
+/// type shared by begin, end and step.
 struct For final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::For;
     VariableRef var;
     Expr begin, end, step;
     Stmt body;
-    static Stmt make(VariableRef var, Expr begin, Expr end, Expr step, Stmt body);
+    Unroll unroll;
+    static Stmt make(VariableRef var, Expr begin, Expr end, Expr step, Stmt body,
+                     Unroll unroll = {});
 
 private:
-    For(VariableRef v, Expr b, Expr e, Expr s, Stmt body_)
+    For(VariableRef v, Expr b, Expr e, Expr s, Stmt body_, Unroll u)
         : StmtNode(static_kind), var(std::move(v)), begin(std::move(b)), end(std::move(e)),
-          step(std::move(s)), body(std::move(body_)) {}
+          step(std::move(s)), body(std::move(body_)), unroll(u) {}
 };
 
 /// `while cond { body }`, cond re-evaluated before every iteration.
@@ -853,10 +887,33 @@ private:
 // Kernels and modules.
 
 /// A kernel: an entry point with typed parameters (VarKind::Param) and a body (a Block).
+/// What a kernel promises about its launches and asks of register allocation, as CUDA's
+/// `__launch_bounds__(max_threads, min_blocks)` and `__maxnreg__(max_registers)`
+/// ([Note] IR semantics: Launch bounds). 0 is "not said".
+struct LaunchBounds {
+    static constexpr uint32_t kMaxThreads = 1024;
+    static constexpr uint32_t kMaxBlocks = 32;
+    static constexpr uint32_t kMinRegisters = 16, kMaxRegisters = 255;
+    uint32_t max_threads = 0; ///< most threads per block of any launch, 1 to 1024
+    uint32_t min_blocks = 0; ///< blocks per multiprocessor to allow for, 1 to 32; needs max_threads
+    uint32_t max_registers = 0; ///< registers per thread at most, 16 to 255
+    bool empty() const { return max_threads == 0 && min_blocks == 0 && max_registers == 0; }
+    bool operator==(const LaunchBounds &) const = default;
+    /// What is wrong with these bounds ("" when nothing): a value out of its range, or min_blocks
+    /// without max_threads.
+    std::string problem() const;
+    /// " max_threads(256) min_blocks(2) max_registers(128)", each only when said; "" when empty.
+    std::string to_string() const;
+};
+
 struct Kernel {
     std::string name;
     std::vector<VariableRef> params;
     Stmt body;
+    LaunchBounds bounds;
+    Kernel() = default;
+    Kernel(std::string n, std::vector<VariableRef> p, Stmt b, LaunchBounds lb = {})
+        : name(std::move(n)), params(std::move(p)), body(std::move(b)), bounds(lb) {}
 };
 
 /// What the parser returns and `ember-compile` consumes: device functions and kernels.

@@ -126,7 +126,7 @@ template <class B, class E> using loop_index_t = typename loop_index<B, E>::type
 
 template <class T, class F>
 void trace_for(const Value<T> &begin, const Value<T> &end, const Value<T> &step, F &&body,
-               const std::source_location &loc) {
+               const std::source_location &loc, ir::Unroll unroll = {}) {
     static_assert(is_integer<T>, "for_ bounds must be integers");
     static_assert(std::is_invocable_v<F, Value<T>>,
                   "the body of for_ is a lambda taking the index: [&](Int i) { ... }");
@@ -146,9 +146,28 @@ void trace_for(const Value<T> &begin, const Value<T> &end, const Value<T> &step,
         throw;
     }
     --b.loop_depth;
-    b.emit(ir::For::make(var, begin.expr(), end.expr(), step.expr(), block), loc);
+    b.emit(ir::For::make(var, begin.expr(), end.expr(), step.expr(), block, unroll), loc);
 }
 } // namespace detail
+
+/// An unrolling hint for `for_`, after the body: `for_(0, n, body, unroll(4))`. As CUDA's
+/// `#pragma unroll`: `unroll()` unrolls completely (where the trip count is known when
+/// compiling), `unroll(N)` by N (2 to 1024, a remainder loop where N does not divide the trip
+/// count), `unroll(1)` keeps the loop rolled. A hint to the optimiser: it never changes what the
+/// loop computes ([Note] IR semantics: Unroll hints); without one, LLVM chooses.
+struct UnrollHint {
+    ir::Unroll value;
+};
+inline UnrollHint unroll() { return {ir::Unroll::full()}; }
+inline UnrollHint unroll(int64_t n, std::source_location loc = std::source_location::current()) {
+    if (n == 1) return {ir::Unroll::none()};
+    if (n < 1 || n > int64_t(ir::Unroll::kMaxCount))
+        throw DslError("unroll(" + std::to_string(n) +
+                           "): the count is 1 (keep the loop rolled) to " +
+                           std::to_string(ir::Unroll::kMaxCount) + "; unroll() unrolls completely",
+                       loc);
+    return {ir::Unroll::by(uint32_t(n))};
+}
 
 /// `for (i = begin; i < end; i += 1)` on the device; the body receives the index.
 template <Operand B, Operand E, class F>
@@ -167,6 +186,25 @@ void for_(const B &begin, const E &end, const S &step, F &&body,
     using T = detail::loop_index_t<B, E>;
     detail::trace_for<T>(detail::to_value<T>(begin, loc), detail::to_value<T>(end, loc),
                          detail::to_value<T>(step, loc), std::forward<F>(body), loc);
+}
+
+/// for_ with an unrolling hint: `for_(0, n, body, unroll(4))`.
+template <Operand B, Operand E, class F>
+    requires(!Operand<F>)
+void for_(const B &begin, const E &end, F &&body, UnrollHint hint,
+          std::source_location loc = std::source_location::current()) {
+    using T = detail::loop_index_t<B, E>;
+    detail::trace_for<T>(detail::to_value<T>(begin, loc), detail::to_value<T>(end, loc),
+                         detail::to_value<T>(1, loc), std::forward<F>(body), loc, hint.value);
+}
+
+/// for_ with a step and an unrolling hint: `for_(0, n, 8, body, unroll())`.
+template <Operand B, Operand E, Operand S, class F>
+void for_(const B &begin, const E &end, const S &step, F &&body, UnrollHint hint,
+          std::source_location loc = std::source_location::current()) {
+    using T = detail::loop_index_t<B, E>;
+    detail::trace_for<T>(detail::to_value<T>(begin, loc), detail::to_value<T>(end, loc),
+                         detail::to_value<T>(step, loc), std::forward<F>(body), loc, hint.value);
 }
 
 /// `while (cond()) body()` on the device. The condition is a lambda returning a Bool; it is

@@ -97,7 +97,10 @@ constexpr bool is_non_global_ptr<NoAlias<Ptr<T, S>>> = S != ir::AddressSpace::Gl
 void check_kernel_signature(const std::string &name, size_t num_params, size_t num_names,
                             const std::source_location &loc);
 std::shared_ptr<const KernelInfo> finish_kernel(Builder &b, std::vector<ir::VariableRef> params,
-                                                std::vector<std::string> names);
+                                                std::vector<std::string> names,
+                                                ir::LaunchBounds bounds = {});
+void check_launch_bounds(const std::string &name, const ir::LaunchBounds &bounds,
+                         const std::source_location &loc);
 } // namespace detail
 
 // Named so that the compiler's "in instantiation of" line reads as the error message.
@@ -218,12 +221,13 @@ private:
 namespace detail {
 template <class F, class... P>
 auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::tuple<P...> *,
-                  const std::source_location &loc) {
+                  const std::source_location &loc, ir::LaunchBounds bounds = {}) {
     if constexpr (!(check_param<P, /*ForKernel=*/true, /*Report=*/false>() && ...)) {
         (void)(check_param<P, /*ForKernel=*/true>() && ...); // the static_asserts that say why
         return Kernel<P...>(nullptr);
     } else {
         check_kernel_signature(name, sizeof...(P), names.size(), loc);
+        check_launch_bounds(name, bounds, loc);
         if (names.empty()) names.resize(sizeof...(P));
         TraceScope scope(name);
         Builder &b = scope.builder();
@@ -234,7 +238,7 @@ auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::t
             return std::tuple<P...>{make_param<P>(names[I], vars, b.id())...};
         }(std::index_sequence_for<P...>{});
         std::apply(f, args);
-        return Kernel<P...>(finish_kernel(b, std::move(vars), std::move(names)));
+        return Kernel<P...>(finish_kernel(b, std::move(vars), std::move(names), bounds));
     }
 }
 } // namespace detail
@@ -265,6 +269,36 @@ auto kernel(std::string name, std::initializer_list<std::string_view> param_name
 template <class F>
 auto kernel(std::string name, F &&body, std::source_location loc = std::source_location::current()) {
     return kernel(std::move(name), {}, std::forward<F>(body), loc);
+}
+
+/// What a kernel promises about its launches and asks of register allocation, as CUDA's
+/// `__launch_bounds__` and `__maxnreg__` ([Note] IR semantics: Launch bounds):
+///
+///     auto k = kernel("sgemm", {"a", "b", "c", "n"}, [](...) { ... },
+///                     LaunchBounds{.max_threads = 256, .min_blocks = 2});
+///
+/// `max_threads`: no launch has more threads per block (a launch that does is a LogicError), so
+/// the compiler may plan registers for that many; `min_blocks`: that many blocks of max_threads
+/// should fit on a multiprocessor at once (registers are limited to allow it); `max_registers`:
+/// registers per thread at most. NVPTX gets all three (.maxntid, .minnctapersm, .maxnreg), AMDGPU
+/// max_threads and max_registers (its flat work-group size and VGPR budget), the CPU device none
+/// but the launch check. Values out of range are a DslError at the kernel's line.
+using LaunchBounds = ir::LaunchBounds;
+
+/// kernel() with launch bounds.
+template <class F>
+auto kernel(std::string name, std::initializer_list<std::string_view> param_names, F &&body,
+            LaunchBounds bounds, std::source_location loc = std::source_location::current()) {
+    using Fn = std::remove_cvref_t<F>;
+    static_assert(
+        requires { &Fn::operator(); },
+        "kernel() needs a lambda with explicit parameter types (no auto parameters)");
+    using traits = detail::lambda_traits<Fn>;
+    static_assert(std::is_void_v<typename traits::result>,
+                  "a kernel returns nothing: write results through a Ptr<T> parameter");
+    std::vector<std::string> names(param_names.begin(), param_names.end());
+    return detail::trace_kernel(std::move(name), std::move(names), body,
+                                static_cast<typename traits::params *>(nullptr), loc, bounds);
 }
 
 } // namespace ember
