@@ -95,26 +95,34 @@ const auto add_f64 = Stream<double, 2>::add("add_f64");
 const auto triad_f64 = Stream<double, 2>::triad("triad_f64");
 
 /// Each block sums a grid-stride slice (4-lane loads), its warps with shuffles, then the warps'
-/// sums; one launch of `blocks` blocks, then one of one block over their partial sums.
-const auto reduce_partial = kernel(
-    "reduce_partial", {"in", "partial", "n"},
-    [](Ptr<const float> in, NoAlias<Ptr<float>> partial, Int n) {
-        auto warp_sums = shared_array<float, kBlock / warp_size>();
-        Var<float> acc(0.0f);
-        for_(global_idx.x * 4, n, grid_dim.x * block_dim.x * 4, [&](Int i) {
-            auto v = in.load<4>(i);
-            acc += (v[0] + v[1]) + (v[2] + v[3]);
-        });
-        Float32 w = warp_sum(acc);
-        if_(lane_id() == 0, [&] { warp_sums[thread_idx.x / warp_size] = w; });
-        barrier();
-        if_(thread_idx.x < warp_size, [&] {
-            Var<float> x(0.0f);
-            if_(thread_idx.x < kBlock / warp_size, [&] { x = warp_sums[thread_idx.x]; });
-            Float32 total = warp_sum(x);
-            if_(thread_idx.x == 0, [&] { partial[block_idx.x] = total; });
-        });
-    });
+/// sums; one launch of `blocks` blocks, then one of one block over their partial sums. `hint`
+/// is the grid-stride loop's unroll hint (none in the twin's algorithm).
+auto make_reduce(const char *name, UnrollHint hint) {
+    return kernel(name, {"in", "partial", "n"},
+                  [hint](Ptr<const float> in, NoAlias<Ptr<float>> partial, Int n) {
+                      auto warp_sums = shared_array<float, kBlock / warp_size>();
+                      Var<float> acc(0.0f);
+                      for_(
+                          global_idx.x * 4, n, grid_dim.x * block_dim.x * 4,
+                          [&](Int i) {
+                              auto v = in.load<4>(i);
+                              acc += (v[0] + v[1]) + (v[2] + v[3]);
+                          },
+                          hint);
+                      Float32 w = warp_sum(acc);
+                      if_(lane_id() == 0, [&] { warp_sums[thread_idx.x / warp_size] = w; });
+                      barrier();
+                      if_(thread_idx.x < warp_size, [&] {
+                          Var<float> x(0.0f);
+                          if_(thread_idx.x < kBlock / warp_size,
+                              [&] { x = warp_sums[thread_idx.x]; });
+                          Float32 total = warp_sum(x);
+                          if_(thread_idx.x == 0, [&] { partial[block_idx.x] = total; });
+                      });
+                  });
+}
+const auto reduce_partial = make_reduce("reduce_partial", UnrollHint{});
+const auto reduce_unrolled = make_reduce("reduce_partial_unroll4", unroll(4));
 
 /// 32 x 32 tiles through shared memory (a padded row against bank conflicts), 32 x 8 threads.
 const auto transpose = kernel(
@@ -492,9 +500,14 @@ int main() try {
              out = ctx.enqueue_create_buffer<float>(1);
         ctx.enqueue_copy(in, h.data());
         auto f = compiled(ctx, reduce_partial);
+        auto fu = compiled(ctx, reduce_unrolled);
         auto launch_ember = [&] {
             ctx.enqueue_function(f, in, partial, n, grid_dim(blocks), block_dim(kBlock));
             ctx.enqueue_function(f, partial, out, int64_t(blocks), grid_dim(1), block_dim(kBlock));
+        };
+        auto launch_unrolled = [&] {
+            ctx.enqueue_function(fu, in, partial, n, grid_dim(blocks), block_dim(kBlock));
+            ctx.enqueue_function(fu, partial, out, int64_t(blocks), grid_dim(1), block_dim(kBlock));
         };
         auto twin = twins.get<void (*)(const float *, float *, float *, long long, int)>(
             "twin_reduce");
@@ -507,12 +520,15 @@ int main() try {
                 throw RuntimeError("kernels: CUB failed");
         };
         bool ok = true;
-        for (auto [who, launch, sync] : {std::tuple{"ember", std::function<void()>(launch_ember),
-                                                    std::function<void()>(ember_sync)},
-                                         std::tuple{"nvcc", std::function<void()>(launch_twin),
-                                                    std::function<void()>(peer_sync)},
-                                         std::tuple{"CUB", std::function<void()>(launch_cub),
-                                                    std::function<void()>(peer_sync)}}) {
+        for (auto [who, launch, sync] :
+             {std::tuple{"ember", std::function<void()>(launch_ember),
+                         std::function<void()>(ember_sync)},
+              std::tuple{"ember (unroll(4))", std::function<void()>(launch_unrolled),
+                         std::function<void()>(ember_sync)},
+              std::tuple{"nvcc", std::function<void()>(launch_twin),
+                         std::function<void()>(peer_sync)},
+              std::tuple{"CUB", std::function<void()>(launch_cub),
+                         std::function<void()>(peer_sync)}}) {
             ctx.enqueue_memset(out, 0.0f);
             ctx.synchronize();
             launch();
@@ -523,8 +539,11 @@ int main() try {
             const double e = time_ms(launch_ember, ember_sync, 20);
             report("reduce sum f32", "nvcc", "GB/s", 4.0 * n, e,
                    time_ms(launch_twin, peer_sync, 20));
-            report("reduce sum f32", "CUB DeviceReduce::Sum", "GB/s", 4.0 * n, e,
-                   time_ms(launch_cub, peer_sync, 20));
+            const double cub_ms = time_ms(launch_cub, peer_sync, 20);
+            report("reduce sum f32", "CUB DeviceReduce::Sum", "GB/s", 4.0 * n, e, cub_ms);
+            // The same with the grid-stride loop unrolled by 4 (a hint the twin does not have).
+            report("reduce sum f32, unroll(4)", "CUB DeviceReduce::Sum", "GB/s", 4.0 * n,
+                   time_ms(launch_unrolled, ember_sync, 20), cub_ms);
         }
     }
 

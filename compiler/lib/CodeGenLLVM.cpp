@@ -1249,8 +1249,20 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
     function_->addFnAttr(llvm::Attribute::NoUnwind);
     for (unsigned i = 0; i < function_->arg_size(); ++i)
         function_->addParamAttr(i, llvm::Attribute::NoUndef);
-    for (size_t i = 0; i < num_kernel_params; ++i)
+    for (size_t i = 0; i < num_kernel_params; ++i) {
+        const ir::Type &t = kernel_.params[i]->type;
         if (kernel_.params[i]->noalias) function_->addParamAttr(i, llvm::Attribute::NoAlias);
+        // A read-only pointer's memory does not change while the kernel runs, through any pointer
+        // (the contract of Ptr<const T>, CUDA's const __restrict__): so noalias (which speaks only
+        // of memory that is modified) and readonly hold. With them NVPTX keeps ld.global.nc for
+        // every load based on the parameter, also after the optimiser has split a vector load
+        // whose lanes are read one by one (the scalar loads lose !invariant.load) or merged
+        // scalar loads into a vector one.
+        if (t.is_pointer() && t.readonly() && t.space() == ir::AddressSpace::Global) {
+            function_->addParamAttr(i, llvm::Attribute::NoAlias);
+            function_->addParamAttr(i, llvm::Attribute::ReadOnly);
+        }
+    }
     start_body();
     for (size_t i = 0; i < num_kernel_params; ++i) {
         const ir::VariableRef &p = kernel_.params[i];

@@ -243,34 +243,6 @@ auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::t
 }
 } // namespace detail
 
-/// Traces `body`, a lambda whose parameters are DSL types, into a kernel named `name` (a C
-/// identifier). Throws DslError for misuse found while tracing.
-///
-///     auto k = ember::kernel("scalar_add", {"vector", "size", "scalar"},
-///         [](ember::Ptr<float> vector, ember::Int size, ember::Float32 scalar) {
-///             auto idx = ember::block_idx.x * ember::block_dim.x + ember::thread_idx.x;
-///             ember::if_(idx < size, [&] { vector[idx] += scalar; });
-///         });
-template <class F>
-auto kernel(std::string name, std::initializer_list<std::string_view> param_names, F &&body,
-            std::source_location loc = std::source_location::current()) {
-    using Fn = std::remove_cvref_t<F>;
-    static_assert(requires { &Fn::operator(); },
-                  "kernel() needs a lambda with explicit parameter types (no auto parameters)");
-    using traits = detail::lambda_traits<Fn>;
-    static_assert(std::is_void_v<typename traits::result>,
-                  "a kernel returns nothing: write results through a Ptr<T> parameter");
-    std::vector<std::string> names(param_names.begin(), param_names.end());
-    return detail::trace_kernel(std::move(name), std::move(names), body,
-                                static_cast<typename traits::params *>(nullptr), loc);
-}
-
-/// As above, with anonymous parameters (printed as %0, %1, ...).
-template <class F>
-auto kernel(std::string name, F &&body, std::source_location loc = std::source_location::current()) {
-    return kernel(std::move(name), {}, std::forward<F>(body), loc);
-}
-
 /// What a kernel promises about its launches and asks of register allocation, as CUDA's
 /// `__launch_bounds__` and `__maxnreg__` ([Note] IR semantics: Launch bounds):
 ///
@@ -285,7 +257,7 @@ auto kernel(std::string name, F &&body, std::source_location loc = std::source_l
 /// but the launch check. Values out of range are a DslError at the kernel's line.
 using LaunchBounds = ir::LaunchBounds;
 
-/// kernel() with launch bounds.
+/// kernel() with launch bounds (the one every kernel() overload calls).
 template <class F>
 auto kernel(std::string name, std::initializer_list<std::string_view> param_names, F &&body,
             LaunchBounds bounds, std::source_location loc = std::source_location::current()) {
@@ -299,6 +271,27 @@ auto kernel(std::string name, std::initializer_list<std::string_view> param_name
     std::vector<std::string> names(param_names.begin(), param_names.end());
     return detail::trace_kernel(std::move(name), std::move(names), body,
                                 static_cast<typename traits::params *>(nullptr), loc, bounds);
+}
+
+/// Traces `body`, a lambda whose parameters are DSL types, into a kernel named `name` (a C
+/// identifier). Throws DslError for misuse found while tracing.
+///
+///     auto k = ember::kernel("scalar_add", {"vector", "size", "scalar"},
+///         [](ember::Ptr<float> vector, ember::Int size, ember::Float32 scalar) {
+///             auto idx = ember::block_idx.x * ember::block_dim.x + ember::thread_idx.x;
+///             ember::if_(idx < size, [&] { vector[idx] += scalar; });
+///         });
+template <class F>
+auto kernel(std::string name, std::initializer_list<std::string_view> param_names, F &&body,
+            std::source_location loc = std::source_location::current()) {
+    return kernel(std::move(name), param_names, std::forward<F>(body), LaunchBounds{}, loc);
+}
+
+/// As above, with anonymous parameters (printed as %0, %1, ...).
+template <class F>
+auto kernel(std::string name, F &&body,
+            std::source_location loc = std::source_location::current()) {
+    return kernel(std::move(name), {}, std::forward<F>(body), loc);
 }
 
 } // namespace ember
