@@ -12,7 +12,10 @@
 /// ends the run with status 1: it is a failure, not a number. Times are medians over rounds of
 /// back-to-back launches, measured on the host around a synchronize (the same for both sides).
 /// The last column is ember's throughput over the peer's: 1.00 is parity, below is slower.
-/// CUDA only; torch's side is bench/kernels_torch.py (scripts/bench-kernels.sh runs both).
+/// Timed on CUDA only; torch's side is bench/kernels_torch.py (scripts/bench-kernels.sh runs
+/// both). Without a CUDA device and nvcc it checks ember's kernels alone at small sizes and times
+/// nothing: the ctest bench.kernels-cpu runs it so on the CPU device, so that these kernels stay
+/// right between GPU runs.
 #include "ember/ember.h"
 
 #include "BenchSupport.h"
@@ -33,9 +36,11 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace ember;
@@ -398,35 +403,45 @@ int main() try {
     DeviceContext ctx;
     std::printf("device: %s (%s, target %s)\n", ctx.name().c_str(), ctx.api().c_str(),
                 ctx.target().c_str());
-    if (ctx.api() != "cuda") {
-        std::printf("kernels measures ember's kernels against CUDA C++, CUB and cuBLAS: it needs a "
-                    "CUDA device\n");
-        return 0;
+    // Without a CUDA device and nvcc there is no peer: ember's kernels are then only checked, at
+    // small sizes (the ctest bench.kernels-cpu runs so on the CPU device), and nothing is timed.
+    const bool cuda = ctx.api() == "cuda";
+    const std::string nvcc = cuda ? find_nvcc() : "";
+    const bool peers = !nvcc.empty();
+    if (!peers)
+        std::printf("kernels: %s: ember's kernels are checked at small sizes, nothing is timed\n",
+                    cuda ? "no nvcc in PATH or /usr/local/cuda/bin, so no twin to measure against"
+                         : "no CUDA device");
+    auto size = [&](int64_t full, int64_t small) { return peers ? full : small; };
+    int checked_only = 0;
+    auto checked = [&](const std::string &what) {
+        std::printf("checked: %s\n", what.c_str());
+        ++checked_only;
+    };
+    int major = 0, minor = 0;
+    std::optional<Twins> twins;
+    int (*twin_sync)() = nullptr;
+    const char *(*twin_error)() = nullptr;
+    if (peers) {
+        std::tie(major, minor) = ctx.compute_capability();
+        twins = build_twins(nvcc, "sm_" + std::to_string(major * 10 + minor), dir);
+        twin_sync = twins->get<int (*)()>("twin_sync");
+        twin_error = twins->get<const char *(*)()>("twin_error");
     }
-    const std::string nvcc = find_nvcc();
-    if (nvcc.empty()) {
-        std::printf(
-            "kernels: no nvcc in PATH or /usr/local/cuda/bin, so no twin to measure against\n");
-        return 0;
-    }
-    auto [major, minor] = ctx.compute_capability();
-    const std::string arch = "sm_" + std::to_string(major * 10 + minor);
-    Twins twins = build_twins(nvcc, arch, dir);
-    auto twin_sync = twins.get<int (*)()>("twin_sync");
-    auto twin_error = twins.get<const char *(*)()>("twin_error");
     auto peer_sync = [&] {
         if (twin_sync() != 0)
             throw RuntimeError(std::string("kernels: a twin failed: ") + twin_error());
     };
     auto ember_sync = [&] { ctx.synchronize(); };
-    const int sms = int(ctx.get_attribute(DeviceAttribute::multiprocessor_count));
+    const int sms = peers ? int(ctx.get_attribute(DeviceAttribute::multiprocessor_count)) : 2;
 
-    std::printf("\n%-26s %-22s %13s %13s %9s %9s %-7s %6s\n", "kernel", "peer", "ember", "peer",
-                "ember", "peer", "unit", "ember/peer");
+    if (peers)
+        std::printf("\n%-26s %-22s %13s %13s %9s %9s %-7s %6s\n", "kernel", "peer", "ember", "peer",
+                    "ember", "peer", "unit", "ember/peer");
 
     // Stream: 2^26 elements a vector (256 MiB in f32, 512 MiB in f64).
     {
-        const int64_t n = int64_t(1) << 26;
+        const int64_t n = size(int64_t(1) << 26, int64_t(1) << 14);
         auto stream_rows = [&](auto type_tag, const char *suffix, auto &kc, auto &ks, auto &ka,
                                auto &kt, const char *twin_name) {
             using T = decltype(type_tag);
@@ -447,7 +462,7 @@ int main() try {
             auto fa = compiled(ctx, ka);
             auto ft = compiled(ctx, kt);
             using TwinFn = void (*)(int, int, const void *, const void *, void *, T, long long);
-            auto twin = twins.get<TwinFn>(twin_name);
+            TwinFn twin = peers ? twins->get<TwinFn>(twin_name) : nullptr;
             const char *names[] = {"copy", "scale", "add", "triad"};
             const double bytes[] = {2.0 * n * sizeof(T), 2.0 * n * sizeof(T), 3.0 * n * sizeof(T),
                                     3.0 * n * sizeof(T)};
@@ -474,6 +489,10 @@ int main() try {
                 ctx.enqueue_memset(z, T(0));
                 launch_ember();
                 bool ok = close(download(ctx, z), want, 1e-6, "ember " + kname);
+                if (!peers) {
+                    if (ok) checked(kname);
+                    continue;
+                }
                 ctx.enqueue_memset(z, T(0));
                 ctx.synchronize();
                 launch_peer();
@@ -490,7 +509,7 @@ int main() try {
 
     // Reduction: the sum of 2^26 floats.
     {
-        const int64_t n = int64_t(1) << 26;
+        const int64_t n = size(int64_t(1) << 26, int64_t(1) << 16);
         const int blocks = sms * 8;
         auto h = random_floats(n, 0.0f, 1.0f, 1);
         double want = 0;
@@ -509,9 +528,10 @@ int main() try {
             ctx.enqueue_function(fu, in, partial, n, grid_dim(blocks), block_dim(kBlock));
             ctx.enqueue_function(fu, partial, out, int64_t(blocks), grid_dim(1), block_dim(kBlock));
         };
-        auto twin = twins.get<void (*)(const float *, float *, float *, long long, int)>(
-            "twin_reduce");
-        auto cub = twins.get<int (*)(const float *, float *, long long)>("twin_cub_sum");
+        using ReduceFn = void (*)(const float *, float *, float *, long long, int);
+        using CubFn = int (*)(const float *, float *, long long);
+        ReduceFn twin = peers ? twins->get<ReduceFn>("twin_reduce") : nullptr;
+        CubFn cub = peers ? twins->get<CubFn>("twin_cub_sum") : nullptr;
         auto launch_twin = [&] {
             twin((const float *)addr(in), (float *)waddr(partial), (float *)waddr(out), n, blocks);
         };
@@ -520,22 +540,22 @@ int main() try {
                 throw RuntimeError("kernels: CUB failed");
         };
         bool ok = true;
-        for (auto [who, launch, sync] :
-             {std::tuple{"ember", std::function<void()>(launch_ember),
-                         std::function<void()>(ember_sync)},
-              std::tuple{"ember (unroll(4))", std::function<void()>(launch_unrolled),
-                         std::function<void()>(ember_sync)},
-              std::tuple{"nvcc", std::function<void()>(launch_twin),
-                         std::function<void()>(peer_sync)},
-              std::tuple{"CUB", std::function<void()>(launch_cub),
-                         std::function<void()>(peer_sync)}}) {
+        using Side = std::tuple<const char *, std::function<void()>, std::function<void()>>;
+        std::vector<Side> sides = {Side{"ember", launch_ember, ember_sync},
+                                   Side{"ember (unroll(4))", launch_unrolled, ember_sync}};
+        if (peers) {
+            sides.push_back(Side{"nvcc", launch_twin, peer_sync});
+            sides.push_back(Side{"CUB", launch_cub, peer_sync});
+        }
+        for (auto &[who, launch, sync] : sides) {
             ctx.enqueue_memset(out, 0.0f);
             ctx.synchronize();
             launch();
             sync();
             ok = close(download(ctx, out), {want}, 1e-5, std::string(who) + " reduction") && ok;
         }
-        if (ok) {
+        if (ok && !peers) checked("reduce sum f32 (and unroll(4))");
+        if (ok && peers) {
             const double e = time_ms(launch_ember, ember_sync, 20);
             report("reduce sum f32", "nvcc", "GB/s", 4.0 * n, e,
                    time_ms(launch_twin, peer_sync, 20));
@@ -549,16 +569,15 @@ int main() try {
 
     // Transpose and stencil: 8192 x 8192 floats.
     {
-        const int64_t r = 8192, c = 8192;
+        const int64_t r = size(8192, 256), c = size(8192, 256);
         auto h = random_floats(r * c, -1.0f, 1.0f, 2);
         auto in = ctx.enqueue_create_buffer<float>(r * c),
              out = ctx.enqueue_create_buffer<float>(r * c);
         ctx.enqueue_copy(in, h.data());
         auto ft = compiled(ctx, transpose), fs5 = compiled(ctx, stencil5);
-        auto twin_t = twins.get<void (*)(const float *, float *, long long, long long)>(
-            "twin_transpose");
-        auto twin_s = twins.get<void (*)(const float *, float *, long long, long long)>(
-            "twin_stencil");
+        using GridFn = void (*)(const float *, float *, long long, long long);
+        GridFn twin_t = peers ? twins->get<GridFn>("twin_transpose") : nullptr;
+        GridFn twin_s = peers ? twins->get<GridFn>("twin_stencil") : nullptr;
         auto et = [&] {
             ctx.enqueue_function(ft, in, out, r, c, grid_dim(c / 32, r / 32), block_dim(32, 8));
         };
@@ -576,7 +595,7 @@ int main() try {
                 want_s[k] = 0.2 * (double(h[k]) + h[k - 1] + h[k + 1] + h[k - c] + h[k + c]);
             }
         bool ok_t = true, ok_s = true;
-        for (int side = 0; side < 2; ++side) {
+        for (int side = 0; side < (peers ? 2 : 1); ++side) {
             ctx.enqueue_memset(out, 0.0f);
             ctx.synchronize();
             side == 0 ? et() : (pt(), peer_sync());
@@ -590,17 +609,21 @@ int main() try {
                          side == 0 ? "ember stencil" : "nvcc stencil") &&
                    ok_s;
         }
-        if (ok_t)
+        if (!peers) {
+            if (ok_t) checked("transpose");
+            if (ok_s) checked("stencil5");
+        }
+        if (ok_t && peers)
             report("transpose 8192^2 f32", "nvcc", "GB/s", 8.0 * r * c, time_ms(et, ember_sync, 20),
                    time_ms(pt, peer_sync, 20));
-        if (ok_s)
+        if (ok_s && peers)
             report("stencil 5-point 8192^2", "nvcc", "GB/s", 8.0 * r * c,
                    time_ms(es, ember_sync, 20), time_ms(ps, peer_sync, 20));
     }
 
     // Softmax and layer norm: 4096 rows of 4096.
     {
-        const int64_t rows_n = 4096, n = rows_n * kRowLength;
+        const int64_t rows_n = size(4096, 32), n = rows_n * kRowLength;
         auto h = random_floats(n, -8.0f, 8.0f, 3);
         auto hg = random_floats(kRowLength, 0.5f, 1.5f, 4),
              hb = random_floats(kRowLength, -0.5f, 0.5f, 5);
@@ -626,9 +649,10 @@ int main() try {
         }
         auto fsm = compiled(ctx, softmax), fsf = compiled(ctx, softmax_fast);
         auto fln = compiled(ctx, layernorm);
-        auto twin_sm = twins.get<void (*)(const float *, float *, int)>("twin_softmax");
-        auto twin_ln = twins.get<void (*)(const float *, const float *, const float *, float *,
-                                          int)>("twin_layernorm");
+        using RowsFn = void (*)(const float *, float *, int);
+        using NormFn = void (*)(const float *, const float *, const float *, float *, int);
+        RowsFn twin_sm = peers ? twins->get<RowsFn>("twin_softmax") : nullptr;
+        NormFn twin_ln = peers ? twins->get<NormFn>("twin_layernorm") : nullptr;
         auto esm = [&] { ctx.enqueue_function(fsm, in, out, grid_dim(rows_n), block_dim(kBlock)); };
         auto esf = [&] { ctx.enqueue_function(fsf, in, out, grid_dim(rows_n), block_dim(kBlock)); };
         auto psm = [&] { twin_sm((const float *)addr(in), (float *)waddr(out), int(rows_n)); };
@@ -650,26 +674,31 @@ int main() try {
             return close(download(ctx, out), want, tol, who);
         };
         const bool ok_sm = check(esm, false, want_sm, 1e-6, "ember softmax") &
-                           check(psm, true, want_sm, 1e-6, "nvcc softmax");
+                           (!peers || check(psm, true, want_sm, 1e-6, "nvcc softmax"));
         const bool ok_sf = check(esf, false, want_sm, 1e-5, "ember softmax (fast::exp)");
         const bool ok_ln = check(eln, false, want_ln, 1e-4, "ember layernorm") &
-                           check(pln, true, want_ln, 1e-4, "nvcc layernorm");
+                           (!peers || check(pln, true, want_ln, 1e-4, "nvcc layernorm"));
         const double bytes = 8.0 * n;
-        const double peer_sm = ok_sm ? time_ms(psm, peer_sync, 20) : 0;
-        if (ok_sm)
+        if (!peers) {
+            if (ok_sm) checked("softmax");
+            if (ok_sf) checked("softmax (fast::exp)");
+            if (ok_ln) checked("layernorm");
+        }
+        const double peer_sm = ok_sm && peers ? time_ms(psm, peer_sync, 20) : 0;
+        if (ok_sm && peers)
             report("softmax 4096x4096 (exp)", "nvcc (expf)", "GB/s", bytes,
                    time_ms(esm, ember_sync, 20), peer_sm);
-        if (ok_sm && ok_sf)
+        if (ok_sm && ok_sf && peers)
             report("softmax (fast::exp)", "nvcc (expf)", "GB/s", bytes,
                    time_ms(esf, ember_sync, 20), peer_sm);
-        if (ok_ln)
+        if (ok_ln && peers)
             report("layernorm 4096x4096", "nvcc", "GB/s", bytes + 8.0 * kRowLength,
                    time_ms(eln, ember_sync, 20), time_ms(pln, peer_sync, 20));
     }
 
     // SGEMM 4096^3, FP32.
     {
-        const int64_t n = 4096;
+        const int64_t n = size(4096, 256);
         auto ha = random_floats(n * n, -1.0f, 1.0f, 6), hb = random_floats(n * n, -1.0f, 1.0f, 7);
         auto a = ctx.enqueue_create_buffer<float>(n * n),
              b = ctx.enqueue_create_buffer<float>(n * n),
@@ -677,10 +706,10 @@ int main() try {
         ctx.enqueue_copy(a, ha.data());
         ctx.enqueue_copy(b, hb.data());
         auto f = compiled(ctx, sgemm);
-        auto twin = twins.get<void (*)(const float *, const float *, float *, long long)>(
-            "twin_sgemm");
-        auto cublas = twins.get<int (*)(const float *, const float *, float *, int)>(
-            "twin_cublas_sgemm");
+        using GemmFn = void (*)(const float *, const float *, float *, long long);
+        using BlasFn = int (*)(const float *, const float *, float *, int);
+        GemmFn twin = peers ? twins->get<GemmFn>("twin_sgemm") : nullptr;
+        BlasFn cublas = peers ? twins->get<BlasFn>("twin_cublas_sgemm") : nullptr;
         auto es = [&] {
             ctx.enqueue_function(f, a, b, c, n, grid_dim(n / 128, n / 128), block_dim(kBlock));
         };
@@ -716,9 +745,11 @@ int main() try {
             }
             return true;
         };
-        const bool ok = check(es, false, "ember sgemm") & check(ps, true, "nvcc sgemm") &
-                        check(pc, true, "cuBLAS sgemm");
-        if (ok) {
+        const bool ok = check(es, false, "ember sgemm") &
+                        (!peers ||
+                         (check(ps, true, "nvcc sgemm") & check(pc, true, "cuBLAS sgemm")));
+        if (ok && !peers) checked("sgemm");
+        if (ok && peers) {
             const double flops = 2.0 * n * n * n, e = time_ms(es, ember_sync, 5, 5);
             report("sgemm 4096^3 f32", "nvcc (same tiling)", "TFLOP/s", flops, e,
                    time_ms(ps, peer_sync, 5, 5));
@@ -729,9 +760,9 @@ int main() try {
 
     // Registers, and compile time: ember's trace + lower + optimise + codegen (its IR to PTX, from
     // the C++ lambda) against NVRTC's CUDA C++ to PTX of the twin's section.
-    {
-        auto regs = twins.get<int (*)(const char *)>("twin_registers");
-        auto nvrtc = twins.get<double (*)(const char *, const char *, char *, int)>(
+    if (peers) {
+        auto regs = twins->get<int (*)(const char *)>("twin_registers");
+        auto nvrtc = twins->get<double (*)(const char *, const char *, char *, int)>(
             "twin_nvrtc_ms");
         const std::string virt = "compute_" + std::to_string(major * 10 + minor);
         std::printf("\n%-26s %10s %10s %8s %12s %12s\n", "compile (a fresh cache)", "ember ms",
@@ -781,6 +812,8 @@ int main() try {
     }
 
     fs::remove_all(dir);
+    if (!peers && all_ok)
+        std::printf("kernels: %d kernels checked on %s\n", checked_only, ctx.name().c_str());
     if (!all_ok) {
         std::printf("\nkernels: a result was wrong (see WRONG above)\n");
         return 1;
