@@ -358,15 +358,9 @@ bool close(const std::vector<T> &got, const std::vector<double> &want, double to
     return true;
 }
 
-struct Row {
-    std::string kernel, peer, unit;
-    double ember_ms, peer_ms, work; // work: bytes (GB/s) or flops (TFLOP/s) per launch
-};
-std::vector<Row> rows;
-
+/// One row of the table; `work` is the bytes (GB/s) or flops (TFLOP/s) of one launch.
 void report(const std::string &kernel, const std::string &peer, const std::string &unit,
             double work, double ember_ms, double peer_ms) {
-    rows.push_back({kernel, peer, unit, ember_ms, peer_ms, work});
     const double scale = unit == "GB/s" ? 1e-9 : 1e-12;
     std::printf("%-26s %-22s %10.3f ms %10.3f ms %9.1f %9.1f %-7s %6.2f\n", kernel.c_str(),
                 peer.c_str(), ember_ms, peer_ms, work / (ember_ms * 1e-3) * scale,

@@ -230,23 +230,22 @@ extern "C" __global__ void __launch_bounds__(256)
 TWIN int twin_sync() { return (int)cudaDeviceSynchronize(); }
 TWIN const char *twin_error() { return cudaGetErrorString(cudaGetLastError()); }
 
+template <class T, class V>
+void launch_stream(int which, int grid, const void *x, const void *y, void *z, T s, long long n) {
+    auto X = (const V *)x, Y = (const V *)y;
+    auto Z = (V *)z;
+    if (which == 0) stream_copy<T, V><<<grid, 256>>>(X, Z, n);
+    if (which == 1) stream_scale<T, V><<<grid, 256>>>(X, Z, s, n);
+    if (which == 2) stream_add<T, V><<<grid, 256>>>(X, Y, Z, n);
+    if (which == 3) stream_triad<T, V><<<grid, 256>>>(X, Y, Z, s, n);
+}
 TWIN void twin_stream_f32(int which, int grid, const void *x, const void *y, void *z, float s,
                           long long n4) {
-    auto X = (const float4 *)x, Y = (const float4 *)y;
-    auto Z = (float4 *)z;
-    if (which == 0) stream_copy<float, float4><<<grid, 256>>>(X, Z, n4);
-    if (which == 1) stream_scale<float, float4><<<grid, 256>>>(X, Z, s, n4);
-    if (which == 2) stream_add<float, float4><<<grid, 256>>>(X, Y, Z, n4);
-    if (which == 3) stream_triad<float, float4><<<grid, 256>>>(X, Y, Z, s, n4);
+    launch_stream<float, float4>(which, grid, x, y, z, s, n4);
 }
 TWIN void twin_stream_f64(int which, int grid, const void *x, const void *y, void *z, double s,
                           long long n2) {
-    auto X = (const double2 *)x, Y = (const double2 *)y;
-    auto Z = (double2 *)z;
-    if (which == 0) stream_copy<double, double2><<<grid, 256>>>(X, Z, n2);
-    if (which == 1) stream_scale<double, double2><<<grid, 256>>>(X, Z, s, n2);
-    if (which == 2) stream_add<double, double2><<<grid, 256>>>(X, Y, Z, n2);
-    if (which == 3) stream_triad<double, double2><<<grid, 256>>>(X, Y, Z, s, n2);
+    launch_stream<double, double2>(which, grid, x, y, z, s, n2);
 }
 TWIN void twin_reduce(const float *in, float *partial, float *out, long long n, int blocks) {
     reduce_partial<<<blocks, 256>>>(in, partial, n);
