@@ -45,6 +45,7 @@ private:
 #define EMBER_IR_EXPR(Name) llvm::Value *visit(const ir::Name *op);
 #include "ember/compiler/IRNodes.def"
     llvm::Value *emit_div_mod(bool is_div, const ir::Type &t, llvm::Value *a, llvm::Value *b);
+    llvm::Value *contractible(llvm::Value *v);
     /// print through ember's print buffer ([Note] Print buffer): `format` as for printf, `args`
     /// i1, i32, i64 or double.
     void emit_print_to_buffer(const std::string &format, llvm::ArrayRef<llvm::Value *> args);
@@ -432,6 +433,15 @@ llvm::Value *CodeGenLLVM::emit_div_mod(bool is_div, const ir::Type &t, llvm::Val
     return b_.CreateSelect(by_zero, zero, divide(safe));
 }
 
+/// `v`, an fadd, fsub or fmul the user wrote, with LLVM's `contract` flag where the kernel says
+/// fp_contract(fast) ([Note] IR semantics: Contraction). Only these get it: the math library and
+/// the code generator's own exact sequences (fma emulation, fmod) stay as written.
+llvm::Value *CodeGenLLVM::contractible(llvm::Value *v) {
+    if (kernel_.contract == ir::FpContract::Fast)
+        if (auto *i = llvm::dyn_cast<llvm::Instruction>(v)) i->setHasAllowContract(true);
+    return v;
+}
+
 llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     llvm::Value *a = emit(op->a);
     llvm::Value *b = emit(op->b);
@@ -439,9 +449,9 @@ llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     const bool fp = t.is_float();
     const bool is_signed = t.is_signed_int();
     switch (op->op) {
-    case ir::BinaryOp::Add: return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
-    case ir::BinaryOp::Sub: return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
-    case ir::BinaryOp::Mul: return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+    case ir::BinaryOp::Add: return fp ? contractible(b_.CreateFAdd(a, b)) : b_.CreateAdd(a, b);
+    case ir::BinaryOp::Sub: return fp ? contractible(b_.CreateFSub(a, b)) : b_.CreateSub(a, b);
+    case ir::BinaryOp::Mul: return fp ? contractible(b_.CreateFMul(a, b)) : b_.CreateMul(a, b);
     case ir::BinaryOp::Div: return fp ? b_.CreateFDiv(a, b) : emit_div_mod(true, t, a, b);
     case ir::BinaryOp::Mod:
         if (!fp) return emit_div_mod(false, t, a, b);
@@ -915,6 +925,31 @@ llvm::Error CodeGenLLVM::visit(const ir::ConstantArray *op) {
 
 llvm::Error CodeGenLLVM::visit(const ir::Fence *op) {
     target_.emit_fence(b_, op->scope);
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::AsyncCopy *op) {
+    const ir::Type elem = op->dst.type().element_type();
+    const ir::Type t = ir::Type::vector(elem.scalar(), op->count);
+    if (target_.has_async_copy()) {
+        llvm::Value *dst = access_address(op->dst, op->dst_index, t, /*is_store=*/true);
+        llvm::Value *src = element_address(op->src, op->src_index);
+        llvm::Value *valid = op->valid ? emit(op->valid) : nullptr;
+        target_.emit_async_copy(b_, dst, src, op->bytes(), valid);
+        return llvm::Error::success();
+    }
+    // No asynchronous copy here: the copy completes now, as a load and a store of the N elements
+    // (with the checks of any other access), which [Note] IR semantics allows.
+    ir::Stmt copy = ir::Store::make(op->dst, op->dst_index,
+                                    ir::Load::make(op->src, op->src_index, op->count));
+    if (!op->valid) return emit(copy);
+    ir::Expr zero = elem.is_float() ? ir::FloatImm::make(elem, 0.0) : ir::IntImm::make(elem, 0);
+    if (op->count > 1) zero = ir::MakeVector::broadcast(zero, op->count);
+    return emit(ir::If::make(op->valid, copy, ir::Store::make(op->dst, op->dst_index, zero)));
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::AsyncGroup *op) {
+    if (target_.has_async_copy()) target_.emit_async_group(b_, op->wait);
     return llvm::Error::success();
 }
 

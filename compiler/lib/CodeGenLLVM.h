@@ -18,23 +18,23 @@ namespace ember {
 // Internal to libember_compiler.so: hidden, never exported (see ember_compiler.map).
 namespace detail __attribute__((visibility("hidden"))) {
 
-/// Lowers `k`, which must have passed the verifier, to a module for `target` whose data layout is
-/// `dl`, and applies `target.finish_module`. The module implements [Note] IR semantics exactly:
-/// no nsw/nuw, no fast-math flags, guarded division, saturating float-to-int casts.
-///
-/// [Note] Kernel parameter representation
-/// ======================================
-/// Parameter i of the LLVM function has the kernel parameter's *memory* type, which is also what
-/// `args[i]` of the CPU ABI and `kernelParams[i]` of cuLaunchKernel point to:
-/// * `ptr<global T>` is `ptr addrspace(G)` (G = 1 on NVPTX, 0 on the CPU), 8 bytes;
-/// * `bool` is one byte (`i8`): 0 is false, any other value true (converted with `!= 0`);
-/// * integers and floats are themselves (`u32` is `i32`, `f16` is `half`, `bf16` is `bfloat`).
-/// All parameters are `noundef`. Booleans in memory (`ptr<global bool>`) are bytes as well;
-/// stores write 0 or 1.
-llvm::Expected<std::unique_ptr<llvm::Module>> lower_to_llvm(const ir::Kernel &k,
-                                                            const Target &target,
-                                                            const llvm::DataLayout &dl,
-                                                            llvm::LLVMContext &ctx);
+    /// Lowers `k`, which must have passed the verifier, to a module for `target` whose data layout
+    /// is `dl`, and applies `target.finish_module`. The module implements [Note] IR semantics
+    /// exactly: no nsw/nuw, no fast-math flags (`contract` under fp_contract(fast)), guarded
+    /// division, saturating float-to-int casts.
+    ///
+    /// [Note] Kernel parameter representation
+    /// ======================================
+    /// Parameter i of the LLVM function has the kernel parameter's *memory* type, which is also
+    /// what `args[i]` of the CPU ABI and `kernelParams[i]` of cuLaunchKernel point to:
+    /// * `ptr<global T>` is `ptr addrspace(G)` (G = 1 on NVPTX, 0 on the CPU), 8 bytes;
+    /// * `bool` is one byte (`i8`): 0 is false, any other value true (converted with `!= 0`);
+    /// * integers and floats are themselves (`u32` is `i32`, `f16` is `half`, `bf16` is `bfloat`).
+    /// All parameters are `noundef`. Booleans in memory (`ptr<global bool>`) are bytes as well;
+    /// stores write 0 or 1.
+    llvm::Expected<std::unique_ptr<llvm::Module>> lower_to_llvm(
+        const ir::Kernel &k, const Target &target, const llvm::DataLayout &dl,
+        llvm::LLVMContext &ctx);
 
 } // namespace detail
 } // namespace ember

@@ -75,7 +75,13 @@ uint32_t deepest_child(const IRNode &n) {
     case NodeKind::Break:
     case NodeKind::Continue:
     case NodeKind::Barrier:
+    case NodeKind::AsyncGroup:
     case NodeKind::Fence: return 0;
+    case NodeKind::AsyncCopy: {
+        const auto &op = static_cast<const AsyncCopy &>(n);
+        return deepest(
+            {op.dst.get(), op.dst_index.get(), op.src.get(), op.src_index.get(), op.valid.get()});
+    }
     case NodeKind::Unary: return static_cast<const Unary &>(n).a.depth();
     case NodeKind::Cast: return static_cast<const Cast &>(n).a.depth();
     case NodeKind::Binary: {
@@ -753,6 +759,57 @@ std::optional<FenceScope> parse_fence_scope(std::string_view s) {
 
 Stmt Fence::make(FenceScope scope) { return Stmt(sealed(new Fence(scope))); }
 
+std::string AsyncCopy::problem(Type element, uint32_t count) {
+    if (!element.is_scalar() || element.is_void() || element.is_bool())
+        return "copies numbers, not " + element.to_string();
+    const uint64_t bytes = uint64_t(count) * element.bytes();
+    if (count == 0 || (bytes != 4 && bytes != 8 && bytes != 16))
+        return "copies 4, 8 or 16 bytes, not " + std::to_string(count) + " x " +
+               element.to_string() + " (" + std::to_string(bytes) + " bytes)";
+    return "";
+}
+
+uint32_t AsyncCopy::bytes() const { return count * dst.type().element_type().bytes(); }
+
+Stmt AsyncCopy::make(Expr dst, Expr dst_index, Expr src, Expr src_index, uint32_t count,
+                     Expr valid) {
+    EMBER_ASSERT(dst && dst_index && src && src_index, "AsyncCopy with a null operand");
+    EMBER_ASSERT(dst.type().is_pointer() && dst.type().space() == AddressSpace::Shared,
+                 "AsyncCopy to " + dst.type().to_string() + ", not a shared pointer");
+    EMBER_ASSERT(src.type().is_pointer() && src.type().space() == AddressSpace::Global,
+                 "AsyncCopy from " + src.type().to_string() + ", not a global pointer");
+    EMBER_ASSERT(dst.type().element_type() == src.type().element_type(),
+                 "AsyncCopy between " + src.type().to_string() + " and " + dst.type().to_string());
+    EMBER_ASSERT(dst_index.type().is_int() && src_index.type().is_int(),
+                 "AsyncCopy index not an integer");
+    EMBER_ASSERT(!valid || valid.type().is_bool(), "AsyncCopy condition not a bool");
+    EMBER_ASSERT(problem(dst.type().element_type(), count).empty(),
+                 "AsyncCopy " + problem(dst.type().element_type(), count));
+    return Stmt(sealed(new AsyncCopy(std::move(dst), std::move(dst_index), std::move(src),
+                                     std::move(src_index), count, std::move(valid))));
+}
+
+Stmt AsyncGroup::commit() { return Stmt(sealed(new AsyncGroup(-1))); }
+Stmt AsyncGroup::wait_for(int32_t pending) {
+    EMBER_ASSERT(pending >= 0 && pending <= kMaxPending,
+                 "async_wait(" + std::to_string(pending) + ")");
+    return Stmt(sealed(new AsyncGroup(pending)));
+}
+
+std::string_view to_string(FpContract c) {
+    switch (c) {
+    case FpContract::Off: return "off";
+    case FpContract::Fast: return "fast";
+    }
+    EMBER_UNREACHABLE("invalid FpContract");
+}
+
+std::optional<FpContract> parse_fp_contract(std::string_view s) {
+    for (FpContract c : {FpContract::Off, FpContract::Fast})
+        if (s == to_string(c)) return c;
+    return std::nullopt;
+}
+
 Stmt Break::make() { return Stmt(sealed(new Break)); }
 Stmt Return::make(Expr value) { return Stmt(sealed(new Return(std::move(value)))); }
 
@@ -887,6 +944,14 @@ void IRVisitor::visit(const Break *) {}
 void IRVisitor::visit(const LocalArray *) {}
 void IRVisitor::visit(const ConstantArray *) {}
 void IRVisitor::visit(const Fence *) {}
+void IRVisitor::visit(const AsyncCopy *op) {
+    visit(op->dst);
+    visit(op->dst_index);
+    visit(op->src);
+    visit(op->src_index);
+    if (op->valid) visit(op->valid);
+}
+void IRVisitor::visit(const AsyncGroup *) {}
 void IRVisitor::visit(const SharedArray *) {}
 void IRVisitor::visit(const Return *op) {
     if (op->value) visit(op->value);
@@ -1092,6 +1157,17 @@ Stmt IRMutator::visit(const Break *op) { return op; }
 Stmt IRMutator::visit(const LocalArray *op) { return op; }
 Stmt IRMutator::visit(const ConstantArray *op) { return op; }
 Stmt IRMutator::visit(const Fence *op) { return op; }
+Stmt IRMutator::visit(const AsyncGroup *op) { return op; }
+Stmt IRMutator::visit(const AsyncCopy *op) {
+    Expr dst = mutate(op->dst), dst_index = mutate(op->dst_index);
+    Expr src = mutate(op->src), src_index = mutate(op->src_index);
+    Expr valid = op->valid ? mutate(op->valid) : Expr();
+    if (dst.same_as(op->dst) && dst_index.same_as(op->dst_index) && src.same_as(op->src) &&
+        src_index.same_as(op->src_index) && valid.same_as(op->valid))
+        return op;
+    return AsyncCopy::make(std::move(dst), std::move(dst_index), std::move(src),
+                           std::move(src_index), op->count, std::move(valid));
+}
 Stmt IRMutator::visit(const SharedArray *op) { return op; }
 Stmt IRMutator::visit(const Return *op) {
     if (!op->value) return op;

@@ -659,6 +659,52 @@ private:
         return Warp::make(op, value, lane);
     }
 
+    /// `async_copy.N(%dst[i], %src[j])` or `async_copy.N(%dst[i], %src[j], cond)`.
+    Stmt parse_async_copy() {
+        take();
+        expect(".");
+        const Token &n = peek();
+        if (n.kind != Tok::Number ||
+            n.text.find_first_not_of("0123456789") != std::string_view::npos || n.text.size() > 2)
+            error(n,
+                  "expected the element count of async_copy (async_copy.4), found " + describe(n));
+        take();
+        const uint32_t count = uint32_t(std::stoul(std::string(n.text)));
+        expect("(");
+        auto element = [&](AddressSpace space, const char *what) {
+            const Token &tok = peek();
+            Expr e = parse_expr();
+            const Load *load = e.as<Load>();
+            if (!load || load->lanes() != 1)
+                error(tok, std::string("async_copy needs an element `p[i]` as its ") + what);
+            if (load->ptr.type().space() != space)
+                error(tok, std::string("async_copy's ") + what + " must point to " +
+                               std::string(to_string(space)) + " memory, found " +
+                               load->ptr.type().to_string());
+            return e;
+        };
+        const Expr dst_expr = element(AddressSpace::Shared, "destination");
+        expect(",");
+        const Token &src_tok = peek();
+        const Expr src_expr = element(AddressSpace::Global, "source");
+        const Load *dst = dst_expr.as<Load>(), *src = src_expr.as<Load>();
+        if (src->type != dst->type)
+            error(src_tok, "async_copy from " + src->ptr.type().to_string() + " to " +
+                               dst->ptr.type().to_string() + ": the element types differ");
+        if (std::string p = AsyncCopy::problem(dst->type, count); !p.empty())
+            error(n, "async_copy " + p);
+        Expr valid;
+        if (accept(",")) {
+            const Token &tok = peek();
+            valid = parse_expr();
+            if (!valid.type().is_bool())
+                error(tok,
+                      "async_copy's condition must be bool, found " + valid.type().to_string());
+        }
+        expect(")");
+        return AsyncCopy::make(dst->ptr, dst->index, src->ptr, src->index, count, valid);
+    }
+
     /// `atomic_<op>(p[i], value)` or `atomic_cas(p[i], compare, value)`.
     Expr parse_atomic(AtomicOp op) {
         const Token &name = take();
@@ -891,6 +937,24 @@ private:
                 std::optional<FenceScope> f = parse_fence_scope(scope.text);
                 if (!f) error(scope, "expected a fence scope (block, device or system), found " + describe(scope));
                 return Fence::make(*f);
+            }
+            if (t.text == "async_copy") return parse_async_copy();
+            if (t.text == "async_commit") {
+                take();
+                return AsyncGroup::commit();
+            }
+            if (t.text == "async_wait") {
+                take();
+                expect("(");
+                const Token &n = peek();
+                if (n.kind != Tok::Number || n.text.size() != 1 || !is_digit(n.text[0]) ||
+                    n.text[0] - '0' > AsyncGroup::kMaxPending)
+                    error(n, "expected the number of groups async_wait leaves in flight (0 to " +
+                                 std::to_string(AsyncGroup::kMaxPending) + "), found " +
+                                 describe(n));
+                take();
+                expect(")");
+                return AsyncGroup::wait_for(n.text[0] - '0');
             }
             if (t.text == "if") return parse_if();
             if (t.text == "for") return parse_for();
@@ -1185,6 +1249,15 @@ private:
         k.name = std::string(expect_kind(Tok::KernName, "kernel name").text);
         k.params = parse_params();
         k.bounds = parse_launch_bounds();
+        if (accept("fp_contract")) {
+            expect("(");
+            const Token &c = expect_kind(Tok::Ident, "contraction mode");
+            std::optional<FpContract> fc = parse_fp_contract(c.text);
+            if (!fc)
+                error(c, "expected fp_contract(off) or fp_contract(fast), found " + describe(c));
+            k.contract = *fc;
+            expect(")");
+        }
         current_function_.clear();
         current_return_ = Type();
         k.body = parse_body();

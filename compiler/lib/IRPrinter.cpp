@@ -120,6 +120,13 @@ void IRTextPrinter::print_args(std::string &out, const std::vector<Expr> &args) 
     out += ')';
 }
 
+void IRTextPrinter::print_element(std::string &out, const Expr &ptr, const Expr &index) {
+    print_expr(out, ptr);
+    out += '[';
+    print_expr(out, index);
+    out += ']';
+}
+
 void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
     if (!e) {
         out += "<null>";
@@ -211,10 +218,7 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
             out += std::to_string(op->lanes());
             out += ">(";
         }
-        print_expr(out, op->ptr);
-        out += '[';
-        print_expr(out, op->index);
-        out += ']';
+        print_element(out, op->ptr, op->index);
         if (op->lanes() > 1) out += ')';
         return;
     }
@@ -251,10 +255,8 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
             out += to_string(op->scope);
         }
         out += '(';
-        print_expr(out, op->ptr);
-        out += '[';
-        print_expr(out, op->index);
-        out += "], ";
+        print_element(out, op->ptr, op->index);
+        out += ", ";
         if (op->compare) {
             print_expr(out, op->compare);
             out += ", ";
@@ -361,6 +363,32 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
         out += "fence ";
         out += to_string(s.as<Fence>()->scope);
         break;
+    case NodeKind::AsyncCopy: {
+        const auto *op = s.as<AsyncCopy>();
+        out += "async_copy.";
+        out += std::to_string(op->count);
+        out += '(';
+        print_element(out, op->dst, op->dst_index);
+        out += ", ";
+        print_element(out, op->src, op->src_index);
+        if (op->valid) {
+            out += ", ";
+            print_expr(out, op->valid);
+        }
+        out += ')';
+        break;
+    }
+    case NodeKind::AsyncGroup: {
+        const auto *op = s.as<AsyncGroup>();
+        if (op->is_commit()) {
+            out += "async_commit";
+        } else {
+            out += "async_wait(";
+            out += std::to_string(op->wait);
+            out += ')';
+        }
+        break;
+    }
     case NodeKind::Assign: {
         const auto *op = s.as<Assign>();
         out += name(op->var.get());
@@ -370,10 +398,8 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
     }
     case NodeKind::Store: {
         const auto *op = s.as<Store>();
-        print_expr(out, op->ptr);
-        out += '[';
-        print_expr(out, op->index);
-        out += "] = ";
+        print_element(out, op->ptr, op->index);
+        out += " = ";
         print_expr(out, op->value);
         break;
     }
@@ -485,6 +511,11 @@ void IRTextPrinter::print_kernel(std::string &out, const Kernel &k) {
     out += k.name;
     print_signature(out, k.params);
     out += k.bounds.to_string();
+    if (k.contract != FpContract::Off) {
+        out += " fp_contract(";
+        out += to_string(k.contract);
+        out += ')';
+    }
     out += " {\n";
     print_stmt(out, k.body, 1);
     out += "}\n";

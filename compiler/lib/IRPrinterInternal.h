@@ -41,6 +41,8 @@ public:
     const std::string &name(const Variable *v);
 
     void print_expr(std::string &out, const Expr &e);
+    /// `ptr[index]`.
+    void print_element(std::string &out, const Expr &ptr, const Expr &index);
     /// `(a, b, ...)`: the arguments of a call, an invocation or a vector constructor.
     void print_args(std::string &out, const std::vector<Expr> &args);
     /// Prints `s` as lines indented by `indent` levels, each ending in '\n'. A Block prints its

@@ -324,6 +324,22 @@ private:
             return;
         }
         case NodeKind::Fence: return;
+        case NodeKind::AsyncGroup: return;
+        case NodeKind::AsyncCopy: {
+            const auto *op = s.as<AsyncCopy>();
+            expr(op->dst, s);
+            expr(op->dst_index, s);
+            expr(op->src, s);
+            expr(op->src_index, s);
+            check_index(op->dst_index, s);
+            check_index(op->src_index, s);
+            if (op->valid) {
+                expr(op->valid, s);
+                check_type(op->valid.type(), Type(ScalarType::Bool), "async_copy condition", s);
+            }
+            if (op->dst.type().readonly()) report("async_copy to a read-only pointer", s);
+            return;
+        }
         case NodeKind::Declare: {
             const auto *op = s.as<Declare>();
             expr(op->init, s);

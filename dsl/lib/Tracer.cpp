@@ -453,9 +453,9 @@ void check_launch_bounds(const std::string &name, const ir::LaunchBounds &bounds
 
 std::shared_ptr<const KernelInfo> finish_kernel(Builder &b, std::vector<ir::VariableRef> params,
                                                 std::vector<std::string> names,
-                                                ir::LaunchBounds bounds) {
+                                                ir::LaunchBounds bounds, ir::FpContract contract) {
     auto info = std::make_shared<KernelInfo>();
-    info->ir = ir::Kernel{b.kernel_name(), std::move(params), b.pop_block(), bounds};
+    info->ir = ir::Kernel{b.kernel_name(), std::move(params), b.pop_block(), bounds, contract};
     info->param_names = std::move(names);
     info->id = next_kernel_id.fetch_add(1);
     ir::verify_or_throw(info->ir);
@@ -577,6 +577,36 @@ void fence_device(std::source_location loc) {
 }
 void fence_system(std::source_location loc) {
     detail::require_builder("fence_system", loc).emit(ir::Fence::make(ir::FenceScope::System), loc);
+}
+
+void detail::emit_async_copy(const ir::Expr &dst, uint32_t dst_trace, const IndexArg &dst_index,
+                             const ir::Expr &src, uint32_t src_trace, const IndexArg &src_index,
+                             uint32_t count, const Bool *valid) {
+    const std::source_location &loc = src_index.loc;
+    uint32_t trace = merge_trace(merge_trace(dst_trace, dst_index.trace),
+                                 merge_trace(src_trace, src_index.trace));
+    if (valid) trace = merge_trace(trace, valid->trace());
+    check_trace(trace, loc);
+    detail::Builder &b = detail::require_builder("async_copy", loc);
+    if (std::string p = ir::AsyncCopy::problem(dst.type().element_type(), count); !p.empty())
+        throw DslError("async_copy " + p, loc);
+    b.emit(ir::AsyncCopy::make(dst, dst_index.expr, src, src_index.expr, count,
+                               valid ? valid->expr() : ir::Expr()),
+           loc);
+}
+
+void async_commit(std::source_location loc) {
+    detail::require_builder("async_commit", loc).emit(ir::AsyncGroup::commit(), loc);
+}
+
+void async_wait(int pending, std::source_location loc) {
+    detail::Builder &b = detail::require_builder("async_wait", loc);
+    if (pending < 0 || pending > ir::AsyncGroup::kMaxPending)
+        throw DslError("async_wait(" + std::to_string(pending) +
+                           "): the groups left in flight are 0 to " +
+                           std::to_string(ir::AsyncGroup::kMaxPending),
+                       loc);
+    b.emit(ir::AsyncGroup::wait_for(pending), loc);
 }
 
 void barrier(std::source_location loc) {

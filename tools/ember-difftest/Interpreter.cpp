@@ -762,6 +762,8 @@ private:
         case ir::NodeKind::Continue: return Flow::Continue;
         case ir::NodeKind::Barrier: throw Unsupported("a barrier under divergent control flow");
         case ir::NodeKind::Fence: return Flow::Normal; // one thread at a time: always ordered
+        case ir::NodeKind::AsyncCopy:
+        case ir::NodeKind::AsyncGroup: throw Unsupported("asynchronous copies");
         case ir::NodeKind::Return: {
             auto *r = s.as<ir::Return>();
             if (r->value) t.return_value = eval(t, r->value);

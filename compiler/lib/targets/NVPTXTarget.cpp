@@ -1215,6 +1215,36 @@ public:
     }
     bool shield_vector_fpext() const override { return true; }
 
+    /// cp.async from sm_80 (Ampere): `.cg` (L2 only, as a tile streamed through shared memory
+    /// wants) for 16 bytes, `.ca` for 4 and 8, the `.s` form with a source size of 0 where the
+    /// copy is not valid (the destination is zero-filled and nothing is read).
+    bool has_async_copy() const override { return sm_version() >= 80; }
+    void emit_async_copy(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *src, unsigned bytes,
+                         llvm::Value *valid) const override {
+        using llvm::Intrinsic::ID;
+        ID plain = bytes == 16  ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16
+                   : bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8
+                                : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
+        ID sized = bytes == 16  ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
+                   : bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
+                                : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s;
+        llvm::Value *d = b.CreateAddrSpaceCast(dst, b.getPtrTy(3));
+        llvm::Value *s = b.CreateAddrSpaceCast(src, b.getPtrTy(1));
+        if (!valid) {
+            b.CreateIntrinsic(plain, {}, {d, s});
+            return;
+        }
+        llvm::Value *size = b.CreateSelect(valid, b.getInt32(bytes), b.getInt32(0));
+        b.CreateIntrinsic(sized, {}, {d, s, size});
+    }
+    void emit_async_group(llvm::IRBuilderBase &b, int32_t wait) const override {
+        if (wait < 0)
+            b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+        else
+            b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {},
+                              {b.getInt32(uint32_t(wait))});
+    }
+
     llvm::Value *emit_special_reg(llvm::IRBuilderBase &b, ir::SpecialRegKind reg,
                                   unsigned dim) const override {
         EMBER_ASSERT(dim < 3, "special register dimension out of range");

@@ -119,6 +119,22 @@ public:
     virtual std::string constant_symbol(std::string_view name) const { return std::string(name); }
     /// A memory fence of `scope` ([Note] IR semantics).
     virtual void emit_fence(llvm::IRBuilderBase &b, ir::FenceScope scope) const = 0;
+    /// Whether the target copies global to shared memory asynchronously ([Note] IR semantics:
+    /// Asynchronous copies); where it does not, the code generator copies at once and
+    /// async_commit / async_wait emit nothing.
+    virtual bool has_async_copy() const { return false; }
+    /// Starts copying `bytes` (4, 8 or 16) bytes from `src` (global) to `dst` (shared), both
+    /// aligned to `bytes`; where `valid` (an i1, or null for always) is false, writes zeros and
+    /// reads nothing. Only called where has_async_copy().
+    virtual void emit_async_copy(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *src,
+                                 unsigned bytes, llvm::Value *valid) const {
+        (void)b, (void)dst, (void)src, (void)bytes, (void)valid;
+        EMBER_UNREACHABLE("emit_async_copy on a target without asynchronous copies");
+    }
+    /// async_commit (`wait` < 0) or async_wait(wait). Only called where has_async_copy().
+    virtual void emit_async_group(llvm::IRBuilderBase &b, int32_t wait) const {
+        (void)b, (void)wait;
+    }
     /// The address of the dynamic shared memory (sized by the launch).
     virtual llvm::Value *emit_dynamic_shared(llvm::IRBuilderBase &b, const llvm::Twine &name) const = 0;
     /// The address a load, store (`is_store`) or atomic of `bytes` bytes through a shared pointer

@@ -15,7 +15,8 @@
 ///   `MIN % -1` is 0. Shift amounts are taken modulo the bit width; `>>` is arithmetic for signed
 ///   and logical for unsigned types.
 /// * Floats are IEEE-754 with round-to-nearest-even and no fast-math: no reassociation, no
-///   contraction of a*b+c into fma, no flush of subnormals, division and sqrt correctly rounded.
+///   contraction of a*b+c into fma (unless the kernel says `fp_contract(fast)`, below), no flush
+///   of subnormals, division and sqrt correctly rounded.
 ///   `min`/`max` of floats follow IEEE-754 minNum/maxNum (a NaN operand yields the other one).
 ///   Comparisons with NaN are false, except `!=` which is true.
 /// * Casts: int to int truncates or extends by the source's signedness; float to int truncates
@@ -71,6 +72,14 @@
 ///   AMDGPU counterpart), nothing on the CPU. They change how registers are allocated (spills
 ///   where R or B is tight), never what the kernel computes. Ranges: T 1 to 1024, B 1 to 32
 ///   (only with T), R 16 to 255.
+/// * Contraction. `kernel @k(...) fp_contract(fast)` lets the compiler fuse a float multiply
+///   and an add or subtract that uses its result into one fma, rounded once (LLVM's `contract`
+///   flag on every fadd, fsub and fmul of the kernel and of the functions it calls; CUDA's
+///   default `--fmad=true`). Which pairs fuse is the optimiser's choice, so results may differ
+///   between targets and compiler versions, usually in the last bit. Without it (the default,
+///   `fp_contract(off)`, not printed) every operation rounds as written and a kernel computes the
+///   same bits on every target; `fma()` fuses where the author says. The math library is never
+///   contracted.
 /// * Unroll hints. `for ... unroll(none)`, `unroll(full)` or `unroll(N)` asks the optimiser to
 ///   keep the loop rolled, to unroll it completely, or by N: LLVM loop metadata
 ///   (`llvm.loop.unroll.disable`, `.full`, `.count`) on the backedge, on every target. A hint
@@ -141,6 +150,18 @@
 /// * Fences order this thread's memory accesses as seen by other threads: `fence block` for the
 ///   threads of its block, `fence device` for the whole device, `fence system` also for the host
 ///   and other devices (CUDA's __threadfence_block / __threadfence / __threadfence_system).
+/// * Asynchronous copies. `async_copy.N(%dst[i], %src[j])` starts copying the N elements
+///   %src[j .. j+N) of global memory to %dst[i .. i+N) of shared memory (one element type; N
+///   elements of 4, 8 or 16 bytes in all; both addresses aligned to that size), and
+///   `async_copy.N(%dst[i], %src[j], %ok)` copies only where the bool %ok holds and writes zeros
+///   (reading nothing) where it does not. `async_commit` closes the group of this thread's copies
+///   started since the last commit; `async_wait(n)` waits until at most n of this thread's
+///   committed groups are still in flight (`async_wait(0)`: all of them). A copy's destination is
+///   undefined until the thread has waited for its group, and other threads see it only after a
+///   barrier that follows that wait. Source memory must not be written while a copy from it is
+///   in flight. NVIDIA sm_80 and later: `cp.async` (`.cg` for 16 bytes, `.ca` for 4 and 8) with
+///   commit and wait groups; elsewhere (older GPUs, AMD, the CPU device) the copy completes when
+///   it is issued and commit and wait do nothing, which the rules above allow.
 /// * Nesting. Every node has a depth: 1 without children, else 1 + its deepest child's, so a
 ///   kernel's depth counts its nested statements (a block and the if, for or while holding it
 ///   are two levels) and the expressions inside them. It is at most max_nesting_depth (1000);
@@ -863,6 +884,42 @@ private:
     explicit Fence(FenceScope s) : StmtNode(static_kind), scope(s) {}
 };
 
+/// `async_copy.N(dst[dst_index], src[src_index])` or, with `valid`, `async_copy.N(dst[dst_index],
+/// src[src_index], valid)`: starts copying N elements from global to shared memory (see
+/// [Note] IR semantics: Asynchronous copies).
+struct AsyncCopy final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::AsyncCopy;
+    Expr dst, dst_index; ///< a ptr<shared T> and an integer
+    Expr src, src_index; ///< a ptr<global T> (or const T) and an integer
+    Expr valid;          ///< bool, or null for always
+    uint32_t count;      ///< elements: count * sizeof(T) is 4, 8 or 16
+    static Stmt make(Expr dst, Expr dst_index, Expr src, Expr src_index, uint32_t count,
+                     Expr valid = Expr());
+    /// count * sizeof(T).
+    uint32_t bytes() const;
+    /// What is wrong with copying `count` elements of type `element` ("" when nothing).
+    static std::string problem(Type element, uint32_t count);
+
+private:
+    AsyncCopy(Expr d, Expr di, Expr s, Expr si, uint32_t n, Expr v)
+        : StmtNode(static_kind), dst(std::move(d)), dst_index(std::move(di)), src(std::move(s)),
+          src_index(std::move(si)), valid(std::move(v)), count(n) {}
+};
+
+/// `async_commit` (wait < 0) or `async_wait(n)`: closes this thread's group of asynchronous copies,
+/// or waits until at most n groups are in flight (see [Note] IR semantics: Asynchronous copies).
+struct AsyncGroup final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::AsyncGroup;
+    static constexpr int32_t kMaxPending = 7; ///< the largest n of async_wait(n)
+    int32_t wait;                             ///< -1: commit; 0 to kMaxPending: wait
+    bool is_commit() const { return wait < 0; }
+    static Stmt commit();
+    static Stmt wait_for(int32_t pending);
+
+private:
+    explicit AsyncGroup(int32_t w) : StmtNode(static_kind), wait(w) {}
+};
+
 /// Ends the kernel for this thread, or the device function call (with `value`, null for none).
 struct Return final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::Return;
@@ -906,14 +963,22 @@ struct LaunchBounds {
     std::string to_string() const;
 };
 
+/// Whether a kernel's float multiplies and adds may fuse into fma ([Note] IR semantics:
+/// Contraction).
+enum class FpContract : uint8_t { Off, Fast };
+std::string_view to_string(FpContract c); // "off", "fast"
+std::optional<FpContract> parse_fp_contract(std::string_view s);
+
 struct Kernel {
     std::string name;
     std::vector<VariableRef> params;
     Stmt body;
     LaunchBounds bounds;
+    FpContract contract = FpContract::Off;
     Kernel() = default;
-    Kernel(std::string n, std::vector<VariableRef> p, Stmt b, LaunchBounds lb = {})
-        : name(std::move(n)), params(std::move(p)), body(std::move(b)), bounds(lb) {}
+    Kernel(std::string n, std::vector<VariableRef> p, Stmt b, LaunchBounds lb = {},
+           FpContract c = FpContract::Off)
+        : name(std::move(n)), params(std::move(p)), body(std::move(b)), bounds(lb), contract(c) {}
 };
 
 /// What the parser returns and `ember-compile` consumes: device functions and kernels.

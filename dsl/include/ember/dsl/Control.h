@@ -1,8 +1,8 @@
 /// \file
 /// Device-side control flow: `if_`/`elif_`/`else_`, `for_`, `while_`, `break_`, `continue_`,
-/// and `barrier()`. Bodies are C++ lambdas, traced once into the structured IR. A plain C++ `for`
-/// or `if` inside a kernel runs at trace time: it unrolls or selects code, it does not branch on
-/// the device.
+/// `barrier()`, fences, and the asynchronous copies to shared memory (`async_copy`). Bodies are C++
+/// lambdas, traced once into the structured IR. A plain C++ `for` or `if` inside a kernel runs at
+/// trace time: it unrolls or selects code, it does not branch on the device.
 #ifndef EMBER_DSL_CONTROL_H
 #define EMBER_DSL_CONTROL_H
 
@@ -254,6 +254,56 @@ void fence_device(std::source_location loc = std::source_location::current());
 void fence_system(std::source_location loc = std::source_location::current());
 /// Waits until every thread of the block has reached this point (GPU targets).
 void barrier(std::source_location loc = std::source_location::current());
+
+namespace detail {
+void emit_async_copy(const ir::Expr &dst, uint32_t dst_trace, const IndexArg &dst_index,
+                     const ir::Expr &src, uint32_t src_trace, const IndexArg &src_index,
+                     uint32_t count, const Bool *valid);
+template <int N, class T, class U> constexpr void check_async_copy() {
+    static_assert(!std::is_const_v<T>,
+                  "async_copy writes its destination: a SharedPtr<const T> will not do");
+    static_assert(std::is_same_v<std::remove_const_t<T>, std::remove_const_t<U>>,
+                  "async_copy copies between pointers of one element type");
+    static_assert(
+        N > 0 && (N * sizeof(T) == 4 || N * sizeof(T) == 8 || N * sizeof(T) == 16),
+        "async_copy<N> copies 4, 8 or 16 bytes: N elements of T make N * sizeof(T) bytes");
+}
+} // namespace detail
+
+/// Starts copying the N elements `src[src_index ..]` of global memory to `dst[dst_index ..]` of
+/// shared memory without waiting for them (cp.async on NVIDIA sm_80 and later; elsewhere the copy
+/// happens at once). N elements make 4, 8 or 16 bytes, and both addresses are aligned to that
+/// size. The copy belongs to the group the next async_commit() closes; its destination may be
+/// read once this thread has waited for that group (async_wait) and, by other threads, after a
+/// barrier() that follows the wait ([Note] IR semantics: Asynchronous copies):
+///
+///     async_copy<4>(tile, 4 * thread_idx.x, a, row * n + 4 * thread_idx.x);
+///     async_commit();
+///     async_wait(0);
+///     barrier();
+template <int N, class T, class U>
+void async_copy(const Ptr<T, ir::AddressSpace::Shared> &dst, detail::IndexArg dst_index,
+                const Ptr<U, ir::AddressSpace::Global> &src, detail::IndexArg src_index) {
+    detail::check_async_copy<N, T, U>();
+    detail::emit_async_copy(dst.expr(), dst.trace(), dst_index, src.expr(), src.trace(), src_index,
+                            N, nullptr);
+}
+/// As above where `valid` holds; where it does not, writes N zeros to `dst` and reads nothing
+/// from `src` (which may then point anywhere): the edge of a tile.
+template <int N, class T, class U, Operand C>
+void async_copy(const Ptr<T, ir::AddressSpace::Shared> &dst, detail::IndexArg dst_index,
+                const Ptr<U, ir::AddressSpace::Global> &src, detail::IndexArg src_index,
+                const C &valid) {
+    detail::check_async_copy<N, T, U>();
+    Bool v = detail::to_condition(valid, src_index.loc);
+    detail::emit_async_copy(dst.expr(), dst.trace(), dst_index, src.expr(), src.trace(), src_index,
+                            N, &v);
+}
+/// Closes the group of this thread's async_copy calls since the last async_commit().
+void async_commit(std::source_location loc = std::source_location::current());
+/// Waits until at most `pending` (0 to 7) of this thread's committed groups are still in flight:
+/// async_wait(0) waits for all of them, async_wait(1) leaves the newest one (double buffering).
+void async_wait(int pending, std::source_location loc = std::source_location::current());
 
 } // namespace ember
 

@@ -98,7 +98,8 @@ void check_kernel_signature(const std::string &name, size_t num_params, size_t n
                             const std::source_location &loc);
 std::shared_ptr<const KernelInfo> finish_kernel(Builder &b, std::vector<ir::VariableRef> params,
                                                 std::vector<std::string> names,
-                                                ir::LaunchBounds bounds = {});
+                                                ir::LaunchBounds bounds = {},
+                                                ir::FpContract contract = ir::FpContract::Off);
 void check_launch_bounds(const std::string &name, const ir::LaunchBounds &bounds,
                          const std::source_location &loc);
 } // namespace detail
@@ -221,7 +222,8 @@ private:
 namespace detail {
 template <class F, class... P>
 auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::tuple<P...> *,
-                  const std::source_location &loc, ir::LaunchBounds bounds = {}) {
+                  const std::source_location &loc, ir::LaunchBounds bounds = {},
+                  ir::FpContract contract = ir::FpContract::Off) {
     if constexpr (!(check_param<P, /*ForKernel=*/true, /*Report=*/false>() && ...)) {
         (void)(check_param<P, /*ForKernel=*/true>() && ...); // the static_asserts that say why
         return Kernel<P...>(nullptr);
@@ -238,7 +240,7 @@ auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::t
             return std::tuple<P...>{make_param<P>(names[I], vars, b.id())...};
         }(std::index_sequence_for<P...>{});
         std::apply(f, args);
-        return Kernel<P...>(finish_kernel(b, std::move(vars), std::move(names), bounds));
+        return Kernel<P...>(finish_kernel(b, std::move(vars), std::move(names), bounds, contract));
     }
 }
 } // namespace detail
@@ -257,10 +259,25 @@ auto trace_kernel(std::string name, std::vector<std::string> names, F &f, std::t
 /// but the launch check. Values out of range are a DslError at the kernel's line.
 using LaunchBounds = ir::LaunchBounds;
 
-/// kernel() with launch bounds (the one every kernel() overload calls).
+/// Whether the kernel's float multiplies and adds may fuse into fma ([Note] IR semantics:
+/// Contraction), given after the body (and the launch bounds, if any):
+///
+///     auto k = kernel("sgemm", {...}, [](...) { ... }, LaunchBounds{.max_threads = 256},
+///                     FpContract::Fast);
+///
+/// `FpContract::Off`, the default, rounds every operation as written, so a kernel computes the
+/// same bits on every device (the CPU device included); `fma(a, b, c)` fuses one product where
+/// the author wants it. `FpContract::Fast` lets the compiler fuse any product into the add or
+/// subtract that uses it, as nvcc does by default (`--fmad=true`): fewer instructions and one
+/// rounding instead of two, but results that may differ between devices in the last bits
+/// (docs/language.md, "Contraction").
+using FpContract = ir::FpContract;
+
+/// kernel() with launch bounds and a contraction policy (the one every kernel() overload calls).
 template <class F>
 auto kernel(std::string name, std::initializer_list<std::string_view> param_names, F &&body,
-            LaunchBounds bounds, std::source_location loc = std::source_location::current()) {
+            LaunchBounds bounds, FpContract contract,
+            std::source_location loc = std::source_location::current()) {
     using Fn = std::remove_cvref_t<F>;
     static_assert(
         requires { &Fn::operator(); },
@@ -270,7 +287,24 @@ auto kernel(std::string name, std::initializer_list<std::string_view> param_name
                   "a kernel returns nothing: write results through a Ptr<T> parameter");
     std::vector<std::string> names(param_names.begin(), param_names.end());
     return detail::trace_kernel(std::move(name), std::move(names), body,
-                                static_cast<typename traits::params *>(nullptr), loc, bounds);
+                                static_cast<typename traits::params *>(nullptr), loc, bounds,
+                                contract);
+}
+
+/// kernel() with launch bounds.
+template <class F>
+auto kernel(std::string name, std::initializer_list<std::string_view> param_names, F &&body,
+            LaunchBounds bounds, std::source_location loc = std::source_location::current()) {
+    return kernel(std::move(name), param_names, std::forward<F>(body), bounds, FpContract::Off,
+                  loc);
+}
+
+/// kernel() with a contraction policy.
+template <class F>
+auto kernel(std::string name, std::initializer_list<std::string_view> param_names, F &&body,
+            FpContract contract, std::source_location loc = std::source_location::current()) {
+    return kernel(std::move(name), param_names, std::forward<F>(body), LaunchBounds{}, contract,
+                  loc);
 }
 
 /// Traces `body`, a lambda whose parameters are DSL types, into a kernel named `name` (a C
@@ -284,7 +318,8 @@ auto kernel(std::string name, std::initializer_list<std::string_view> param_name
 template <class F>
 auto kernel(std::string name, std::initializer_list<std::string_view> param_names, F &&body,
             std::source_location loc = std::source_location::current()) {
-    return kernel(std::move(name), param_names, std::forward<F>(body), LaunchBounds{}, loc);
+    return kernel(std::move(name), param_names, std::forward<F>(body), LaunchBounds{},
+                  FpContract::Off, loc);
 }
 
 /// As above, with anonymous parameters (printed as %0, %1, ...).

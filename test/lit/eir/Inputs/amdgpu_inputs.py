@@ -45,7 +45,8 @@ def parts_of(path):
 def kernels_of(ir):
     """(name, [(param, type)], body) of every kernel of printed IR."""
     out = []
-    for m in re.finditer(r"^kernel @(\w+)\((.*?)\) \{\n(.*?)^\}", ir, re.M | re.S):
+    # Parameters hold no parentheses; launch bounds and fp_contract may follow them.
+    for m in re.finditer(r"^kernel @(\w+)\(([^)]*)\)[^{\n]*\{\n(.*?)^\}", ir, re.M | re.S):
         params = []
         for p in filter(None, (s.strip() for s in m.group(2).split(","))):
             name, ty = p.split(":", 1)
