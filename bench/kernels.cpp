@@ -18,6 +18,7 @@
 /// right between GPU runs.
 #include "ember/ember.h"
 
+#include "../examples/sgemm.h"
 #include "BenchSupport.h"
 
 #include "kernels_twins.h"
@@ -224,42 +225,61 @@ const auto layernorm = kernel(
         }
     });
 
+/// How the plain SGEMM multiplies and adds: fma() as written, or `acc + x * y` (two roundings
+/// unless the kernel contracts).
+enum class MulAdd { Fma, Plus };
+
 /// C = A B for n x n row-major matrices, n a multiple of 128: a 128 x 128 tile of C per block of
 /// 256 threads, 8 x 8 per thread; K in steps of 8 through shared memory, A's tile transposed.
-/// Launched with 256 threads only, as its bounds say.
-const auto sgemm = kernel(
-    "sgemm", {"a", "b", "c", "n"},
-    [](Ptr<const float> a, Ptr<const float> b, NoAlias<Ptr<float>> c, Int n) {
-        auto as = shared_array<float, 8 * 128>();
-        auto bs = shared_array<float, 8 * 128>();
-        Int tid = thread_idx.x;
-        Int tx = tid % 16, ty = tid / 16;
-        Int row0 = block_idx.y * 128, col0 = block_idx.x * 128;
-        Int ar = tid / 2, ak = (tid % 2) * 4, bk = tid / 32, bc = (tid % 32) * 4;
-        std::deque<Var<float>> acc;
-        for (int i = 0; i < 64; ++i) acc.emplace_back(0.0f);
-        for_(0, n, 8, [&](Int k0) {
-            auto va = a.load<4>((row0 + ar) * n + k0 + ak);
-            for (int j = 0; j < 4; ++j) as[(ak + j) * 128 + ar] = va[j];
-            bs.store(bk * 128 + bc, b.load<4>((k0 + bk) * n + col0 + bc));
-            barrier();
-            for (int kk = 0; kk < 8; ++kk) {
-                auto a0 = as.load<4>(kk * 128 + ty * 8), a1 = as.load<4>(kk * 128 + ty * 8 + 4);
-                auto b0 = bs.load<4>(kk * 128 + tx * 8), b1 = bs.load<4>(kk * 128 + tx * 8 + 4);
-                for (int i = 0; i < 8; ++i)
-                    for (int j = 0; j < 8; ++j) {
-                        Float32 ai = i < 4 ? a0[i] : a1[i - 4];
-                        Float32 bj = j < 4 ? b0[j] : b1[j - 4];
-                        acc[i * 8 + j] = fma(ai, bj, acc[i * 8 + j]);
-                    }
-            }
-            barrier();
-        });
-        for (int i = 0; i < 8; ++i)
-            for (int j = 0; j < 8; ++j)
-                c[(row0 + ty * 8 + i) * n + col0 + tx * 8 + j] = acc[i * 8 + j];
-    },
-    LaunchBounds{.max_threads = 256}); // the twin's __launch_bounds__(256)
+/// Launched with 256 threads only, as its bounds say. The `Plus` forms measure the contraction
+/// policy (docs/language.md, "Contraction").
+template <MulAdd M> auto make_plain_sgemm(const char *name, FpContract contract) {
+    return kernel(
+        name, {"a", "b", "c", "n"},
+        [](Ptr<const float> a, Ptr<const float> b, NoAlias<Ptr<float>> c, Int n) {
+            auto as = shared_array<float, 8 * 128>();
+            auto bs = shared_array<float, 8 * 128>();
+            Int tid = thread_idx.x;
+            Int tx = tid % 16, ty = tid / 16;
+            Int row0 = block_idx.y * 128, col0 = block_idx.x * 128;
+            Int ar = tid / 2, ak = (tid % 2) * 4, bk = tid / 32, bc = (tid % 32) * 4;
+            std::deque<Var<float>> acc;
+            for (int i = 0; i < 64; ++i) acc.emplace_back(0.0f);
+            for_(0, n, 8, [&](Int k0) {
+                auto va = a.load<4>((row0 + ar) * n + k0 + ak);
+                for (int j = 0; j < 4; ++j) as[(ak + j) * 128 + ar] = va[j];
+                bs.store(bk * 128 + bc, b.load<4>((k0 + bk) * n + col0 + bc));
+                barrier();
+                for (int kk = 0; kk < 8; ++kk) {
+                    auto a0 = as.load<4>(kk * 128 + ty * 8), a1 = as.load<4>(kk * 128 + ty * 8 + 4);
+                    auto b0 = bs.load<4>(kk * 128 + tx * 8), b1 = bs.load<4>(kk * 128 + tx * 8 + 4);
+                    for (int i = 0; i < 8; ++i)
+                        for (int j = 0; j < 8; ++j) {
+                            Float32 ai = i < 4 ? a0[i] : a1[i - 4];
+                            Float32 bj = j < 4 ? b0[j] : b1[j - 4];
+                            if constexpr (M == MulAdd::Fma)
+                                acc[i * 8 + j] = fma(ai, bj, acc[i * 8 + j]);
+                            else
+                                acc[i * 8 + j] = acc[i * 8 + j] + ai * bj;
+                        }
+                }
+                barrier();
+            });
+            for (int i = 0; i < 8; ++i)
+                for (int j = 0; j < 8; ++j)
+                    c[(row0 + ty * 8 + i) * n + col0 + tx * 8 + j] = acc[i * 8 + j];
+        },
+        LaunchBounds{.max_threads = 256}, contract); // the twin's __launch_bounds__(256)
+}
+const auto sgemm = make_plain_sgemm<MulAdd::Fma>("sgemm", FpContract::Off);
+const auto sgemm_plus = make_plain_sgemm<MulAdd::Plus>("sgemm_plus", FpContract::Off);
+const auto sgemm_plus_fast = make_plain_sgemm<MulAdd::Plus>("sgemm_plus_fast", FpContract::Fast);
+
+// The pipelined SGEMM of examples/sgemm.h: slices of 8 or 16, 2 to 4 stages through cp.async.
+const auto sgemm_async_8_2 = sgemm_example::make_sgemm<8, 2>("sgemm_async_8_2");
+const auto sgemm_async_8_3 = sgemm_example::make_sgemm<8, 3>("sgemm_async"); // the example's
+const auto sgemm_async_8_4 = sgemm_example::make_sgemm<8, 4>("sgemm_async_8_4");
+const auto sgemm_async_16_2 = sgemm_example::make_sgemm<16, 2>("sgemm_async_16_2");
 
 // ---------------------------------------------------------------------------------------------
 // The peer: the twins' shared library.
@@ -690,7 +710,9 @@ int main() try {
                    time_ms(eln, ember_sync, 20), time_ms(pln, peer_sync, 20));
     }
 
-    // SGEMM 4096^3, FP32.
+    // SGEMM 4096^3, FP32: the plain 128 x 128 x 8 kernel with fma, with a*b+c (contraction off
+    // and fast), and the pipelined kernel of examples/sgemm.h in four shapes, each against nvcc's
+    // build of the same algorithm where there is one, and against cuBLAS.
     {
         const int64_t n = size(4096, 256);
         auto ha = random_floats(n * n, -1.0f, 1.0f, 6), hb = random_floats(n * n, -1.0f, 1.0f, 7);
@@ -699,17 +721,13 @@ int main() try {
              c = ctx.enqueue_create_buffer<float>(n * n);
         ctx.enqueue_copy(a, ha.data());
         ctx.enqueue_copy(b, hb.data());
-        auto f = compiled(ctx, sgemm);
         using GemmFn = void (*)(const float *, const float *, float *, long long);
+        using AsyncFn = int (*)(const float *, const float *, float *, long long, int, int);
         using BlasFn = int (*)(const float *, const float *, float *, int);
         GemmFn twin = peers ? twins->get<GemmFn>("twin_sgemm") : nullptr;
+        AsyncFn twin_async = peers ? twins->get<AsyncFn>("twin_sgemm_async") : nullptr;
         BlasFn cublas = peers ? twins->get<BlasFn>("twin_cublas_sgemm") : nullptr;
-        auto es = [&] {
-            ctx.enqueue_function(f, a, b, c, n, grid_dim(n / 128, n / 128), block_dim(kBlock));
-        };
-        auto ps = [&] {
-            twin((const float *)addr(a), (const float *)addr(b), (float *)waddr(c), n);
-        };
+        const auto grid = grid_dim(n / 128, n / 128);
         auto pc = [&] {
             if (cublas((const float *)addr(a), (const float *)addr(b), (float *)waddr(c), int(n)) !=
                 0)
@@ -719,7 +737,7 @@ int main() try {
         std::mt19937 gen(8);
         std::vector<std::pair<int64_t, int64_t>> at;
         for (int k = 0; k < 512; ++k) at.push_back({int64_t(gen() % n), int64_t(gen() % n)});
-        auto check = [&](auto launch, bool peer, const std::string &who) {
+        auto check = [&](const std::function<void()> &launch, bool peer, const std::string &who) {
             ctx.enqueue_memset(c, 0.0f);
             ctx.synchronize();
             launch();
@@ -739,17 +757,50 @@ int main() try {
             }
             return true;
         };
-        const bool ok = check(es, false, "ember sgemm") &
-                        (!peers ||
-                         (check(ps, true, "nvcc sgemm") & check(pc, true, "cuBLAS sgemm")));
-        if (ok && !peers) checked("sgemm");
-        if (ok && peers) {
-            const double flops = 2.0 * n * n * n, e = time_ms(es, ember_sync, 5, 5);
-            report("sgemm 4096^3 f32", "nvcc (same tiling)", "TFLOP/s", flops, e,
-                   time_ms(ps, peer_sync, 5, 5));
-            report("sgemm 4096^3 f32", "cuBLAS (no TF32)", "TFLOP/s", flops, e,
-                   time_ms(pc, peer_sync, 5, 5));
-        }
+        const double flops = 2.0 * n * n * n;
+        std::optional<double> cublas_ms;
+        if (peers && check(pc, true, "cuBLAS sgemm")) cublas_ms = time_ms(pc, peer_sync, 5, 5);
+        // One ember kernel: checked, then timed against its nvcc twin (when it has one) and
+        // cuBLAS.
+        auto gemm = [&](const std::string &label, auto &kernel_def, const std::string &twin_label,
+                        const std::function<void()> &twin_launch) {
+            auto f = compiled(ctx, kernel_def);
+            auto es = [&] { ctx.enqueue_function(f, a, b, c, n, grid, block_dim(kBlock)); };
+            const bool ok = check(es, false, "ember " + label) &
+                            (!peers || !twin_launch ||
+                             check(twin_launch, true, twin_label + " " + label));
+            if (ok && !peers) checked(label);
+            if (!ok || !peers) return;
+            const double e = time_ms(es, ember_sync, 5, 5);
+            if (twin_launch)
+                report(label, twin_label, "TFLOP/s", flops, e,
+                       time_ms(twin_launch, peer_sync, 5, 5));
+            if (cublas_ms) report(label, "cuBLAS (no TF32)", "TFLOP/s", flops, e, *cublas_ms);
+        };
+        auto plain = [&] {
+            twin((const float *)addr(a), (const float *)addr(b), (float *)waddr(c), n);
+        };
+        auto pipelined = [&](int bk, int stages) -> std::function<void()> {
+            return [&, bk, stages] {
+                if (twin_async((const float *)addr(a), (const float *)addr(b), (float *)waddr(c), n,
+                               bk, stages) != 0)
+                    throw RuntimeError("kernels: no such pipelined twin");
+            };
+        };
+        std::function<void()> none;
+        gemm("sgemm 4096^3, fma", sgemm, "nvcc (same tiling)", peers ? plain : none);
+        gemm("sgemm, a*b+c, contract off", sgemm_plus, "nvcc (same tiling, fmaf)",
+             peers ? plain : none);
+        gemm("sgemm, a*b+c, contract fast", sgemm_plus_fast, "nvcc (same tiling, fmaf)",
+             peers ? plain : none);
+        gemm("sgemm async 8x2", sgemm_async_8_2, "nvcc (same pipeline)",
+             peers ? pipelined(8, 2) : none);
+        gemm("sgemm async 8x3 (example)", sgemm_async_8_3, "nvcc (same pipeline)",
+             peers ? pipelined(8, 3) : none);
+        gemm("sgemm async 8x4", sgemm_async_8_4, "nvcc (same pipeline)",
+             peers ? pipelined(8, 4) : none);
+        gemm("sgemm async 16x2", sgemm_async_16_2, "nvcc (same pipeline)",
+             peers ? pipelined(16, 2) : none);
     }
 
     // Registers, and compile time: ember's trace + lower + optimise + codegen (its IR to PTX, from
@@ -793,8 +844,8 @@ int main() try {
             {"copy_f32", "scale_f32", "add_f32", "triad_f32", "copy_f64", "scale_f64", "add_f64",
              "triad_f64"},
             "stream_triad_f32");
-        for (const char *k :
-             {"reduce_partial", "transpose", "stencil5", "softmax", "layernorm", "sgemm"})
+        for (const char *k : {"reduce_partial", "transpose", "stencil5", "softmax", "layernorm",
+                              "sgemm", "sgemm_async"})
             row(k, k, {k}, k);
         std::printf("(ember's times are those of each kernel's first compile in this process, from "
                     "the lambda to\n"

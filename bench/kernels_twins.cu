@@ -214,6 +214,91 @@ extern "C" __global__ void __launch_bounds__(256)
         for (int j = 0; j < 8; ++j) c[(row0 + ty * 8 + i) * n + col0 + tx * 8 + j] = acc[i][j];
 }
 
+// twin: sgemm_async
+// examples/sgemm.h in CUDA C++: C = A B, n x n row-major, n a multiple of 128; a 128 x 128 tile
+// per block of 256 threads, 8 x 8 per thread in four 4 x 4 quarters 64 apart; slices of BK columns
+// of A (row-major in shared memory, rows padded to BK + 4) and BK rows of B, brought in by
+// cp.async through STAGES buffers.
+__device__ __forceinline__ void cp_async16(float *dst, const float *src) {
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+template <int BK, int STAGES>
+__device__ __forceinline__ void sgemm_async_body(const float *__restrict__ a,
+                                                 const float *__restrict__ b, float *__restrict__ c,
+                                                 long long n, float *smem) {
+    constexpr int AS = BK + 4, A_STAGE = 128 * AS, B_STAGE = BK * 128, COPIES = 128 * BK / 4 / 256;
+    float *as = smem, *bs = smem + STAGES * A_STAGE;
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    const long long row0 = (long long)blockIdx.y * 128, col0 = (long long)blockIdx.x * 128;
+    auto fetch = [&](long long k0, int stage) {
+#pragma unroll
+        for (int q = 0; q < COPIES; ++q) {
+            const int p = tid + q * 256;
+            const int ar = p / (BK / 4), ak = (p % (BK / 4)) * 4;
+            cp_async16(as + stage * A_STAGE + ar * AS + ak, a + (row0 + ar) * n + k0 + ak);
+            const int br = p / 32, bc = (p % 32) * 4;
+            cp_async16(bs + stage * B_STAGE + br * 128 + bc, b + (k0 + br) * n + col0 + bc);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+    float acc[8][8] = {};
+    const long long steps = n / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) fetch((long long)s * BK, s);
+    for (long long t = 0; t < steps; ++t) {
+        const long long ahead = t + STAGES - 1;
+        if (ahead < steps)
+            fetch(ahead * BK, (int)(ahead % STAGES));
+        else
+            asm volatile("cp.async.commit_group;\n" ::);
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 1));
+        __syncthreads();
+        const int stage = (int)(t % STAGES);
+        const float *a0 = as + stage * A_STAGE + 4 * ty * AS;
+        const float *b0 = bs + stage * B_STAGE + 4 * tx;
+#pragma unroll
+        for (int kq = 0; kq < BK; kq += 4) {
+            float4 ra[8];
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+                ra[i] = *reinterpret_cast<const float4 *>(a0 + (i < 4 ? i : 64 + i - 4) * AS + kq);
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                const float4 lo = *reinterpret_cast<const float4 *>(b0 + (kq + kk) * 128);
+                const float4 hi = *reinterpret_cast<const float4 *>(b0 + (kq + kk) * 128 + 64);
+                const float rb[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                    const float x = kk == 0   ? ra[i].x
+                                    : kk == 1 ? ra[i].y
+                                    : kk == 2 ? ra[i].z
+                                              : ra[i].w;
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(x, rb[j], acc[i][j]);
+                }
+            }
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const long long row = row0 + 4 * ty + (i < 4 ? i : 64 + i - 4);
+        *reinterpret_cast<float4 *>(c + row * n + col0 + 4 * tx) = make_float4(
+            acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+        *reinterpret_cast<float4 *>(c + row * n + col0 + 4 * tx +
+                                    64) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+    }
+}
+#define SGEMM_ASYNC(BK, STAGES)                                                                    \
+    extern "C" __global__ void __launch_bounds__(256, 2)                                           \
+        sgemm_async_##BK##_##STAGES(const float *__restrict__ a, const float *__restrict__ b,      \
+                                    float *__restrict__ c, long long n) {                          \
+        __shared__ __align__(16) float smem[STAGES * (128 * (BK + 4) + BK * 128)];                 \
+        sgemm_async_body<BK, STAGES>(a, b, c, n, smem);                                            \
+    }
+SGEMM_ASYNC(8, 3) // examples/sgemm's choice; the other variants are in the host section
+
 // host
 #include <cub/device/device_reduce.cuh>
 #include <cublas_v2.h>
@@ -264,6 +349,25 @@ TWIN void twin_layernorm(const float *in, const float *g, const float *b, float 
 TWIN void twin_sgemm(const float *a, const float *b, float *c, long long n) {
     sgemm<<<dim3(n / 128, n / 128), 256>>>(a, b, c, n);
 }
+SGEMM_ASYNC(8, 2)
+SGEMM_ASYNC(8, 4)
+SGEMM_ASYNC(16, 2)
+// The pipelined SGEMM with BK columns per slice and STAGES buffers (8/2, 8/3, 8/4, 16/2).
+TWIN int twin_sgemm_async(const float *a, const float *b, float *c, long long n, int bk,
+                          int stages) {
+    const dim3 grid(n / 128, n / 128);
+    if (bk == 8 && stages == 2)
+        sgemm_async_8_2<<<grid, 256>>>(a, b, c, n);
+    else if (bk == 8 && stages == 3)
+        sgemm_async_8_3<<<grid, 256>>>(a, b, c, n);
+    else if (bk == 8 && stages == 4)
+        sgemm_async_8_4<<<grid, 256>>>(a, b, c, n);
+    else if (bk == 16 && stages == 2)
+        sgemm_async_16_2<<<grid, 256>>>(a, b, c, n);
+    else
+        return 1;
+    return 0;
+}
 
 // CUB's sum, its temporary storage allocated on the first call.
 TWIN int twin_cub_sum(const float *in, float *out, long long n) {
@@ -298,6 +402,7 @@ TWIN int twin_registers(const char *name) {
     if (!std::strcmp(name, "softmax")) f = (const void *)softmax;
     if (!std::strcmp(name, "layernorm")) f = (const void *)layernorm;
     if (!std::strcmp(name, "sgemm")) f = (const void *)sgemm;
+    if (!std::strcmp(name, "sgemm_async")) f = (const void *)sgemm_async_8_3;
     if (!std::strcmp(name, "stream_triad_f32")) f = (const void *)stream_triad<float, float4>;
     cudaFuncAttributes attr;
     if (!f || cudaFuncGetAttributes(&attr, f) != cudaSuccess) return -1;
