@@ -218,7 +218,7 @@ extern "C" __global__ void __launch_bounds__(256)
 // examples/sgemm.h in CUDA C++: C = A B, n x n row-major, n a multiple of 128; a 128 x 128 tile
 // per block of 256 threads, 8 x 8 per thread in four 4 x 4 quarters 64 apart; slices of BK columns
 // of A (row-major in shared memory, rows padded to BK + 4) and BK rows of B, brought in by
-// cp.async through STAGES buffers.
+// cp.async through STAGES buffers, one barrier per slice.
 __device__ __forceinline__ void cp_async16(float *dst, const float *src) {
     const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
@@ -247,13 +247,13 @@ __device__ __forceinline__ void sgemm_async_body(const float *__restrict__ a,
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) fetch((long long)s * BK, s);
     for (long long t = 0; t < steps; ++t) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+        __syncthreads();
         const long long ahead = t + STAGES - 1;
         if (ahead < steps)
             fetch(ahead * BK, (int)(ahead % STAGES));
         else
             asm volatile("cp.async.commit_group;\n" ::);
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 1));
-        __syncthreads();
         const int stage = (int)(t % STAGES);
         const float *a0 = as + stage * A_STAGE + 4 * ty * AS;
         const float *b0 = bs + stage * B_STAGE + 4 * tx;
@@ -279,7 +279,6 @@ __device__ __forceinline__ void sgemm_async_body(const float *__restrict__ a,
                 }
             }
         }
-        __syncthreads();
     }
 #pragma unroll
     for (int i = 0; i < 8; ++i) {

@@ -78,19 +78,19 @@ template <int64_t BK, int64_t Stages> auto make_sgemm(const char *name) {
             std::deque<Var<float>> acc;
             for (int i = 0; i < 64; ++i) acc.emplace_back(0.0f);
 
-            // Step 3: the pipeline. The first Stages - 1 slices are started before the loop; each
-            // iteration starts the slice Stages - 1 ahead (or closes an empty group past the end,
-            // so that the count of groups stays the same), waits until the slice it needs has
-            // landed (all but the newest Stages - 1 groups), and computes on it.
+            // Step 3: the pipeline. The first Stages - 1 slices are started before the loop. Each
+            // iteration waits until the slice it needs has landed (all but the newest Stages - 2
+            // groups of this thread, then a barrier for every thread's), starts the slice Stages - 1
+            // ahead into the stage the previous iteration computed on (every thread has passed the
+            // barrier, so none still reads it; past the end it closes an empty group, so that the
+            // count of groups stays the same), and computes. One barrier per slice.
             Int steps = n / BK;
             for (int64_t s = 0; s < Stages - 1; ++s) fetch(Int(s * BK), Int(s));
             for_(0, steps, [&](Int t) {
-                Int ahead = t + (Stages - 1);
-                if_(ahead < steps, [&] { fetch(ahead * BK, ahead % Stages); }).else_([&] {
-                    async_commit();
-                });
-                async_wait(Stages - 1);
+                async_wait(Stages - 2);
                 barrier(); // every thread's copies of slice t have landed
+                Int ahead = t + (Stages - 1);
+                if_(ahead < steps, [&] { fetch(ahead * BK, ahead % Stages); }).else_([&] { async_commit(); });
 
                 // Step 4: the inner product over the slice, 4 values of k at a time. Each thread
                 // reads its 8 rows of A as float4s (4 k each), then per k two float4s of B, and
@@ -115,7 +115,6 @@ template <int64_t BK, int64_t Stages> auto make_sgemm(const char *name) {
                             }
                     }
                 }
-                barrier(); // stage t % Stages is free for the slice fetched next iteration
             });
 
             // Step 5: write the 8 x 8 results as four float4s per row pair.

@@ -20,7 +20,7 @@ cd /tmp/ember/build
   EMBER_API=cuda ./examples/print_threads > /tmp/pt.txt; head -5 /tmp/pt.txt; tail -2 /tmp/pt.txt
   awk -f "$repo/test/lit/examples/Inputs/check_print_threads.awk" /tmp/pt.txt
   echo "--- examples (cuda, then cpu)"
-  for e in vector_add reduction matmul softmax; do EMBER_API=cuda ./examples/$e; EMBER_API=cpu ./examples/$e; done
+  for e in vector_add reduction matmul softmax sgemm; do EMBER_API=cuda ./examples/$e; EMBER_API=cpu ./examples/$e; done
   echo "--- dump + ember-compile + ptxas"
   rm -rf /tmp/d && EMBER_DUMP=ir EMBER_DUMP_DIR=/tmp/d EMBER_API=cuda ./examples/scalar_add >/dev/null
   ls /tmp/d
