@@ -789,9 +789,9 @@ int main() try {
         };
         std::function<void()> none;
         gemm("sgemm 4096^3, fma", sgemm, "nvcc (same tiling)", peers ? plain : none);
-        gemm("sgemm, a*b+c, contract off", sgemm_plus, "nvcc (same tiling, fmaf)",
+        gemm("sgemm a*b+c, contract off", sgemm_plus, "nvcc (same tiling, fmaf)",
              peers ? plain : none);
-        gemm("sgemm, a*b+c, contract fast", sgemm_plus_fast, "nvcc (same tiling, fmaf)",
+        gemm("sgemm a*b+c, contract fast", sgemm_plus_fast, "nvcc (same tiling, fmaf)",
              peers ? plain : none);
         gemm("sgemm async 8x2", sgemm_async_8_2, "nvcc (same pipeline)",
              peers ? pipelined(8, 2) : none);

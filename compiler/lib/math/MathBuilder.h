@@ -107,6 +107,14 @@ public:
     /// For rare, expensive paths only; see [Note] Math library.
     V if_else(V cond, llvm::function_ref<V()> then_fn, llvm::function_ref<V()> else_fn);
 
+    /// `body(args)` for a path that is rarely taken and long (exp's subnormal and overflow
+    /// results): on GPUs an internal function of its own, `__ember_<name>_f32` / `_f64`, never
+    /// inlined, so that every inlined copy of the caller stays short (a softmax inlines exp 16
+    /// times) and quick to compile; on the CPU device inline, since a loop with a call in it does
+    /// not vectorise. The same bits either way. `body` builds with the MathBuilder it is given.
+    V rare_path(const std::string &name, std::initializer_list<V> args,
+                llvm::function_ref<V(MathBuilder &, llvm::ArrayRef<V>)> body);
+
     /// Another math library function of this type (e.g. tanh through expm1).
     V call(ir::Intrinsic op, std::initializer_list<V> args);
 

@@ -201,40 +201,46 @@ V exp_impl(MathBuilder &m, llvm::ArrayRef<V> args) {
     V x = args[0];
     // e^x is normal, with a binade to spare, on [-87, 88] (f32) and [-708, 709] (f64).
     const double lo = m.is_f64() ? -708.0 : -87.0, hi = m.is_f64() ? 709.0 : 88.0;
-    return m.if_else((x >= lo) && (x <= hi),
-                     [&] {
-                         DW ln2 = dw_const(m, kLn2Hi, kLn2Lo);
-                         V kt = m.fma(x, m.f(kLog2eHi), m.f(round_shifter(m)));
-                         V k = kt - round_shifter(m);
-                         return exp_normal(m, kt, m.fma(k, -ln2.hi, x), k * -ln2.lo);
-                     },
-                     [&] {
-                         V xc = clamp(m, x, exp_lower(m), exp_upper(m));
-                         ExpReduced r = exp_reduce(m, xc, m.f(0));
-                         return m.select(m.isnan(x), x, exp_finish(m, r.k, r.rh, r.rl));
-                     });
+    auto normal = [&] {
+        DW ln2 = dw_const(m, kLn2Hi, kLn2Lo);
+        V kt = m.fma(x, m.f(kLog2eHi), m.f(round_shifter(m)));
+        V k = kt - round_shifter(m);
+        return exp_normal(m, kt, m.fma(k, -ln2.hi, x), k * -ln2.lo);
+    };
+    auto rest = [&] {
+        return m.rare_path("exp_full", {x}, [](MathBuilder &fm, llvm::ArrayRef<V> a) {
+            V xc = clamp(fm, a[0], exp_lower(fm), exp_upper(fm));
+            ExpReduced r = exp_reduce(fm, xc, fm.f(0));
+            return fm.select(fm.isnan(a[0]), a[0], exp_finish(fm, r.k, r.rh, r.rl));
+        });
+    };
+    return m.if_else((x >= lo) && (x <= hi), normal, rest);
 }
 
 V exp2_impl(MathBuilder &m, llvm::ArrayRef<V> args) {
     V x = args[0];
-    const int64_t bias = m.exponent_bias(), p = m.mantissa_bits();
-    DW ln2 = dw_const(m, kLn2Hi, kLn2Lo);
+    const double bias = static_cast<double>(m.exponent_bias());
     // 2^x is normal, with a binade to spare, for k = rint(x) in [2 - bias, bias].
-    return m.if_else((x >= static_cast<double>(2 - bias)) && (x <= static_cast<double>(bias)),
-                     [&] {
-                         V kt = x + round_shifter(m);
-                         V r = x - (kt - round_shifter(m)); // exact
-                         auto [rh, rl] = m.two_prod(r, ln2.hi);
-                         return exp_normal(m, kt, rh, m.fma(r, ln2.lo, rl));
-                     },
-                     [&] {
-                         V xc = clamp(m, x, -static_cast<double>(bias + p + 10),
-                                      static_cast<double>(bias + 2));
-                         V k = m.rint(xc);
-                         V r = xc - k; // exact
-                         auto [rh, rl] = m.two_prod(r, ln2.hi);
-                         return m.select(m.isnan(x), x, exp_finish(m, k, rh, m.fma(r, ln2.lo, rl)));
-                     });
+    auto normal = [&] {
+        DW ln2 = dw_const(m, kLn2Hi, kLn2Lo);
+        V kt = x + round_shifter(m);
+        V r = x - (kt - round_shifter(m)); // exact
+        auto [rh, rl] = m.two_prod(r, ln2.hi);
+        return exp_normal(m, kt, rh, m.fma(r, ln2.lo, rl));
+    };
+    auto rest = [&] {
+        return m.rare_path("exp2_full", {x}, [](MathBuilder &fm, llvm::ArrayRef<V> a) {
+            const double b = static_cast<double>(fm.exponent_bias()),
+                         p = static_cast<double>(fm.mantissa_bits());
+            V xc = clamp(fm, a[0], -(b + p + 10), b + 2);
+            V k = fm.rint(xc);
+            V r = xc - k; // exact
+            DW ln2 = dw_const(fm, kLn2Hi, kLn2Lo);
+            auto [rh, rl] = fm.two_prod(r, ln2.hi);
+            return fm.select(fm.isnan(a[0]), a[0], exp_finish(fm, k, rh, fm.fma(r, ln2.lo, rl)));
+        });
+    };
+    return m.if_else((x >= 2 - bias) && (x <= bias), normal, rest);
 }
 
 V expm1_impl(MathBuilder &m, llvm::ArrayRef<V> args) {

@@ -5,6 +5,7 @@
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include <string>
 
@@ -82,6 +83,42 @@ V MathBuilder::select(V cond, V x, V y) { return wrap(b.CreateSelect(cond.v, x.v
 V MathBuilder::if_else(V cond, llvm::function_ref<V()> then_fn, llvm::function_ref<V()> else_fn) {
     return if_else_values(
         cond, [&] { return std::vector<V>{then_fn()}; }, [&] { return std::vector<V>{else_fn()}; })[0];
+}
+
+V MathBuilder::rare_path(const std::string &name, std::initializer_list<V> args,
+                         llvm::function_ref<V(MathBuilder &, llvm::ArrayRef<V>)> body) {
+    llvm::Module &mod = *b.GetInsertBlock()->getModule();
+    const llvm::Triple triple(mod.getTargetTriple());
+    std::vector<V> in(args);
+    if (!triple.isNVPTX() && !triple.isAMDGPU()) return body(*this, in);
+    const std::string fn_name = "__ember_" + name + (is_f64() ? "_f64" : "_f32");
+    llvm::Function *fn = mod.getFunction(fn_name);
+    if (!fn) {
+        std::vector<llvm::Type *> types;
+        for (const V &a : in) types.push_back(a.type());
+        auto *fnty = llvm::FunctionType::get(fty, types, false);
+        fn = llvm::Function::Create(fnty, llvm::GlobalValue::InternalLinkage, fn_name, mod);
+        fn->setDoesNotThrow();
+        fn->setWillReturn();
+        fn->setDoesNotAccessMemory();
+        fn->addFnAttr(llvm::Attribute::NoInline);
+        fn->addFnAttr(llvm::Attribute::NoUnwind);
+        fn->addFnAttr(llvm::Attribute::NoSync);
+        fn->addFnAttr(llvm::Attribute::NoFree);
+        fn->addFnAttr(llvm::Attribute::NoRecurse);
+        llvm::IRBuilder<> fb(llvm::BasicBlock::Create(mod.getContext(), "entry", fn));
+        MathBuilder fm(fb, fty);
+        std::vector<V> params;
+        for (llvm::Argument &a : fn->args()) params.push_back(fm.wrap(&a));
+        V r = body(fm, params);
+        EMBER_ASSERT(r.type() == fty, "rare path of the wrong type");
+        fb.CreateRet(r.v);
+    }
+    std::vector<llvm::Value *> values;
+    for (const V &a : in) values.push_back(a.v);
+    llvm::CallInst *call = b.CreateCall(fn, values);
+    call->setDoesNotThrow();
+    return wrap(call);
 }
 
 V MathBuilder::call(ir::Intrinsic op, std::initializer_list<V> args) {

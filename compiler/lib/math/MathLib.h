@@ -21,8 +21,10 @@
 ///
 /// Rules every implementation follows:
 /// * Branch-free where reasonable (selects, not branches): GPUs run warps in lockstep and a
-///   branch that one lane takes costs every lane. Rare paths (huge trigonometric arguments) may
-///   branch, through `MathBuilder::if_else`.
+///   branch that one lane takes costs every lane. Rare paths (huge trigonometric arguments,
+///   exp's subnormal and overflowing results) may branch, through `MathBuilder::if_else`; a long
+///   one goes through `MathBuilder::rare_path`, a function of its own on GPUs that is never
+///   inlined, so that the common path is all a kernel inlines at each call.
 /// * No tables in memory (a global table means a load per call, and on NVPTX a constant-bank
 ///   or global read); constants are immediates.
 /// * Special values follow C99 Annex F (exp(-inf) = 0, log(0) = -inf, log(-1) = NaN, sin(inf) =

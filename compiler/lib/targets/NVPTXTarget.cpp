@@ -1216,26 +1216,31 @@ public:
     bool shield_vector_fpext() const override { return true; }
 
     /// cp.async from sm_80 (Ampere): `.cg` (L2 only, as a tile streamed through shared memory
-    /// wants) for 16 bytes, `.ca` for 4 and 8, the `.s` form with a source size of 0 where the
-    /// copy is not valid (the destination is zero-filled and nothing is read).
+    /// wants) for 16 bytes, `.ca` for 4 and 8, the form with a source size (0 where the copy is
+    /// not valid: the destination is zero-filled and nothing is read). Written as inline assembly
+    /// because LLVM 19's patterns for llvm.nvvm.cp.async.* take 64-bit shared addresses only,
+    /// and ember's are 32-bit ([Note] 32-bit shared memory addresses); the assembly reads and
+    /// writes memory as far as LLVM knows, so no access moves across it.
     bool has_async_copy() const override { return sm_version() >= 80; }
     void emit_async_copy(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *src, unsigned bytes,
                          llvm::Value *valid) const override {
-        using llvm::Intrinsic::ID;
-        ID plain = bytes == 16  ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16
-                   : bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8
-                                : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4;
-        ID sized = bytes == 16  ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
-                   : bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
-                                : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s;
-        llvm::Value *d = b.CreateAddrSpaceCast(dst, b.getPtrTy(3));
-        llvm::Value *s = b.CreateAddrSpaceCast(src, b.getPtrTy(1));
-        if (!valid) {
-            b.CreateIntrinsic(plain, {}, {d, s});
-            return;
+        const std::string op = std::string("cp.async.") + (bytes == 16 ? "cg" : "ca") +
+                               ".shared.global [$0], [$1], " + std::to_string(bytes);
+        llvm::Value *d = b.CreatePtrToInt(b.CreateAddrSpaceCast(dst, b.getPtrTy(3)),
+                                          b.getInt32Ty());
+        llvm::Value *s = b.CreatePtrToInt(b.CreateAddrSpaceCast(src, b.getPtrTy(1)),
+                                          b.getInt64Ty());
+        std::vector<llvm::Type *> types{b.getInt32Ty(), b.getInt64Ty()};
+        std::vector<llvm::Value *> args{d, s};
+        std::string text = op + ";", constraints = "r,l,~{memory}";
+        if (valid) {
+            types.push_back(b.getInt32Ty());
+            args.push_back(b.CreateSelect(valid, b.getInt32(bytes), b.getInt32(0)));
+            text = op + ", $2;";
+            constraints = "r,l,r,~{memory}";
         }
-        llvm::Value *size = b.CreateSelect(valid, b.getInt32(bytes), b.getInt32(0));
-        b.CreateIntrinsic(sized, {}, {d, s, size});
+        auto *fn_ty = llvm::FunctionType::get(b.getVoidTy(), types, false);
+        b.CreateCall(llvm::InlineAsm::get(fn_ty, text, constraints, /*hasSideEffects=*/true), args);
     }
     void emit_async_group(llvm::IRBuilderBase &b, int32_t wait) const override {
         if (wait < 0)

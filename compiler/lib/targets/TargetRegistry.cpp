@@ -11,6 +11,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -26,6 +27,16 @@ void initialize_llvm_targets() {
         LLVMInitializeNVPTXTarget();
         LLVMInitializeNVPTXTargetMC();
         LLVMInitializeNVPTXAsmPrinter();
+        // [Note] 32-bit shared memory addresses. Shared (and local and constant) memory is at
+        // most 228 KiB per block, so its addresses fit in 32 bits; LLVM's NVPTX back end takes
+        // them as 64-bit by default, which costs a 64-bit register and 64-bit arithmetic for
+        // every shared-memory address (nvcc uses 32). `nvptx-short-ptr` makes those pointers 32
+        // bits in the data layout of every NVPTX target machine (p3:32:32, p4, p5), before the
+        // first one is created. The option is the statically linked LLVM's own, hidden inside
+        // libember_compiler, so no other LLVM in the process sees it.
+        auto &options = llvm::cl::getRegisteredOptions();
+        if (auto it = options.find("nvptx-short-ptr"); it != options.end())
+            it->second->addOccurrence(0, "nvptx-short-ptr", "true");
 #endif
 #ifdef EMBER_WITH_AMDGPU
         LLVMInitializeAMDGPUTargetInfo();
@@ -56,7 +67,8 @@ Target::create_target_machine(llvm::CodeGenOptLevel level) const {
                                        ") is not available in this LLVM: " + error);
     llvm::TargetOptions options;
     // [Note] IR semantics: no contraction of a*b+c. The default (Standard) would let back ends
-    // fuse llvm.fmuladd only, which we never emit; Strict says it outright.
+    // fuse llvm.fmuladd only, which we never emit; Strict says it outright. The `contract` flag
+    // of fp_contract(fast) kernels still fuses, instruction by instruction.
     options.AllowFPOpFusion = llvm::FPOpFusion::Strict;
     std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
         tt, llvm_cpu(), llvm_features(), options, llvm::Reloc::PIC_, std::nullopt, level));
