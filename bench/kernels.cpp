@@ -280,6 +280,8 @@ const auto sgemm_async_8_2 = sgemm_example::make_sgemm<8, 2>("sgemm_async_8_2");
 const auto sgemm_async_8_3 = sgemm_example::make_sgemm<8, 3>("sgemm_async"); // the example's
 const auto sgemm_async_8_4 = sgemm_example::make_sgemm<8, 4>("sgemm_async_8_4");
 const auto sgemm_async_16_2 = sgemm_example::make_sgemm<16, 2>("sgemm_async_16_2");
+const auto sgemm_async_256 = sgemm_example::make_sgemm<8, 3, 256>(
+    "sgemm_async_256"); // 256 x 128 tiles
 
 // ---------------------------------------------------------------------------------------------
 // The peer: the twins' shared library.
@@ -727,7 +729,6 @@ int main() try {
         GemmFn twin = peers ? twins->get<GemmFn>("twin_sgemm") : nullptr;
         AsyncFn twin_async = peers ? twins->get<AsyncFn>("twin_sgemm_async") : nullptr;
         BlasFn cublas = peers ? twins->get<BlasFn>("twin_cublas_sgemm") : nullptr;
-        const auto grid = grid_dim(n / 128, n / 128);
         auto pc = [&] {
             if (cublas((const float *)addr(a), (const float *)addr(b), (float *)waddr(c), int(n)) !=
                 0)
@@ -763,9 +764,11 @@ int main() try {
         // One ember kernel: checked, then timed against its nvcc twin (when it has one) and
         // cuBLAS.
         auto gemm = [&](const std::string &label, auto &kernel_def, const std::string &twin_label,
-                        const std::function<void()> &twin_launch) {
+                        const std::function<void()> &twin_launch, int64_t rows = 128) {
             auto f = compiled(ctx, kernel_def);
-            auto es = [&] { ctx.enqueue_function(f, a, b, c, n, grid, block_dim(kBlock)); };
+            auto es = [&] {
+                ctx.enqueue_function(f, a, b, c, n, grid_dim(n / 128, n / rows), block_dim(kBlock));
+            };
             const bool ok = check(es, false, "ember " + label) &
                             (!peers || !twin_launch ||
                              check(twin_launch, true, twin_label + " " + label));
@@ -801,6 +804,7 @@ int main() try {
              peers ? pipelined(8, 4) : none);
         gemm("sgemm async 16x2", sgemm_async_16_2, "nvcc (same pipeline)",
              peers ? pipelined(16, 2) : none);
+        gemm("sgemm async 256x128 8x3", sgemm_async_256, "", none, 256);
     }
 
     // Registers, and compile time: ember's trace + lower + optimise + codegen (its IR to PTX, from

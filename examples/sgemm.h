@@ -38,16 +38,21 @@ using namespace ember;
 constexpr int64_t kTile = 128;    // C tile per block (rows and columns)
 constexpr int64_t kThreads = 256; // per block: 16 x 16, 8 x 8 elements each
 
-/// The kernel for slices of `BK` (8 or 16) columns of A and rows of B, through `Stages` (2 or 3)
-/// shared-memory buffers. Arguments: (a, b, c, n); launch with grid_dim(n / 128, n / 128) and
-/// block_dim(256).
-template <int64_t BK, int64_t Stages> auto make_sgemm(const char *name) {
+/// The kernel for slices of `BK` (8 or 16) columns of A and rows of B, through `Stages` (2 to 4)
+/// shared-memory buffers, for tiles of `Rows` (128 or 256) rows of C by 128 columns: each thread
+/// computes Rows / 16 rows (groups of 4, 64 apart) by 8 columns. Arguments: (a, b, c, n); launch
+/// with grid_dim(n / 128, n / Rows) and block_dim(256).
+template <int64_t BK, int64_t Stages, int64_t Rows = kTile> auto make_sgemm(const char *name) {
     static_assert(BK == 8 || BK == 16, "slices of 8 or 16");
     static_assert(Stages >= 2 && Stages <= 4, "2 to 4 stages");
-    constexpr int64_t a_stride = BK + 4;                  // floats per row of A's slice, padded
-    constexpr int64_t a_stage = kTile * a_stride;         // floats per stage of A
-    constexpr int64_t b_stage = BK * kTile;               // floats per stage of B
-    constexpr int64_t copies = kTile * BK / 4 / kThreads; // 16-byte copies per thread per slice
+    static_assert(Rows == 128 || Rows == 256, "tiles of 128 or 256 rows");
+    constexpr int64_t a_stride = BK + 4;                   // floats per row of A's slice, padded
+    constexpr int64_t a_stage = Rows * a_stride;           // floats per stage of A
+    constexpr int64_t b_stage = BK * kTile;                // floats per stage of B
+    constexpr int64_t a_copies = Rows * BK / 4 / kThreads; // 16-byte copies per thread per slice
+    constexpr int64_t b_copies = kTile * BK / 4 / kThreads;
+    constexpr int64_t rows = Rows / 16; // rows of C per thread
+    constexpr uint32_t min_blocks = Rows == 128 ? 2 : 1;
     return kernel(
         name, {"a", "b", "c", "n"},
         [](Ptr<const float> a, Ptr<const float> b, NoAlias<Ptr<float>> c, Int n) {
@@ -55,18 +60,23 @@ template <int64_t BK, int64_t Stages> auto make_sgemm(const char *name) {
             SharedPtr<float> bs = shared_array<float, Stages * b_stage>();
             Int tid = thread_idx.x;
             Int tx = tid % 16, ty = tid / 16;
-            Int row0 = block_idx.y * kTile, col0 = block_idx.x * kTile;
+            Int row0 = block_idx.y * Rows, col0 = block_idx.x * kTile;
+            // Row r of the thread's rows of C (and of A's slice): groups of 4, 64 apart.
+            auto thread_row = [](int64_t r) { return (r / 4) * 64 + r % 4; };
 
-            // Step 1: who copies what. A's slice is 128 rows of BK / 4 float4s; B's is BK rows of
-            // 32 float4s. Thread tid copies float4 number tid (and tid + 256 when BK = 16) of each.
-            // `fetch` starts the copies of the slice at k0 into stage `stage` and closes them into
-            // one group.
+            // Step 1: who copies what. A's slice is Rows rows of BK / 4 float4s; B's is BK rows of
+            // 32 float4s. Thread tid copies float4 number tid (tid + 256, ...) of each. `fetch`
+            // starts the copies of the slice at k0 into stage `stage` and closes them into one
+            // group.
             auto fetch = [&](Int k0, Int stage) {
-                for (int64_t q = 0; q < copies; ++q) {
+                for (int64_t q = 0; q < a_copies; ++q) {
                     Int p = tid + q * kThreads;
                     Int ar = p / (BK / 4), ak = (p % (BK / 4)) * 4;
                     async_copy<4>(as, stage * a_stage + ar * a_stride + ak, a,
                                   (row0 + ar) * n + k0 + ak);
+                }
+                for (int64_t q = 0; q < b_copies; ++q) {
+                    Int p = tid + q * kThreads;
                     Int br = p / 32, bc = (p % 32) * 4;
                     async_copy<4>(bs, stage * b_stage + br * kTile + bc, b,
                                   (k0 + br) * n + col0 + bc);
@@ -74,9 +84,9 @@ template <int64_t BK, int64_t Stages> auto make_sgemm(const char *name) {
                 async_commit();
             };
 
-            // Step 2: the 64 accumulators, one register each (a deque: Var is not movable).
+            // Step 2: the accumulators, one register each (a deque: Var is not movable).
             std::deque<Var<float>> acc;
-            for (int i = 0; i < 64; ++i) acc.emplace_back(0.0f);
+            for (int64_t i = 0; i < rows * 8; ++i) acc.emplace_back(0.0f);
 
             // Step 3: the pipeline. The first Stages - 1 slices are started before the loop. Each
             // iteration waits until the slice it needs has landed (all but the newest Stages - 2
@@ -93,21 +103,19 @@ template <int64_t BK, int64_t Stages> auto make_sgemm(const char *name) {
                 if_(ahead < steps, [&] { fetch(ahead * BK, ahead % Stages); }).else_([&] { async_commit(); });
 
                 // Step 4: the inner product over the slice, 4 values of k at a time. Each thread
-                // reads its 8 rows of A as float4s (4 k each), then per k two float4s of B, and
-                // does 64 fmas. Everything in this loop is unrolled at trace time.
+                // reads its rows of A as float4s (4 k each), then per k two float4s of B, and does
+                // rows * 8 fmas. Everything in this loop is unrolled at trace time.
                 Int stage = t % Stages;
                 Int a0 = stage * a_stage + (4 * ty) * a_stride;
                 Int b0 = stage * b_stage + 4 * tx;
                 for (int64_t kq = 0; kq < BK; kq += 4) {
                     std::vector<SIMD<float, 4>> ra;
-                    for (int64_t i = 0; i < 8; ++i) {
-                        const int64_t row = i < 4 ? i : 64 + i - 4;
-                        ra.push_back(as.load<4>(a0 + row * a_stride + kq));
-                    }
+                    for (int64_t i = 0; i < rows; ++i)
+                        ra.push_back(as.load<4>(a0 + thread_row(i) * a_stride + kq));
                     for (int64_t kk = 0; kk < 4; ++kk) {
                         auto lo = bs.load<4>(b0 + (kq + kk) * kTile),
                              hi = bs.load<4>(b0 + (kq + kk) * kTile + 64);
-                        for (int64_t i = 0; i < 8; ++i)
+                        for (int64_t i = 0; i < rows; ++i)
                             for (int64_t j = 0; j < 8; ++j) {
                                 Float32 x = ra[i][kk];
                                 Float32 y = j < 4 ? lo[j] : hi[j - 4];
@@ -117,9 +125,9 @@ template <int64_t BK, int64_t Stages> auto make_sgemm(const char *name) {
                 }
             });
 
-            // Step 5: write the 8 x 8 results as four float4s per row pair.
-            for (int64_t i = 0; i < 8; ++i) {
-                Int row = row0 + 4 * ty + (i < 4 ? i : 64 + i - 4);
+            // Step 5: write the results as two float4s per row.
+            for (int64_t i = 0; i < rows; ++i) {
+                Int row = row0 + 4 * ty + thread_row(i);
                 for (int64_t half = 0; half < 2; ++half) {
                     const int64_t j = 4 * half;
                     c.store(row * n + col0 + 4 * tx + 64 * half,
@@ -128,9 +136,10 @@ template <int64_t BK, int64_t Stages> auto make_sgemm(const char *name) {
                 }
             }
         },
-        // Step 6: 256 threads at most, and two blocks per multiprocessor: at most 128 registers
-        // per thread (the 64 accumulators, 32 values of A, 8 of B and the addresses fit).
-        LaunchBounds{.max_threads = kThreads, .min_blocks = 2});
+        // Step 6: 256 threads at most; with 128-row tiles two blocks per multiprocessor, so at
+        // most 128 registers per thread (the 64 accumulators, 32 values of A, 8 of B and the
+        // addresses fit); with 256-row tiles one block, whose 128 accumulators need more.
+        LaunchBounds{.max_threads = kThreads, .min_blocks = min_blocks});
 }
 
 } // namespace sgemm_example
