@@ -46,13 +46,14 @@ template <int64_t BK, int64_t Stages, int64_t Rows = kTile> auto make_sgemm(cons
     static_assert(BK == 8 || BK == 16, "slices of 8 or 16");
     static_assert(Stages >= 2 && Stages <= 4, "2 to 4 stages");
     static_assert(Rows == 128 || Rows == 256, "tiles of 128 or 256 rows");
-    constexpr int64_t a_stride = BK + 4;                   // floats per row of A's slice, padded
-    constexpr int64_t a_stage = Rows * a_stride;           // floats per stage of A
-    constexpr int64_t b_stage = BK * kTile;                // floats per stage of B
-    constexpr int64_t a_copies = Rows * BK / 4 / kThreads; // 16-byte copies per thread per slice
-    constexpr int64_t b_copies = kTile * BK / 4 / kThreads;
-    constexpr int64_t rows = Rows / 16; // rows of C per thread
-    constexpr uint32_t min_blocks = Rows == 128 ? 2 : 1;
+    static constexpr int64_t a_stride = BK + 4;         // floats per row of A's slice, padded
+    static constexpr int64_t a_stage = Rows * a_stride; // floats per stage of A
+    static constexpr int64_t b_stage = BK * kTile;      // floats per stage of B
+    static constexpr int64_t a_copies = Rows * BK / 4 /
+                                        kThreads; // 16-byte copies per thread per slice
+    static constexpr int64_t b_copies = kTile * BK / 4 / kThreads;
+    static constexpr int64_t rows = Rows / 16; // rows of C per thread
+    static constexpr uint32_t min_blocks = Rows == 128 ? 2 : 1;
     return kernel(
         name, {"a", "b", "c", "n"},
         [](Ptr<const float> a, Ptr<const float> b, NoAlias<Ptr<float>> c, Int n) {
