@@ -74,7 +74,9 @@ TEST_P(FpContractTest, FastGivesTheFusedOrUnfusedResultAndFusesOnCuda) {
             << "element " << i << ": " << got[i];
         fused_count += got[i] == fused(i) && fused(i) != unfused(i);
     }
-    if (GetParam() == "cuda") EXPECT_EQ(fused_count, differ);
+    if (GetParam() == "cuda") {
+        EXPECT_EQ(fused_count, differ);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, FpContractTest, ember::testing::all_apis(),
