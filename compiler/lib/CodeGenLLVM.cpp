@@ -80,6 +80,10 @@ private:
     llvm::Error emit(const ir::Stmt &s);
 #define EMBER_IR_STMT(Name) llvm::Error visit(const ir::Name *op);
 #include "ember/compiler/IRNodes.def"
+    /// How many times a `for` runs its body ([Note] IR semantics: Loops), in the index type taken
+    /// as unsigned; emitted before the loop.
+    llvm::Value *for_trip_count(llvm::Value *begin, llvm::Value *end, llvm::Value *step,
+                                bool is_signed);
     llvm::MDNode *unroll_metadata(const ir::Unroll &u);
 
     /// An alloca in the entry block, so that mem2reg/SROA promote it.
@@ -820,6 +824,9 @@ llvm::Value *CodeGenLLVM::visit(const ir::Reduce *op) {
 // ---------------------------------------------------------------------------------------------
 // Statements.
 
+// Statements nest (a block in a for in a block ...) up to the IR's nesting limit, each level a
+// call of emit: the visitors that do not recurse and need large frames are kept out of it
+// ([[gnu::noinline]]), so that the deepest kernel compiles on a 1 MiB stack.
 llvm::Error CodeGenLLVM::emit(const ir::Stmt &s) {
     EMBER_ASSERT(s, "null statement in a verified kernel");
     switch (s.kind()) {
@@ -866,7 +873,7 @@ llvm::Error CodeGenLLVM::visit(const ir::Let *op) {
     return llvm::Error::success();
 }
 
-llvm::Error CodeGenLLVM::visit(const ir::SharedArray *op) {
+[[gnu::noinline]] llvm::Error CodeGenLLVM::visit(const ir::SharedArray *op) {
     const ir::Type elem = op->var->type.element_type();
     if (op->count == 0) {
         facts_.uses_dynamic_shared = true;
@@ -882,7 +889,7 @@ llvm::Error CodeGenLLVM::visit(const ir::SharedArray *op) {
     return llvm::Error::success();
 }
 
-llvm::Error CodeGenLLVM::visit(const ir::LocalArray *op) {
+[[gnu::noinline]] llvm::Error CodeGenLLVM::visit(const ir::LocalArray *op) {
     llvm::Type *elem = memory_type(op->var->type.element_type());
     llvm::AllocaInst *a = create_entry_alloca(llvm::ArrayType::get(elem, op->count), llvm_name(*op->var));
     a->setAlignment(llvm::Align(16));
@@ -890,7 +897,7 @@ llvm::Error CodeGenLLVM::visit(const ir::LocalArray *op) {
     return llvm::Error::success();
 }
 
-llvm::Error CodeGenLLVM::visit(const ir::ConstantArray *op) {
+[[gnu::noinline]] llvm::Error CodeGenLLVM::visit(const ir::ConstantArray *op) {
     // A writable global in the constant address space, initialised by the driver when the module
     // loads and rewritten by the host (cuModuleGetGlobal + a copy): externally_initialized keeps
     // the optimiser from folding its loads into the initial value.
@@ -928,7 +935,7 @@ llvm::Error CodeGenLLVM::visit(const ir::Fence *op) {
     return llvm::Error::success();
 }
 
-llvm::Error CodeGenLLVM::visit(const ir::AsyncCopy *op) {
+[[gnu::noinline]] llvm::Error CodeGenLLVM::visit(const ir::AsyncCopy *op) {
     const ir::Type elem = op->dst.type().element_type();
     const ir::Type t = ir::Type::vector(elem.scalar(), op->count);
     if (target_.has_async_copy()) {
@@ -970,7 +977,7 @@ llvm::Error CodeGenLLVM::visit(const ir::Assign *op) {
     return llvm::Error::success();
 }
 
-llvm::Error CodeGenLLVM::visit(const ir::Store *op) {
+[[gnu::noinline]] llvm::Error CodeGenLLVM::visit(const ir::Store *op) {
     llvm::Value *addr = access_address(op->ptr, op->index, op->value.type(), /*is_store=*/true);
     llvm::Value *v = emit(op->value);
     const ir::Type t = op->value.type();
@@ -1026,22 +1033,61 @@ llvm::MDNode *CodeGenLLVM::unroll_metadata(const ir::Unroll &u) {
     return id;
 }
 
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::for_trip_count(llvm::Value *begin, llvm::Value *end,
+                                                           llvm::Value *step, bool is_signed) {
+    // The number of values begin, begin + step, ... strictly before end in the step's direction,
+    // in the index type taken as unsigned: the distance between begin and end is exact there, and
+    // so is the count, which is at most the distance. A zero step runs nothing. The divisor is
+    // never zero, even where the count is not used (udiv by zero is undefined in LLVM).
+    llvm::Type *ty = begin->getType();
+    llvm::Constant *zero = llvm::Constant::getNullValue(ty);
+    llvm::Constant *one = llvm::ConstantInt::get(ty, 1);
+    auto *k = llvm::dyn_cast<llvm::ConstantInt>(step);
+    const bool up_only = k ? (is_signed ? k->getValue().isStrictlyPositive() : !k->isZero())
+                           : !is_signed;
+    const bool down_only = k && is_signed && k->isNegative();
+    if (k && k->isZero()) return zero;
+    llvm::Value *runs, *distance, *magnitude;
+    auto *b0 = llvm::dyn_cast<llvm::ConstantInt>(begin);
+    if (up_only) {
+        runs = is_signed ? b_.CreateICmpSLT(begin, end) : b_.CreateICmpULT(begin, end);
+        distance = b0 && b0->isZero() ? end : b_.CreateSub(end, begin);
+        magnitude = step;
+        if (!k) runs = b_.CreateAnd(b_.CreateICmpNE(step, zero), runs);
+    } else if (down_only) {
+        runs = b_.CreateICmpSGT(begin, end);
+        distance = b_.CreateSub(begin, end);
+        magnitude = b_.CreateNeg(step);
+    } else {
+        llvm::Value *up = b_.CreateICmpSGT(step, zero, "for.up");
+        llvm::Value *down = b_.CreateICmpSLT(step, zero, "for.down");
+        runs = b_.CreateSelect(up, b_.CreateICmpSLT(begin, end),
+                               b_.CreateSelect(down, b_.CreateICmpSGT(begin, end), b_.getFalse()));
+        distance = b_.CreateSelect(up, b_.CreateSub(end, begin), b_.CreateSub(begin, end));
+        magnitude = b_.CreateSelect(up, step, b_.CreateNeg(step));
+    }
+    if (k && k->isOne()) return b_.CreateSelect(runs, distance, zero, "for.trip");
+    llvm::Value *divisor = k ? magnitude : b_.CreateSelect(runs, magnitude, one);
+    llvm::Value *count = b_.CreateAdd(b_.CreateUDiv(b_.CreateSub(distance, one), divisor), one);
+    return b_.CreateSelect(runs, count, zero, "for.trip");
+}
+
 llvm::Error CodeGenLLVM::visit(const ir::For *op) {
-    // b, e and s are evaluated once; the loop runs while
-    // (s > 0 ? i < e : s < 0 ? i > e : false) and adds s (wrapping) after each iteration.
+    // b, e and s are evaluated once; the body runs for i = b, b + s, b + 2s, ... while
+    // (s > 0 ? i < e : s < 0 ? i > e : false), never past the index type's range ([Note] IR
+    // semantics: Loops). The loop counts its iterations: the trip count is computed once, a
+    // counter k runs from 0 to it and i is b + k * s, so that LLVM knows the trip count (runtime
+    // unrolling with one exit test per unrolled group, vectorisation on the CPU).
     llvm::Value *begin = emit(op->begin);
     llvm::Value *end = emit(op->end);
     llvm::Value *step = emit(op->step);
     const bool is_signed = op->var->type.is_signed_int();
     llvm::Type *ty = begin->getType();
-    llvm::Constant *zero = llvm::Constant::getNullValue(ty);
     const std::string name = llvm_name(*op->var);
 
-    llvm::AllocaInst *slot = create_entry_alloca(ty, name.empty() ? "for.index" : name);
-    b_.CreateStore(begin, slot);
-    llvm::Value *up = is_signed ? b_.CreateICmpSGT(step, zero, "for.up")
-                                : b_.CreateICmpNE(step, zero, "for.up");
-    llvm::Value *down = is_signed ? b_.CreateICmpSLT(step, zero, "for.down") : b_.getFalse();
+    llvm::Value *trip = for_trip_count(begin, end, step, is_signed);
+    llvm::AllocaInst *slot = create_entry_alloca(ty, name.empty() ? "for.iter" : name + ".iter");
+    b_.CreateStore(llvm::Constant::getNullValue(ty), slot);
 
     llvm::BasicBlock *cond_bb = new_block("for.cond");
     llvm::BasicBlock *body_bb = new_block("for.body");
@@ -1050,25 +1096,16 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     b_.CreateBr(cond_bb);
 
     enter(cond_bb);
-    llvm::Value *i = b_.CreateLoad(ty, slot, name);
-    // With a constant step only one of the comparisons is emitted.
-    auto select = [&](llvm::Value *c, llvm::Value *a, llvm::Value *b) -> llvm::Value * {
-        if (auto *k = llvm::dyn_cast<llvm::ConstantInt>(c)) return k->isOne() ? a : b;
-        return b_.CreateSelect(c, a, b);
-    };
-    auto never = [](llvm::Value *c) {
-        auto *k = llvm::dyn_cast<llvm::ConstantInt>(c);
-        return k && k->isZero();
-    };
-    llvm::Value *go = b_.getFalse();
-    if (!never(down))
-        go = select(down, is_signed ? b_.CreateICmpSGT(i, end) : b_.CreateICmpUGT(i, end), go);
-    if (!never(up))
-        go = select(up, is_signed ? b_.CreateICmpSLT(i, end) : b_.CreateICmpULT(i, end), go);
-    if (llvm::isa<llvm::Instruction>(go)) go->setName("for.go");
-    b_.CreateCondBr(go, body_bb, end_bb);
+    llvm::Value *iter = b_.CreateLoad(ty, slot, "for.k");
+    b_.CreateCondBr(b_.CreateICmpULT(iter, trip, "for.go"), body_bb, end_bb);
 
     enter(body_bb);
+    // The index, exact: k * s is at most the distance from b to e.
+    auto *k = llvm::dyn_cast<llvm::ConstantInt>(step);
+    llvm::Value *offset = k && k->isOne() ? iter : b_.CreateMul(iter, step);
+    auto *b0 = llvm::dyn_cast<llvm::ConstantInt>(begin);
+    llvm::Value *i = b0 && b0->isZero() ? offset : b_.CreateAdd(begin, offset);
+    if (llvm::isa<llvm::Instruction>(i) && !name.empty()) i->setName(name);
     values_[op->var.get()] = i;
     loops_.push_back({latch_bb, end_bb});
     llvm::Error err = emit(op->body);
@@ -1078,7 +1115,7 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
 
     enter(latch_bb);
     llvm::Value *current = b_.CreateLoad(ty, slot);
-    b_.CreateStore(b_.CreateAdd(current, step, "for.next"), slot); // wraps: no nsw/nuw
+    b_.CreateStore(b_.CreateNUWAdd(current, llvm::ConstantInt::get(ty, 1), "for.next"), slot);
     llvm::BranchInst *backedge = b_.CreateBr(cond_bb);
     if (op->unroll.kind != ir::Unroll::Kind::Default)
         backedge->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(op->unroll));
@@ -1121,7 +1158,7 @@ llvm::Error CodeGenLLVM::visit(const ir::Continue *) {
     return llvm::Error::success();
 }
 
-llvm::Error CodeGenLLVM::visit(const ir::Print *op) {
+[[gnu::noinline]] llvm::Error CodeGenLLVM::visit(const ir::Print *op) {
     // One C format string and its arguments, promoted as C varargs are; see [Note] IR semantics
     // for how each type prints. Literal text has its '%' doubled. A bool is a %s argument: the
     // string True or False for a printf, 0 or 1 in ember's print buffer.

@@ -577,7 +577,8 @@ private:
                     throw Unsupported("a loop with a barrier or warp operation whose bounds differ between threads");
             }
             ScalarType ty = f->var->type.scalar();
-            for (uint64_t i = b; loop_continues(ty, i, e, st); i = mask(ty, i + st)) {
+            const uint64_t trip = trip_count(ty, b, e, st);
+            for (uint64_t k = 0, i = b; k < trip; ++k, i = mask(ty, i + st)) {
                 for (Thread &t : threads_) {
                     t.vars[f->var.get()] = i;
                     step(t);
@@ -671,12 +672,16 @@ private:
                             std::to_string(launch_.max_steps_per_thread) + " statements");
     }
 
-    static bool loop_continues(ScalarType ty, uint64_t i, uint64_t e, uint64_t s) {
+    /// How many times `for i = b to e step s` runs its body: the values b, b + s, ... strictly
+    /// before e in the step's direction, never past the type's range ([Note] IR semantics: Loops).
+    static uint64_t trip_count(ScalarType ty, uint64_t b, uint64_t e, uint64_t s) {
         bool pos = is_signed(ty) ? sext(ty, s) > 0 : mask(ty, s) != 0;
         bool neg = is_signed(ty) && sext(ty, s) < 0;
-        if (pos) return compare(ir::CompareOp::LT, ty, i, e);
-        if (neg) return compare(ir::CompareOp::GT, ty, i, e);
-        return false;
+        if (pos && compare(ir::CompareOp::LT, ty, b, e))
+            return (mask(ty, e - b) - 1) / mask(ty, s) + 1;
+        if (neg && compare(ir::CompareOp::GT, ty, b, e))
+            return (mask(ty, b - e) - 1) / mask(ty, 0 - s) + 1;
+        return 0;
     }
 
     Flow exec(Thread &t, const ir::Stmt &s) {
@@ -739,7 +744,8 @@ private:
             auto *f = s.as<ir::For>();
             ScalarType ty = f->var->type.scalar();
             uint64_t b = eval(t, f->begin), e = eval(t, f->end), st = eval(t, f->step);
-            for (uint64_t i = b; loop_continues(ty, i, e, st); i = mask(ty, i + st)) {
+            const uint64_t trip = trip_count(ty, b, e, st);
+            for (uint64_t k = 0, i = b; k < trip; ++k, i = mask(ty, i + st)) {
                 step(t);
                 t.vars[f->var.get()] = i;
                 Flow fl = exec(t, f->body);

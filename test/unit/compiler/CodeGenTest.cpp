@@ -781,13 +781,13 @@ kernel @ifelse(%out: ptr<global i32>, %n: i64) {
     }
 }
 
-/// What `for %i = b to e step s { sum += i; count += 1; if count > 1000 break }` computes, with
-/// wrapping i32 arithmetic.
+/// What `for %i = b to e step s { sum += i; count += 1; if count > 1000 break }` computes: the
+/// index counts in exact integers and the loop ends where it would leave i32's range; the sum
+/// wraps as i32 arithmetic does.
 std::pair<int32_t, int32_t> ref_for(int32_t b, int32_t e, int32_t s) {
     uint32_t sum = 0;
     int32_t count = 0;
-    for (int32_t i = b; s > 0 ? i < e : s < 0 ? i > e : false;
-         i = static_cast<int32_t>(uint32_t(i) + uint32_t(s))) {
+    for (int64_t i = b; s > 0 ? i < e : s < 0 ? i > e : false; i += s) {
         sum += uint32_t(i);
         count += 1;
         if (count > 1000) break;
@@ -813,11 +813,23 @@ kernel @for_sum(%out: ptr<global i32>, %b: i32, %e: i32, %s: i32) {
 )");
     const int32_t max = std::numeric_limits<int32_t>::max(), min = std::numeric_limits<int32_t>::min();
     const std::vector<std::array<int32_t, 3>> cases = {
-        {0, 10, 1},  {10, 0, -3}, {0, 10, 0},  {0, 10, -1},     {10, 0, 1},
-        {0, 10, 3},  {-5, 5, 2},  {5, 5, 1},   {5, 5, -1},      {0, 0, 0},
-        {max - 2, max, 5},        // wraps past MAX and keeps going until the break
-        {min + 2, min, -5},       // wraps past MIN
-        {-10, 10, max},           // one big step that lands past the end
+        {0, 10, 1},
+        {10, 0, -3},
+        {0, 10, 0},
+        {0, 10, -1},
+        {10, 0, 1},
+        {0, 10, 3},
+        {-5, 5, 2},
+        {5, 5, 1},
+        {5, 5, -1},
+        {0, 0, 0},
+        {max - 2, max, 5},  // the next index is past MAX:
+                            // one iteration, no wrap
+        {max - 7, max, 3},  // max - 7, max - 4, max - 1
+        {min + 2, min, -5}, // the next index is past MIN
+        {min, max, max},    // min, -1, max - 1: a distance of 2^32 - 1
+        {0, min, min},      // a step of MIN
+        {-10, 10, max},     // one big step that lands past the end
     };
     for (const auto &[b, e, s] : cases) {
         std::vector<int32_t> out(2, -1);
@@ -870,8 +882,9 @@ kernel @for_u(%out: ptr<global u32>, %b: u32, %e: u32, %s: u32) {
     };
     for (const Case &c : {Case{0, 10, 3, 18, 4}, Case{10, 0, 3, 0, 0}, Case{0, 10, 0, 0, 0},
                           Case{4294967289u, 4294967295u, 2, 3 * 4294967291u, 3},
-                          // 4294967294 + 2 wraps to 0, which is below the end again.
-                          Case{4294967290u, 4294967295u, 2, 994994, 1001}}) {
+                          // 4294967294 + 2 would wrap to 0, below the end: the loop ends.
+                          Case{4294967290u, 4294967295u, 2, 4294967284u, 3},
+                          Case{0, 4294967295u, 2147483648u, 2147483648u, 2}}) {
         std::vector<uint32_t> out(2, 99);
         k.launch({1, 1, 1}, {1, 1, 1}, out.data(), c.b, c.e, c.s);
         EXPECT_EQ(out[1], c.count) << "for " << c.b << " to " << c.e << " step " << c.s;

@@ -60,8 +60,10 @@
 ///   variables, and passes compare pointers. Params and `let`s are immutable; `var`s (Declare)
 ///   are mutable and are read through `VarRef`. A loop index is immutable inside its body.
 ///   A variable is in scope from its definition to the end of the enclosing block.
-/// * Loops. `for %i = b to e step s` evaluates b, e and s once, then runs the body while
-///   (s > 0 ? i < e : s < 0 ? i > e : false), adding s (wrapping) after each iteration.
+/// * Loops. `for %i = b to e step s` evaluates b, e and s once, then runs the body for
+///   i = b, b + s, b + 2s, ... while (s > 0 ? i < e : s < 0 ? i > e : false), counting in exact
+///   integers: the loop ends where the next index would leave the index type's range instead of
+///   wrapping around, so it runs exactly max(0, ceil((e - b) / s)) times (none for s = 0).
 ///   `while c` re-evaluates c before every iteration. `break` and `continue` act on the innermost
 ///   loop.
 /// * Launch bounds. `kernel @k(...) max_threads(T) min_blocks(B) max_registers(R)` (each

@@ -179,7 +179,8 @@ void for_(const B &begin, const E &end, F &&body,
                          detail::to_value<T>(1, loc), std::forward<F>(body), loc);
 }
 
-/// `for (i = begin; step > 0 ? i < end : i > end; i += step)` on the device.
+/// `for (i = begin; step > 0 ? i < end : i > end; i += step)` on the device, in exact integers:
+/// the loop ends where the next index would leave its type's range instead of wrapping around.
 template <Operand B, Operand E, Operand S, class F>
 void for_(const B &begin, const E &end, const S &step, F &&body,
           std::source_location loc = std::source_location::current()) {

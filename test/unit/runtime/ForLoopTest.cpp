@@ -1,0 +1,123 @@
+/// \file
+/// `for_` runs its body exactly ceil((end - begin) / step) times ([Note] IR semantics: Loops):
+/// runtime bounds and steps of both signs, zero steps, empty ranges and ranges that end at the
+/// edge of the index type, where a wrapping index would run on, give the host's trip counts and
+/// index sums on every device. A grid-stride loop (a runtime step) covers every element once.
+#include "ember/ember.h"
+
+#include "DeviceTest.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+
+/// Case t: the trip count and the sum of the indices of `for i = b[t] to e[t] step s[t]` for
+/// 32-bit signed, 32-bit unsigned and 8-bit signed indices.
+const auto loops = kernel(
+    "for_loops", {"b", "e", "s", "out"},
+    [](Ptr<const int32_t> b, Ptr<const int32_t> e, Ptr<const int32_t> s, Ptr<int64_t> out) {
+        Int t = thread_idx.x;
+        Var<int64_t> n32(0), sum32(0), nu(0), sumu(0), n8(0), sum8(0);
+        for_(b[t], e[t], s[t], [&](Int32 i) {
+            n32 += 1;
+            sum32 += cast<int64_t>(i);
+        });
+        for_(cast<uint32_t>(b[t]), cast<uint32_t>(e[t]), cast<uint32_t>(s[t]), [&](UInt32 i) {
+            nu += 1;
+            sumu += cast<int64_t>(i);
+        });
+        for_(cast<int8_t>(b[t]), cast<int8_t>(e[t]), cast<int8_t>(s[t]), [&](Value<int8_t> i) {
+            n8 += 1;
+            sum8 += cast<int64_t>(i);
+        });
+        out[t * 6 + 0] = n32;
+        out[t * 6 + 1] = sum32;
+        out[t * 6 + 2] = nu;
+        out[t * 6 + 3] = sumu;
+        out[t * 6 + 4] = n8;
+        out[t * 6 + 5] = sum8;
+    });
+
+/// The host's count and index sum of `for (i = b; s > 0 ? i < e : s < 0 ? i > e : false; i += s)`
+/// in exact integers.
+template <class T> void host_loop(T b, T e, T s, int64_t &count, int64_t &sum) {
+    count = sum = 0;
+    using W = __int128;
+    if (s == 0) return;
+    for (W i = b; s > 0 ? i < W(e) : i > W(e); i += W(s)) {
+        ++count;
+        sum += int64_t(i);
+    }
+}
+
+class ForLoopTest : public ember::testing::DeviceTest {};
+
+TEST_P(ForLoopTest, TripCountsAreExactUpToTheEdgeOfTheIndexType) {
+    constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+    constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+    struct Case {
+        int32_t b, e, s;
+    };
+    const std::vector<Case> cases = {
+        {0, 10, 1},      {0, 10, 3},          {10, 0, -3},         {3, 3, 1},
+        {5, 0, 1},       {0, 5, -1},          {0, 10, 0},          {-7, 9, 4},
+        {9, -7, -4},     {kMax - 7, kMax, 4}, {kMax - 7, kMax, 3}, {kMin + 5, kMin, -2},
+        {0, kMin, kMin}, {kMin, kMax, kMax},  {kMax, kMin, kMin},  {-1, 100, 7},
+        {120, 127, 3},   {-120, -128, -3},    {100, -100, -50},    {-2, 2, 1},
+    };
+    const int64_t n = int64_t(cases.size());
+    std::vector<int32_t> b(n), e(n), s(n);
+    for (int64_t t = 0; t < n; ++t) b[t] = cases[t].b, e[t] = cases[t].e, s[t] = cases[t].s;
+    auto db = ctx().enqueue_create_buffer<int32_t>(n), de = ctx().enqueue_create_buffer<int32_t>(n),
+         ds = ctx().enqueue_create_buffer<int32_t>(n);
+    auto out = ctx().enqueue_create_buffer<int64_t>(n * 6);
+    ctx().enqueue_copy(db, b.data());
+    ctx().enqueue_copy(de, e.data());
+    ctx().enqueue_copy(ds, s.data());
+    ctx().enqueue_function(loops, db, de, ds, out, grid_dim(1), block_dim(n));
+    std::vector<int64_t> got(n * 6);
+    ctx().enqueue_copy(got.data(), out);
+    ctx().synchronize();
+    for (int64_t t = 0; t < n; ++t) {
+        int64_t want[6];
+        host_loop<int32_t>(b[t], e[t], s[t], want[0], want[1]);
+        host_loop<uint32_t>(uint32_t(b[t]), uint32_t(e[t]), uint32_t(s[t]), want[2], want[3]);
+        host_loop<int8_t>(int8_t(b[t]), int8_t(e[t]), int8_t(s[t]), want[4], want[5]);
+        const char *what[6] = {"i32 count", "i32 sum",  "u32 count",
+                               "u32 sum",   "i8 count", "i8 sum"};
+        for (int k = 0; k < 6; ++k)
+            EXPECT_EQ(got[t * 6 + k], want[k])
+                << what[k] << " of for " << b[t] << " to " << e[t] << " step " << s[t];
+    }
+}
+
+/// A grid-stride loop whose step is the launch's thread count, hinted and not: every element
+/// is visited once, for sizes that the unrolled group divides and that it does not.
+const auto grid_stride = kernel("grid_stride", {"x", "n"}, [](Ptr<int32_t> x, Int n) {
+    Int first = block_idx.x * block_dim.x + thread_idx.x;
+    Int stride = block_dim.x * grid_dim.x;
+    for_(first, n, stride, [&](Int i) { x[i] += 1; });
+    for_(first, n, stride, [&](Int i) { x[i] += 2; }, unroll(4));
+});
+
+TEST_P(ForLoopTest, AGridStrideLoopVisitsEveryElementOnce) {
+    for (int64_t n : {0, 1, 255, 256, 257, 1023, 4096 + 17, 100000}) {
+        std::vector<int32_t> host(n, 0);
+        auto x = ctx().enqueue_create_buffer<int32_t>(n == 0 ? 1 : n);
+        if (n > 0) ctx().enqueue_copy(x, host.data());
+        ctx().enqueue_function(grid_stride, x, n, grid_dim(3), block_dim(64));
+        if (n > 0) ctx().enqueue_copy(host.data(), x);
+        ctx().synchronize();
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(host[i], 3) << "element " << i << " of " << n;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Apis, ForLoopTest, ember::testing::all_apis(), ember::testing::api_name);
+
+} // namespace
