@@ -1008,7 +1008,7 @@ llvm::Error CodeGenLLVM::visit(const ir::If *op) {
     return llvm::Error::success();
 }
 
-/// The loop ID of a `for` with an unroll hint ([Note] IR semantics: Unroll hints): LLVM's loop
+/// The loop ID of a `for` with its unroll hint ([Note] IR semantics: Unroll hints): LLVM's loop
 /// unroller reads it from the backedge's branch, which loop rotation keeps it on.
 llvm::MDNode *CodeGenLLVM::unroll_metadata(const ir::Unroll &u) {
     llvm::LLVMContext &c = ctx_;
@@ -1026,7 +1026,14 @@ llvm::MDNode *CodeGenLLVM::unroll_metadata(const ir::Unroll &u) {
                                             llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
                                                 llvm::Type::getInt32Ty(c), u.count))}));
         break;
-    case ir::Unroll::Kind::Default: break;
+    case ir::Unroll::Kind::Default:
+        // LLVM may still unroll a loop whose trip count is a constant (completely or in part),
+        // but not one whose trip count is known only at run time: unrolling those (NVPTX and
+        // AMDGPU ask for it) adds a remainder loop, registers and compile time for nothing a
+        // memory-bound grid-stride loop measures; unroll(N) asks for it.
+        ops.push_back(
+            llvm::MDNode::get(c, llvm::MDString::get(c, "llvm.loop.unroll.runtime.disable")));
+        break;
     }
     llvm::MDNode *id = llvm::MDNode::getDistinct(c, ops);
     id->replaceOperandWith(0, id);
@@ -1068,7 +1075,8 @@ llvm::MDNode *CodeGenLLVM::unroll_metadata(const ir::Unroll &u) {
     }
     if (k && k->isOne()) return b_.CreateSelect(runs, distance, zero, "for.trip");
     llvm::Value *divisor = k ? magnitude : b_.CreateSelect(runs, magnitude, one);
-    llvm::Value *count = b_.CreateAdd(b_.CreateUDiv(b_.CreateSub(distance, one), divisor), one);
+    // (distance - 1) / step + 1 is at most the distance: the add does not wrap.
+    llvm::Value *count = b_.CreateNUWAdd(b_.CreateUDiv(b_.CreateSub(distance, one), divisor), one);
     return b_.CreateSelect(runs, count, zero, "for.trip");
 }
 
@@ -1117,8 +1125,7 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     llvm::Value *current = b_.CreateLoad(ty, slot);
     b_.CreateStore(b_.CreateNUWAdd(current, llvm::ConstantInt::get(ty, 1), "for.next"), slot);
     llvm::BranchInst *backedge = b_.CreateBr(cond_bb);
-    if (op->unroll.kind != ir::Unroll::Kind::Default)
-        backedge->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(op->unroll));
+    backedge->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(op->unroll));
 
     enter(end_bb);
     return llvm::Error::success();
