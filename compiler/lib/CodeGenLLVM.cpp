@@ -80,9 +80,9 @@ private:
     llvm::Error emit(const ir::Stmt &s);
 #define EMBER_IR_STMT(Name) llvm::Error visit(const ir::Name *op);
 #include "ember/compiler/IRNodes.def"
-    /// How many times a `for` runs its body ([Note] IR semantics: Loops), in the index type taken
-    /// as unsigned; emitted before the loop.
-    llvm::Value *for_trip_count(llvm::Value *begin, llvm::Value *end, llvm::Value *step,
+    /// How many times a `for` with a constant step runs its body ([Note] IR semantics: Loops), in
+    /// the index type taken as unsigned; emitted before the loop.
+    llvm::Value *for_trip_count(llvm::Value *begin, llvm::Value *end, llvm::ConstantInt *step,
                                 bool is_signed);
     llvm::MDNode *unroll_metadata(const ir::Unroll &u);
 
@@ -1041,61 +1041,73 @@ llvm::MDNode *CodeGenLLVM::unroll_metadata(const ir::Unroll &u) {
 }
 
 [[gnu::noinline]] llvm::Value *CodeGenLLVM::for_trip_count(llvm::Value *begin, llvm::Value *end,
-                                                           llvm::Value *step, bool is_signed) {
+                                                           llvm::ConstantInt *step,
+                                                           bool is_signed) {
     // The number of values begin, begin + step, ... strictly before end in the step's direction,
     // in the index type taken as unsigned: the distance between begin and end is exact there, and
-    // so is the count, which is at most the distance. A zero step runs nothing. The divisor is
-    // never zero, even where the count is not used (udiv by zero is undefined in LLVM).
+    // so is the count, which is at most the distance (so the + 1 does not wrap). A zero step
+    // runs nothing.
     llvm::Type *ty = begin->getType();
     llvm::Constant *zero = llvm::Constant::getNullValue(ty);
     llvm::Constant *one = llvm::ConstantInt::get(ty, 1);
-    auto *k = llvm::dyn_cast<llvm::ConstantInt>(step);
-    const bool up_only = k ? (is_signed ? k->getValue().isStrictlyPositive() : !k->isZero())
-                           : !is_signed;
-    const bool down_only = k && is_signed && k->isNegative();
-    if (k && k->isZero()) return zero;
-    llvm::Value *runs, *distance, *magnitude;
+    if (step->isZero()) return zero;
+    const bool up = !is_signed || step->getValue().isStrictlyPositive();
     auto *b0 = llvm::dyn_cast<llvm::ConstantInt>(begin);
-    if (up_only) {
+    llvm::Value *runs, *distance, *magnitude;
+    if (up) {
         runs = is_signed ? b_.CreateICmpSLT(begin, end) : b_.CreateICmpULT(begin, end);
         distance = b0 && b0->isZero() ? end : b_.CreateSub(end, begin);
         magnitude = step;
-        if (!k) runs = b_.CreateAnd(b_.CreateICmpNE(step, zero), runs);
-    } else if (down_only) {
+    } else {
         runs = b_.CreateICmpSGT(begin, end);
         distance = b_.CreateSub(begin, end);
-        magnitude = b_.CreateNeg(step);
-    } else {
-        llvm::Value *up = b_.CreateICmpSGT(step, zero, "for.up");
-        llvm::Value *down = b_.CreateICmpSLT(step, zero, "for.down");
-        runs = b_.CreateSelect(up, b_.CreateICmpSLT(begin, end),
-                               b_.CreateSelect(down, b_.CreateICmpSGT(begin, end), b_.getFalse()));
-        distance = b_.CreateSelect(up, b_.CreateSub(end, begin), b_.CreateSub(begin, end));
-        magnitude = b_.CreateSelect(up, step, b_.CreateNeg(step));
+        magnitude = llvm::ConstantExpr::getNeg(step);
     }
-    if (k && k->isOne()) return b_.CreateSelect(runs, distance, zero, "for.trip");
-    llvm::Value *divisor = k ? magnitude : b_.CreateSelect(runs, magnitude, one);
-    // (distance - 1) / step + 1 is at most the distance: the add does not wrap.
-    llvm::Value *count = b_.CreateNUWAdd(b_.CreateUDiv(b_.CreateSub(distance, one), divisor), one);
+    if (step->isOne()) return b_.CreateSelect(runs, distance, zero, "for.trip");
+    llvm::Value *count = b_.CreateNUWAdd(b_.CreateUDiv(b_.CreateSub(distance, one), magnitude),
+                                         one);
     return b_.CreateSelect(runs, count, zero, "for.trip");
 }
 
 llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     // b, e and s are evaluated once; the body runs for i = b, b + s, b + 2s, ... while
     // (s > 0 ? i < e : s < 0 ? i > e : false), never past the index type's range ([Note] IR
-    // semantics: Loops). The loop counts its iterations: the trip count is computed once, a
-    // counter k runs from 0 to it and i is b + k * s, so that LLVM knows the trip count (runtime
-    // unrolling with one exit test per unrolled group, vectorisation on the CPU).
+    // semantics: Loops).
+    // - A constant step: the loop counts its iterations. The trip count is computed once (a
+    //   division by the constant, or none for 1), a counter k runs from 0 to it and i is
+    //   b + k * s, so that LLVM knows the trip count (unrolling, vectorisation on the CPU).
+    // - A step known at run time (a grid-stride loop's): the index itself is the loop variable,
+    //   tested against e before each iteration, and the latch leaves the loop where adding s
+    //   wraps. Counting would take a 64-bit division before the loop, whose code costs a
+    //   vector reduction 12 registers (so fewer blocks per multiprocessor) for nothing, as
+    //   such a loop is not unrolled without a hint.
     llvm::Value *begin = emit(op->begin);
     llvm::Value *end = emit(op->end);
     llvm::Value *step = emit(op->step);
     const bool is_signed = op->var->type.is_signed_int();
     llvm::Type *ty = begin->getType();
     const std::string name = llvm_name(*op->var);
+    auto *k = llvm::dyn_cast<llvm::ConstantInt>(step);
 
-    llvm::Value *trip = for_trip_count(begin, end, step, is_signed);
-    llvm::AllocaInst *slot = create_entry_alloca(ty, name.empty() ? "for.iter" : name + ".iter");
-    b_.CreateStore(llvm::Constant::getNullValue(ty), slot);
+    llvm::Value *trip = nullptr, *up = nullptr, *down = nullptr;
+    llvm::AllocaInst *slot;
+    if (k) {
+        trip = for_trip_count(begin, end, k, is_signed);
+        slot = create_entry_alloca(ty, name.empty() ? "for.iter" : name + ".iter");
+        b_.CreateStore(llvm::Constant::getNullValue(ty), slot);
+    } else {
+        llvm::Constant *zero = llvm::Constant::getNullValue(ty);
+        up = is_signed ? b_.CreateICmpSGT(step, zero, "for.up")
+                       : b_.CreateICmpNE(step, zero, "for.up");
+        down = is_signed ? b_.CreateICmpSLT(step, zero, "for.down") : nullptr;
+        slot = create_entry_alloca(ty, name.empty() ? "for.index" : name);
+        b_.CreateStore(begin, slot);
+    }
+    // Runtime step: (up ? a UP b : down ? a DOWN b : false) for the two comparisons given.
+    auto directed = [&](llvm::Value *if_up, llvm::Value *if_down) -> llvm::Value * {
+        llvm::Value *v = down ? b_.CreateSelect(down, if_down, b_.getFalse()) : b_.getFalse();
+        return b_.CreateSelect(up, if_up, v);
+    };
 
     llvm::BasicBlock *cond_bb = new_block("for.cond");
     llvm::BasicBlock *body_bb = new_block("for.body");
@@ -1104,16 +1116,27 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     b_.CreateBr(cond_bb);
 
     enter(cond_bb);
-    llvm::Value *iter = b_.CreateLoad(ty, slot, "for.k");
-    b_.CreateCondBr(b_.CreateICmpULT(iter, trip, "for.go"), body_bb, end_bb);
-
-    enter(body_bb);
-    // The index, exact: k * s is at most the distance from b to e.
-    auto *k = llvm::dyn_cast<llvm::ConstantInt>(step);
-    llvm::Value *offset = k && k->isOne() ? iter : b_.CreateMul(iter, step);
-    auto *b0 = llvm::dyn_cast<llvm::ConstantInt>(begin);
-    llvm::Value *i = b0 && b0->isZero() ? offset : b_.CreateAdd(begin, offset);
-    if (llvm::isa<llvm::Instruction>(i) && !name.empty()) i->setName(name);
+    llvm::Value *i;
+    if (k) {
+        llvm::Value *iter = b_.CreateLoad(ty, slot, "for.k");
+        b_.CreateCondBr(b_.CreateICmpULT(iter, trip, "for.go"), body_bb, end_bb);
+        enter(body_bb);
+        // The index, exact: k * s is at most the distance from b to e.
+        llvm::Value *offset = k->isOne() ? iter : b_.CreateMul(iter, step);
+        auto *b0 = llvm::dyn_cast<llvm::ConstantInt>(begin);
+        i = b0 && b0->isZero() ? offset : b_.CreateAdd(begin, offset);
+        if (llvm::isa<llvm::Instruction>(i) && !name.empty()) i->setName(name);
+    } else {
+        i = b_.CreateLoad(ty, slot, name);
+        // (Each comparison is its own statement: the order of the instructions does not depend
+        // on the order in which the C++ compiler evaluates arguments.)
+        llvm::Value *before_end = is_signed ? b_.CreateICmpSLT(i, end) : b_.CreateICmpULT(i, end);
+        llvm::Value *after_end = down ? b_.CreateICmpSGT(i, end) : nullptr;
+        llvm::Value *go = directed(before_end, after_end);
+        go->setName("for.go");
+        b_.CreateCondBr(go, body_bb, end_bb);
+        enter(body_bb);
+    }
     values_[op->var.get()] = i;
     loops_.push_back({latch_bb, end_bb});
     llvm::Error err = emit(op->body);
@@ -1123,8 +1146,21 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
 
     enter(latch_bb);
     llvm::Value *current = b_.CreateLoad(ty, slot);
-    b_.CreateStore(b_.CreateNUWAdd(current, llvm::ConstantInt::get(ty, 1), "for.next"), slot);
-    llvm::BranchInst *backedge = b_.CreateBr(cond_bb);
+    llvm::BranchInst *backedge;
+    if (k) {
+        b_.CreateStore(b_.CreateNUWAdd(current, llvm::ConstantInt::get(ty, 1), "for.next"), slot);
+        backedge = b_.CreateBr(cond_bb);
+    } else {
+        llvm::Value *next = b_.CreateAdd(current, step, "for.next");
+        b_.CreateStore(next, slot);
+        // The next index exists only where the add did not wrap: past it in the step's direction.
+        llvm::Value *above = is_signed ? b_.CreateICmpSGT(next, current)
+                                       : b_.CreateICmpUGT(next, current);
+        llvm::Value *below = down ? b_.CreateICmpSLT(next, current) : nullptr;
+        llvm::Value *fits = directed(above, below);
+        fits->setName("for.fits");
+        backedge = b_.CreateCondBr(fits, cond_bb, end_bb);
+    }
     backedge->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(op->unroll));
 
     enter(end_bb);

@@ -44,6 +44,28 @@ const auto loops = kernel(
         out[t * 6 + 5] = sum8;
     });
 
+/// The same with constant steps (the counted loop, its trip count a division by the constant):
+/// i32 by 3, by -5 and by 1, and u32 by 7.
+const auto constant_steps = kernel(
+    "for_constant_steps", {"b", "e", "out"},
+    [](Ptr<const int32_t> b, Ptr<const int32_t> e, Ptr<int64_t> out) {
+        Int t = thread_idx.x;
+        Var<int64_t> n[4] = {Var<int64_t>(0), Var<int64_t>(0), Var<int64_t>(0), Var<int64_t>(0)};
+        Var<int64_t> sum[4] = {Var<int64_t>(0), Var<int64_t>(0), Var<int64_t>(0), Var<int64_t>(0)};
+        auto count = [&](int k, auto i) {
+            n[k] += 1;
+            sum[k] += cast<int64_t>(i);
+        };
+        for_(b[t], e[t], 3, [&](Int32 i) { count(0, i); });
+        for_(b[t], e[t], -5, [&](Int32 i) { count(1, i); });
+        for_(b[t], e[t], [&](Int32 i) { count(2, i); });
+        for_(cast<uint32_t>(b[t]), cast<uint32_t>(e[t]), 7u, [&](UInt32 i) { count(3, i); });
+        for (int k = 0; k < 4; ++k) {
+            out[t * 8 + 2 * k] = n[k];
+            out[t * 8 + 2 * k + 1] = sum[k];
+        }
+    });
+
 /// The host's count and index sum of `for (i = b; s > 0 ? i < e : s < 0 ? i > e : false; i += s)`
 /// in exact integers.
 template <class T> void host_loop(T b, T e, T s, int64_t &count, int64_t &sum) {
@@ -94,6 +116,41 @@ TEST_P(ForLoopTest, TripCountsAreExactUpToTheEdgeOfTheIndexType) {
         for (int k = 0; k < 6; ++k)
             EXPECT_EQ(got[t * 6 + k], want[k])
                 << what[k] << " of for " << b[t] << " to " << e[t] << " step " << s[t];
+    }
+}
+
+TEST_P(ForLoopTest, ConstantStepsCountExactlyUpToTheEdgeOfTheIndexType) {
+    constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+    constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+    // Ranges short both as i32 and as u32, many ending where one more step would wrap:
+    // {-2, -1} as u32 by 7 would wrap to 5, below the end, and run on.
+    const std::vector<std::pair<int32_t, int32_t>> cases = {
+        {0, 10},          {10, 0},          {3, 3},           {-3, 4},
+        {9, 0},           {kMax - 7, kMax}, {kMax - 2, kMax}, {kMax - 10, kMax},
+        {kMin + 9, kMin}, {kMin + 3, kMin}, {kMin, kMin + 4}, {-8, -1},
+        {-2, -1},         {-20, -1},
+    };
+    const int64_t n = int64_t(cases.size());
+    std::vector<int32_t> b(n), e(n);
+    for (int64_t t = 0; t < n; ++t) b[t] = cases[t].first, e[t] = cases[t].second;
+    auto db = ctx().enqueue_create_buffer<int32_t>(n), de = ctx().enqueue_create_buffer<int32_t>(n);
+    auto out = ctx().enqueue_create_buffer<int64_t>(n * 8);
+    ctx().enqueue_copy(db, b.data());
+    ctx().enqueue_copy(de, e.data());
+    ctx().enqueue_function(constant_steps, db, de, out, grid_dim(1), block_dim(n));
+    std::vector<int64_t> got(n * 8);
+    ctx().enqueue_copy(got.data(), out);
+    ctx().synchronize();
+    for (int64_t t = 0; t < n; ++t) {
+        int64_t want[8];
+        host_loop<int32_t>(b[t], e[t], 3, want[0], want[1]);
+        host_loop<int32_t>(b[t], e[t], -5, want[2], want[3]);
+        host_loop<int32_t>(b[t], e[t], 1, want[4], want[5]);
+        host_loop<uint32_t>(uint32_t(b[t]), uint32_t(e[t]), 7u, want[6], want[7]);
+        const char *what[4] = {"i32 by 3", "i32 by -5", "i32 by 1", "u32 by 7"};
+        for (int k = 0; k < 8; ++k)
+            EXPECT_EQ(got[t * 8 + k], want[k]) << what[k / 2] << (k % 2 ? " sum" : " count")
+                                               << " of for " << b[t] << " to " << e[t];
     }
 }
 
