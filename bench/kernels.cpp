@@ -332,18 +332,24 @@ Twins build_twins(const std::string &nvcc, const std::string &arch, const fs::pa
 // ---------------------------------------------------------------------------------------------
 // Measuring and reporting.
 
-/// Milliseconds per launch: the median over `rounds` of `reps` back-to-back launches and a
-/// synchronize, after one warm-up round.
-double time_ms(const std::function<void()> &launch, const std::function<void()> &sync, int reps,
+/// How one side measures a round: `begin` before its launches, `end_ms` after them returns the
+/// milliseconds between the two on the device: events recorded on the stream the side launches
+/// on, not a host clock around a synchronize, whose own latency is not the kernels' time.
+struct EventClock {
+    std::function<void()> begin;
+    std::function<double()> end_ms;
+};
+
+/// Milliseconds per launch: the median over `rounds` of `reps` back-to-back launches between two
+/// events, after one warm-up round.
+double time_ms(const std::function<void()> &launch, const EventClock &clock, int reps,
                int rounds = 7) {
     std::vector<double> per;
     for (int r = 0; r <= rounds; ++r) {
-        const auto t0 = Clock::now();
+        clock.begin();
         for (int k = 0; k < reps; ++k) launch();
-        sync();
-        if (r > 0)
-            per.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() /
-                          reps);
+        const double ms = clock.end_ms();
+        if (r > 0) per.push_back(ms / reps);
     }
     return median(per);
 }
@@ -438,17 +444,40 @@ int main() try {
     std::optional<Twins> twins;
     int (*twin_sync)() = nullptr;
     const char *(*twin_error)() = nullptr;
+    int (*twin_clock_begin)() = nullptr;
+    float (*twin_clock_end_ms)() = nullptr;
     if (peers) {
         std::tie(major, minor) = ctx.compute_capability();
         twins = build_twins(nvcc, "sm_" + std::to_string(major * 10 + minor), dir);
         twin_sync = twins->get<int (*)()>("twin_sync");
         twin_error = twins->get<const char *(*)()>("twin_error");
+        twin_clock_begin = twins->get<int (*)()>("twin_clock_begin");
+        twin_clock_end_ms = twins->get<float (*)()>("twin_clock_end_ms");
     }
     auto peer_sync = [&] {
         if (twin_sync() != 0)
             throw RuntimeError(std::string("kernels: a twin failed: ") + twin_error());
     };
     auto ember_sync = [&] { ctx.synchronize(); };
+    // Each side's clock: events on ember's stream; events on the legacy default stream, where
+    // the twins, CUB and cuBLAS launch.
+    const DeviceEvent ember_start = ctx.create_event(), ember_stop = ctx.create_event();
+    const EventClock ember_clock{[&] { ember_start.record(); },
+                                 [&] {
+                                     ember_stop.record();
+                                     ember_stop.synchronize();
+                                     return double(ember_stop.time_since(ember_start));
+                                 }};
+    const EventClock peer_clock{
+        [&] {
+            if (twin_clock_begin() != 0)
+                throw RuntimeError(std::string("kernels: an event failed: ") + twin_error());
+        },
+        [&] {
+            const float ms = twin_clock_end_ms();
+            if (ms < 0) throw RuntimeError(std::string("kernels: a twin failed: ") + twin_error());
+            return double(ms);
+        }};
     const int sms = peers ? int(ctx.get_attribute(DeviceAttribute::multiprocessor_count)) : 2;
 
     if (peers)
@@ -515,8 +544,8 @@ int main() try {
                 peer_sync();
                 ok = close(download(ctx, z), want, 1e-6, "nvcc " + kname) && ok;
                 if (!ok) continue;
-                report(kname, "nvcc", "GB/s", bytes[which], time_ms(launch_ember, ember_sync, 20),
-                       time_ms(launch_peer, peer_sync, 20));
+                report(kname, "nvcc", "GB/s", bytes[which], time_ms(launch_ember, ember_clock, 20),
+                       time_ms(launch_peer, peer_clock, 20));
             }
         };
         stream_rows(float{}, "f32", copy_f32, scale_f32, add_f32, triad_f32, "twin_stream_f32");
@@ -572,14 +601,14 @@ int main() try {
         }
         if (ok && !peers) checked("reduce sum f32 (and unroll(4))");
         if (ok && peers) {
-            const double e = time_ms(launch_ember, ember_sync, 20);
+            const double e = time_ms(launch_ember, ember_clock, 20);
             report("reduce sum f32", "nvcc", "GB/s", 4.0 * n, e,
-                   time_ms(launch_twin, peer_sync, 20));
-            const double cub_ms = time_ms(launch_cub, peer_sync, 20);
+                   time_ms(launch_twin, peer_clock, 20));
+            const double cub_ms = time_ms(launch_cub, peer_clock, 20);
             report("reduce sum f32", "CUB DeviceReduce::Sum", "GB/s", 4.0 * n, e, cub_ms);
             // The same with the grid-stride loop unrolled by 4 (a hint the twin does not have).
             report("reduce sum f32, unroll(4)", "CUB DeviceReduce::Sum", "GB/s", 4.0 * n,
-                   time_ms(launch_unrolled, ember_sync, 20), cub_ms);
+                   time_ms(launch_unrolled, ember_clock, 20), cub_ms);
         }
     }
 
@@ -630,11 +659,11 @@ int main() try {
             if (ok_s) checked("stencil5");
         }
         if (ok_t && peers)
-            report("transpose 8192^2 f32", "nvcc", "GB/s", 8.0 * r * c, time_ms(et, ember_sync, 20),
-                   time_ms(pt, peer_sync, 20));
+            report("transpose 8192^2 f32", "nvcc", "GB/s", 8.0 * r * c,
+                   time_ms(et, ember_clock, 20), time_ms(pt, peer_clock, 20));
         if (ok_s && peers)
             report("stencil 5-point 8192^2", "nvcc", "GB/s", 8.0 * r * c,
-                   time_ms(es, ember_sync, 20), time_ms(ps, peer_sync, 20));
+                   time_ms(es, ember_clock, 20), time_ms(ps, peer_clock, 20));
     }
 
     // Softmax and layer norm: 4096 rows of 4096.
@@ -700,16 +729,16 @@ int main() try {
             if (ok_sf) checked("softmax (fast::exp)");
             if (ok_ln) checked("layernorm");
         }
-        const double peer_sm = ok_sm && peers ? time_ms(psm, peer_sync, 20) : 0;
+        const double peer_sm = ok_sm && peers ? time_ms(psm, peer_clock, 20) : 0;
         if (ok_sm && peers)
             report("softmax 4096x4096 (exp)", "nvcc (expf)", "GB/s", bytes,
-                   time_ms(esm, ember_sync, 20), peer_sm);
+                   time_ms(esm, ember_clock, 20), peer_sm);
         if (ok_sm && ok_sf && peers)
             report("softmax (fast::exp)", "nvcc (expf)", "GB/s", bytes,
-                   time_ms(esf, ember_sync, 20), peer_sm);
+                   time_ms(esf, ember_clock, 20), peer_sm);
         if (ok_ln && peers)
             report("layernorm 4096x4096", "nvcc", "GB/s", bytes + 8.0 * kRowLength,
-                   time_ms(eln, ember_sync, 20), time_ms(pln, peer_sync, 20));
+                   time_ms(eln, ember_clock, 20), time_ms(pln, peer_clock, 20));
     }
 
     // SGEMM 4096^3, FP32: the plain 128 x 128 x 8 kernel with fma, with a*b+c (contraction off
@@ -760,7 +789,7 @@ int main() try {
         };
         const double flops = 2.0 * n * n * n;
         std::optional<double> cublas_ms;
-        if (peers && check(pc, true, "cuBLAS sgemm")) cublas_ms = time_ms(pc, peer_sync, 5, 5);
+        if (peers && check(pc, true, "cuBLAS sgemm")) cublas_ms = time_ms(pc, peer_clock, 5, 5);
         // One ember kernel: checked, then timed against its nvcc twin (when it has one) and
         // cuBLAS.
         auto gemm = [&](const std::string &label, auto &kernel_def, const std::string &twin_label,
@@ -774,10 +803,10 @@ int main() try {
                              check(twin_launch, true, twin_label + " " + label));
             if (ok && !peers) checked(label);
             if (!ok || !peers) return;
-            const double e = time_ms(es, ember_sync, 5, 5);
+            const double e = time_ms(es, ember_clock, 5, 5);
             if (twin_launch)
                 report(label, twin_label, "TFLOP/s", flops, e,
-                       time_ms(twin_launch, peer_sync, 5, 5));
+                       time_ms(twin_launch, peer_clock, 5, 5));
             if (cublas_ms) report(label, "cuBLAS (no TF32)", "TFLOP/s", flops, e, *cublas_ms);
         };
         auto plain = [&] {

@@ -314,6 +314,24 @@ SGEMM_ASYNC(8, 3) // examples/sgemm's choice; the other variants are in the host
 TWIN int twin_sync() { return (int)cudaDeviceSynchronize(); }
 TWIN const char *twin_error() { return cudaGetErrorString(cudaGetLastError()); }
 
+// The peers' clock: two events on the legacy default stream (where the twins' launches, CUB and
+// cuBLAS run), created once. twin_clock_end_ms returns -1 on an error (twin_error says which).
+static cudaEvent_t clock_start, clock_stop;
+TWIN int twin_clock_begin() {
+    if (!clock_start && (cudaEventCreate(&clock_start) != cudaSuccess ||
+                         cudaEventCreate(&clock_stop) != cudaSuccess))
+        return 1;
+    return (int)cudaEventRecord(clock_start, 0);
+}
+TWIN float twin_clock_end_ms() {
+    float ms = 0;
+    if (cudaEventRecord(clock_stop, 0) != cudaSuccess ||
+        cudaEventSynchronize(clock_stop) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, clock_start, clock_stop) != cudaSuccess)
+        return -1;
+    return ms;
+}
+
 template <class T, class V>
 void launch_stream(int which, int grid, const void *x, const void *y, void *z, T s, long long n) {
     auto X = (const V *)x, Y = (const V *)y;
