@@ -85,6 +85,31 @@ private:
     llvm::Value *for_trip_count(llvm::Value *begin, llvm::Value *end, llvm::ConstantInt *step,
                                 bool is_signed);
     llvm::MDNode *unroll_metadata(const ir::Unroll &u);
+    /// A `for` being emitted: its evaluated bounds and how it runs ([Note] IR semantics: Loops).
+    struct ForLoop {
+        llvm::Value *begin, *end, *step;
+        llvm::ConstantInt *constant_step; ///< the step when constant (a counted loop), else null
+        llvm::Value *trip;                ///< counted: the trip count
+        llvm::Value *up, *down;           ///< runtime step: its direction (down null if unsigned)
+        llvm::AllocaInst *slot;           ///< counted: the iteration; runtime step: the index
+        bool is_signed;
+        std::string name;
+    };
+    /// Runtime step: (up ? if_up : down ? if_down : false).
+    llvm::Value *directed(const ForLoop &l, llvm::Value *if_up, llvm::Value *if_down);
+    /// Runtime step: whether index i is before e in the step's direction.
+    llvm::Value *before_end(const ForLoop &l, llvm::Value *i);
+    /// Runtime step: stores from + s in the loop's slot; returns whether the add did not wrap
+    /// (the new index is past `from` in the step's direction).
+    llvm::Value *advance(const ForLoop &l, llvm::Value *from, const llvm::Twine &name);
+    /// Counted: the index of iteration `iter`, b + iter * s (exact).
+    llvm::Value *counted_index(const ForLoop &l, llvm::Value *iter);
+    /// Whether `unroll(N)` is carried out here rather than by LLVM (see emit_for_groups).
+    bool unrolls_by_hand(const ir::For *op, const ForLoop &l) const;
+    /// The groups of N iterations of an `unroll(N)` loop, one exit test each; branches to
+    /// `rest_bb` for the last iterations and to `end_bb` where the loop ends.
+    llvm::Error emit_for_groups(const ir::For *op, const ForLoop &l, llvm::BasicBlock *rest_bb,
+                                llvm::BasicBlock *end_bb);
 
     /// An alloca in the entry block, so that mem2reg/SROA promote it.
     llvm::AllocaInst *create_entry_alloca(llvm::Type *ty, const std::string &name);
@@ -1069,6 +1094,134 @@ llvm::MDNode *CodeGenLLVM::unroll_metadata(const ir::Unroll &u) {
     return b_.CreateSelect(runs, count, zero, "for.trip");
 }
 
+llvm::Value *CodeGenLLVM::directed(const ForLoop &l, llvm::Value *if_up, llvm::Value *if_down) {
+    llvm::Value *v = l.down ? b_.CreateSelect(l.down, if_down, b_.getFalse()) : b_.getFalse();
+    return b_.CreateSelect(l.up, if_up, v);
+}
+
+llvm::Value *CodeGenLLVM::before_end(const ForLoop &l, llvm::Value *i) {
+    // (Each comparison is its own statement: the order of the instructions does not depend on
+    // the order in which the C++ compiler evaluates arguments.)
+    llvm::Value *below = l.is_signed ? b_.CreateICmpSLT(i, l.end) : b_.CreateICmpULT(i, l.end);
+    llvm::Value *above = l.down ? b_.CreateICmpSGT(i, l.end) : nullptr;
+    return directed(l, below, above);
+}
+
+llvm::Value *CodeGenLLVM::advance(const ForLoop &l, llvm::Value *from, const llvm::Twine &name) {
+    llvm::Value *next = b_.CreateAdd(from, l.step, name);
+    b_.CreateStore(next, l.slot);
+    llvm::Value *above = l.is_signed ? b_.CreateICmpSGT(next, from) : b_.CreateICmpUGT(next, from);
+    llvm::Value *below = l.down ? b_.CreateICmpSLT(next, from) : nullptr;
+    return directed(l, above, below);
+}
+
+llvm::Value *CodeGenLLVM::counted_index(const ForLoop &l, llvm::Value *iter) {
+    // Exact: iter * s is at most the distance from b to e.
+    llvm::Value *offset = l.constant_step->isOne() ? iter : b_.CreateMul(iter, l.step);
+    auto *b0 = llvm::dyn_cast<llvm::ConstantInt>(l.begin);
+    return b0 && b0->isZero() ? offset : b_.CreateAdd(l.begin, offset);
+}
+
+/// [Note] Unrolling by hand
+/// LLVM 19 applies a loop's `llvm.loop.unroll.count` in its full-unroll pass, which may not add
+/// a remainder loop: where the trip count is not a constant, each of the N copies keeps its own
+/// exit test, so a grid-stride loop unrolled by 4 still tests (and branches) after every load.
+/// ember emits such a loop itself: a loop of groups of N copies of the body with one test per
+/// group (enough iterations left for all N), then the plain loop for the last N - 1 at most,
+/// both marked not to be unrolled again. A constant trip count is left to LLVM, which handles
+/// it, and so is a body that declares arrays (copies would duplicate them).
+bool CodeGenLLVM::unrolls_by_hand(const ir::For *op, const ForLoop &l) const {
+    if (op->unroll.kind != ir::Unroll::Kind::Count) return false;
+    if (l.trip && llvm::isa<llvm::Constant>(l.trip)) return false;
+    struct Arrays final : ir::IRVisitor {
+        bool found = false;
+        using ir::IRVisitor::visit;
+        void visit(const ir::SharedArray *) override { found = true; }
+        void visit(const ir::LocalArray *) override { found = true; }
+        void visit(const ir::ConstantArray *) override { found = true; }
+    } arrays;
+    arrays.visit(op->body);
+    return !arrays.found;
+}
+
+[[gnu::noinline]] llvm::Error CodeGenLLVM::emit_for_groups(const ir::For *op, const ForLoop &l,
+                                                           llvm::BasicBlock *rest_bb,
+                                                           llvm::BasicBlock *end_bb) {
+    const uint32_t n = op->unroll.count;
+    llvm::Type *ty = l.begin->getType();
+    llvm::Value *span = nullptr, *span_fits = nullptr;
+    if (!l.constant_step) {
+        // The group's last index is (N - 1) |s| past its first: computed once; where that does
+        // not fit the type, no group runs.
+        llvm::Value *magnitude = l.step;
+        if (l.down) {
+            llvm::Value *negated = b_.CreateNeg(l.step);
+            magnitude = b_.CreateSelect(l.up, l.step, negated);
+        }
+        llvm::Value *product = b_.CreateBinaryIntrinsic(
+            llvm::Intrinsic::umul_with_overflow, magnitude, llvm::ConstantInt::get(ty, n - 1));
+        span = b_.CreateExtractValue(product, 0, "for.span");
+        span_fits = b_.CreateNot(b_.CreateExtractValue(product, 1), "for.span.fits");
+    }
+    llvm::BasicBlock *cond_bb = new_block("for.group.cond");
+    llvm::BasicBlock *latch_bb = new_block("for.group.latch");
+    b_.CreateBr(cond_bb);
+
+    enter(cond_bb);
+    llvm::Value *first, *go;
+    if (l.constant_step) {
+        first = b_.CreateLoad(ty, l.slot, "for.group.k");
+        llvm::Value *left = b_.CreateSub(l.trip, first);
+        go = b_.CreateICmpUGE(left, llvm::ConstantInt::get(ty, n), "for.group.go");
+    } else {
+        // The first index is before e, and e is more than the span past it.
+        first = b_.CreateLoad(ty, l.slot, "for.group.i");
+        llvm::Value *before = before_end(l, first);
+        llvm::Value *distance = b_.CreateSub(l.end, first);
+        if (l.down) {
+            llvm::Value *back = b_.CreateSub(first, l.end);
+            distance = b_.CreateSelect(l.up, distance, back);
+        }
+        llvm::Value *far = b_.CreateICmpUGT(distance, span);
+        go = b_.CreateAnd(b_.CreateAnd(before, span_fits), far, "for.group.go");
+    }
+    llvm::BasicBlock *copy_bb = new_block("for.group");
+    b_.CreateCondBr(go, copy_bb, rest_bb);
+
+    enter(copy_bb);
+    for (uint32_t j = 0; j < n; ++j) {
+        llvm::Value *index;
+        llvm::Constant *jc = llvm::ConstantInt::get(ty, j);
+        if (l.constant_step) {
+            index = counted_index(l, j == 0 ? first : b_.CreateNUWAdd(first, jc));
+        } else {
+            index = j == 0 ? first : b_.CreateAdd(first, b_.CreateMul(l.step, jc));
+        }
+        values_[op->var.get()] = index;
+        llvm::BasicBlock *next_bb = j + 1 < n ? new_block("for.group") : latch_bb;
+        loops_.push_back({next_bb, end_bb}); // `continue` goes on with the next copy
+        llvm::Error err = emit(op->body);
+        loops_.pop_back();
+        if (err) return err;
+        branch_if_open(next_bb);
+        enter(next_bb);
+    }
+
+    llvm::BranchInst *backedge;
+    if (l.constant_step) {
+        b_.CreateStore(b_.CreateNUWAdd(first, llvm::ConstantInt::get(ty, n), "for.group.next"),
+                       l.slot);
+        backedge = b_.CreateBr(cond_bb);
+    } else {
+        llvm::Value *last = b_.CreateAdd(first,
+                                         b_.CreateMul(l.step, llvm::ConstantInt::get(ty, n - 1)));
+        llvm::Value *fits = advance(l, last, "for.group.next");
+        backedge = b_.CreateCondBr(fits, cond_bb, end_bb);
+    }
+    backedge->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(ir::Unroll::none()));
+    return llvm::Error::success();
+}
+
 llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     // b, e and s are evaluated once; the body runs for i = b, b + s, b + 2s, ... while
     // (s > 0 ? i < e : s < 0 ? i > e : false), never past the index type's range ([Note] IR
@@ -1081,58 +1234,52 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     //   wraps. Counting would take a 64-bit division before the loop, whose code took the
     //   benchmark's vector reduction from 24 to 38 registers (6 blocks of 256 threads per
     //   multiprocessor instead of 8) for nothing, as such a loop is not unrolled without a hint.
-    llvm::Value *begin = emit(op->begin);
-    llvm::Value *end = emit(op->end);
-    llvm::Value *step = emit(op->step);
-    const bool is_signed = op->var->type.is_signed_int();
-    llvm::Type *ty = begin->getType();
-    const std::string name = llvm_name(*op->var);
-    auto *k = llvm::dyn_cast<llvm::ConstantInt>(step);
+    // `unroll(N)` where the trip count is not a constant: groups first ([Note] Unrolling by hand).
+    ForLoop l{};
+    l.begin = emit(op->begin);
+    l.end = emit(op->end);
+    l.step = emit(op->step);
+    l.is_signed = op->var->type.is_signed_int();
+    l.name = llvm_name(*op->var);
+    l.constant_step = llvm::dyn_cast<llvm::ConstantInt>(l.step);
+    llvm::Type *ty = l.begin->getType();
+    const llvm::ConstantInt *k = l.constant_step;
 
-    llvm::Value *trip = nullptr, *up = nullptr, *down = nullptr;
-    llvm::AllocaInst *slot;
     if (k) {
-        trip = for_trip_count(begin, end, k, is_signed);
-        slot = create_entry_alloca(ty, name.empty() ? "for.iter" : name + ".iter");
-        b_.CreateStore(llvm::Constant::getNullValue(ty), slot);
+        l.trip = for_trip_count(l.begin, l.end, l.constant_step, l.is_signed);
+        l.slot = create_entry_alloca(ty, l.name.empty() ? "for.iter" : l.name + ".iter");
+        b_.CreateStore(llvm::Constant::getNullValue(ty), l.slot);
     } else {
         llvm::Constant *zero = llvm::Constant::getNullValue(ty);
-        up = is_signed ? b_.CreateICmpSGT(step, zero, "for.up")
-                       : b_.CreateICmpNE(step, zero, "for.up");
-        down = is_signed ? b_.CreateICmpSLT(step, zero, "for.down") : nullptr;
-        slot = create_entry_alloca(ty, name.empty() ? "for.index" : name);
-        b_.CreateStore(begin, slot);
+        l.up = l.is_signed ? b_.CreateICmpSGT(l.step, zero, "for.up")
+                           : b_.CreateICmpNE(l.step, zero, "for.up");
+        l.down = l.is_signed ? b_.CreateICmpSLT(l.step, zero, "for.down") : nullptr;
+        l.slot = create_entry_alloca(ty, l.name.empty() ? "for.index" : l.name);
+        b_.CreateStore(l.begin, l.slot);
     }
-    // Runtime step: (up ? a UP b : down ? a DOWN b : false) for the two comparisons given.
-    auto directed = [&](llvm::Value *if_up, llvm::Value *if_down) -> llvm::Value * {
-        llvm::Value *v = down ? b_.CreateSelect(down, if_down, b_.getFalse()) : b_.getFalse();
-        return b_.CreateSelect(up, if_up, v);
-    };
 
     llvm::BasicBlock *cond_bb = new_block("for.cond");
     llvm::BasicBlock *body_bb = new_block("for.body");
     llvm::BasicBlock *latch_bb = new_block("for.latch");
     llvm::BasicBlock *end_bb = new_block("for.end");
-    b_.CreateBr(cond_bb);
+    const bool by_hand = unrolls_by_hand(op, l);
+    if (by_hand) {
+        if (llvm::Error err = emit_for_groups(op, l, cond_bb, end_bb)) return err;
+    } else {
+        b_.CreateBr(cond_bb);
+    }
 
     enter(cond_bb);
     llvm::Value *i;
     if (k) {
-        llvm::Value *iter = b_.CreateLoad(ty, slot, "for.k");
-        b_.CreateCondBr(b_.CreateICmpULT(iter, trip, "for.go"), body_bb, end_bb);
+        llvm::Value *iter = b_.CreateLoad(ty, l.slot, "for.k");
+        b_.CreateCondBr(b_.CreateICmpULT(iter, l.trip, "for.go"), body_bb, end_bb);
         enter(body_bb);
-        // The index, exact: k * s is at most the distance from b to e.
-        llvm::Value *offset = k->isOne() ? iter : b_.CreateMul(iter, step);
-        auto *b0 = llvm::dyn_cast<llvm::ConstantInt>(begin);
-        i = b0 && b0->isZero() ? offset : b_.CreateAdd(begin, offset);
-        if (llvm::isa<llvm::Instruction>(i) && !name.empty()) i->setName(name);
+        i = counted_index(l, iter);
+        if (llvm::isa<llvm::Instruction>(i) && !l.name.empty()) i->setName(l.name);
     } else {
-        i = b_.CreateLoad(ty, slot, name);
-        // (Each comparison is its own statement: the order of the instructions does not depend
-        // on the order in which the C++ compiler evaluates arguments.)
-        llvm::Value *before_end = is_signed ? b_.CreateICmpSLT(i, end) : b_.CreateICmpULT(i, end);
-        llvm::Value *after_end = down ? b_.CreateICmpSGT(i, end) : nullptr;
-        llvm::Value *go = directed(before_end, after_end);
+        i = b_.CreateLoad(ty, l.slot, l.name);
+        llvm::Value *go = before_end(l, i);
         go->setName("for.go");
         b_.CreateCondBr(go, body_bb, end_bb);
         enter(body_bb);
@@ -1145,23 +1292,20 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     branch_if_open(latch_bb);
 
     enter(latch_bb);
-    llvm::Value *current = b_.CreateLoad(ty, slot);
+    llvm::Value *current = b_.CreateLoad(ty, l.slot);
     llvm::BranchInst *backedge;
     if (k) {
-        b_.CreateStore(b_.CreateNUWAdd(current, llvm::ConstantInt::get(ty, 1), "for.next"), slot);
+        b_.CreateStore(b_.CreateNUWAdd(current, llvm::ConstantInt::get(ty, 1), "for.next"), l.slot);
         backedge = b_.CreateBr(cond_bb);
     } else {
-        llvm::Value *next = b_.CreateAdd(current, step, "for.next");
-        b_.CreateStore(next, slot);
-        // The next index exists only where the add did not wrap: past it in the step's direction.
-        llvm::Value *above = is_signed ? b_.CreateICmpSGT(next, current)
-                                       : b_.CreateICmpUGT(next, current);
-        llvm::Value *below = down ? b_.CreateICmpSLT(next, current) : nullptr;
-        llvm::Value *fits = directed(above, below);
+        // The next index exists only where the add did not wrap.
+        llvm::Value *fits = advance(l, current, "for.next");
         fits->setName("for.fits");
         backedge = b_.CreateCondBr(fits, cond_bb, end_bb);
     }
-    backedge->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(op->unroll));
+    // After groups, the plain loop runs fewer than N times: not unrolled again.
+    backedge->setMetadata(llvm::LLVMContext::MD_loop,
+                          unroll_metadata(by_hand ? ir::Unroll::none() : op->unroll));
 
     enter(end_bb);
     return llvm::Error::success();

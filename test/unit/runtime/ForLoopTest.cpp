@@ -44,6 +44,45 @@ const auto loops = kernel(
         out[t * 6 + 5] = sum8;
     });
 
+/// The runtime-step loops again with unroll hints, which ember carries out itself in groups with
+/// one test each ([Note] Unrolling by hand): i32 by 3, u32 by 4, and i32 by 4 with a `continue`
+/// (multiples of 5) and a `break` (after 7 counted iterations), which leave a copy mid-group.
+const auto unrolled = kernel(
+    "for_unrolled", {"b", "e", "s", "out"},
+    [](Ptr<const int32_t> b, Ptr<const int32_t> e, Ptr<const int32_t> s, Ptr<int64_t> out) {
+        Int t = thread_idx.x;
+        Var<int64_t> n3(0), sum3(0), nu(0), sumu(0), nb(0), sumb(0);
+        for_(
+            b[t], e[t], s[t],
+            [&](Int32 i) {
+                n3 += 1;
+                sum3 += cast<int64_t>(i);
+            },
+            unroll(3));
+        for_(
+            cast<uint32_t>(b[t]), cast<uint32_t>(e[t]), cast<uint32_t>(s[t]),
+            [&](UInt32 i) {
+                nu += 1;
+                sumu += cast<int64_t>(i);
+            },
+            unroll(4));
+        for_(
+            b[t], e[t], s[t],
+            [&](Int32 i) {
+                if_(i % 5 == 0, [&] { continue_(); });
+                if_(nb == 7, [&] { break_(); });
+                nb += 1;
+                sumb += cast<int64_t>(i);
+            },
+            unroll(4));
+        out[t * 6 + 0] = n3;
+        out[t * 6 + 1] = sum3;
+        out[t * 6 + 2] = nu;
+        out[t * 6 + 3] = sumu;
+        out[t * 6 + 4] = nb;
+        out[t * 6 + 5] = sumb;
+    });
+
 /// The same with constant steps (the counted loop, its trip count a division by the constant):
 /// i32 by 3, by -5 and by 1, and u32 by 7.
 const auto constant_steps = kernel(
@@ -80,48 +119,106 @@ template <class T> void host_loop(T b, T e, T s, int64_t &count, int64_t &sum) {
 
 class ForLoopTest : public ember::testing::DeviceTest {};
 
-TEST_P(ForLoopTest, TripCountsAreExactUpToTheEdgeOfTheIndexType) {
-    constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
-    constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
-    struct Case {
-        int32_t b, e, s;
-    };
-    const std::vector<Case> cases = {
-        {0, 10, 1},      {0, 10, 3},          {10, 0, -3},         {3, 3, 1},
-        {5, 0, 1},       {0, 5, -1},          {0, 10, 0},          {-7, 9, 4},
-        {9, -7, -4},     {kMax - 7, kMax, 4}, {kMax - 7, kMax, 3}, {kMin + 5, kMin, -2},
-        {0, kMin, kMin}, {kMin, kMax, kMax},  {kMax, kMin, kMin},  {-1, 100, 7},
-        {120, 127, 3},   {-120, -128, -3},    {100, -100, -50},    {-2, 2, 1},
-    };
+constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+
+struct Case {
+    int32_t b, e, s;
+};
+
+/// Runtime bounds and steps: both directions, zero steps, empty ranges, ranges that end where one
+/// more step would wrap, and longer ranges that fill several unrolled groups.
+const std::vector<Case> runtime_cases = {
+    {0, 10, 1},
+    {0, 10, 3},
+    {10, 0, -3},
+    {3, 3, 1},
+    {5, 0, 1},
+    {0, 5, -1},
+    {0, 10, 0},
+    {-7, 9, 4},
+    {9, -7, -4},
+    {kMax - 7, kMax, 4},
+    {kMax - 7, kMax, 3},
+    {kMin + 5, kMin, -2},
+    {0, kMin, kMin},
+    {kMin, kMax, kMax},
+    {kMax, kMin, kMin},
+    {-1, 100, 7},
+    {120, 127, 3},
+    {-120, -128, -3},
+    {100, -100, -50},
+    {-2, 2, 1},
+    {0, 100, 1},
+    {-50, 50, 2},
+    {kMax - 100, kMax, 7},
+    {kMin + 100, kMin, -9},
+    {1000, -1000, -13},
+};
+
+/// Launches `k` (b, e, s, out) with one thread per case; returns its 6 outputs per case.
+template <class K>
+std::vector<int64_t> run_cases(DeviceContext &ctx, const K &k, const std::vector<Case> &cases) {
     const int64_t n = int64_t(cases.size());
     std::vector<int32_t> b(n), e(n), s(n);
     for (int64_t t = 0; t < n; ++t) b[t] = cases[t].b, e[t] = cases[t].e, s[t] = cases[t].s;
-    auto db = ctx().enqueue_create_buffer<int32_t>(n), de = ctx().enqueue_create_buffer<int32_t>(n),
-         ds = ctx().enqueue_create_buffer<int32_t>(n);
-    auto out = ctx().enqueue_create_buffer<int64_t>(n * 6);
-    ctx().enqueue_copy(db, b.data());
-    ctx().enqueue_copy(de, e.data());
-    ctx().enqueue_copy(ds, s.data());
-    ctx().enqueue_function(loops, db, de, ds, out, grid_dim(1), block_dim(n));
+    auto db = ctx.enqueue_create_buffer<int32_t>(n), de = ctx.enqueue_create_buffer<int32_t>(n),
+         ds = ctx.enqueue_create_buffer<int32_t>(n);
+    auto out = ctx.enqueue_create_buffer<int64_t>(n * 6);
+    ctx.enqueue_copy(db, b.data());
+    ctx.enqueue_copy(de, e.data());
+    ctx.enqueue_copy(ds, s.data());
+    ctx.enqueue_function(k, db, de, ds, out, grid_dim(1), block_dim(n));
     std::vector<int64_t> got(n * 6);
-    ctx().enqueue_copy(got.data(), out);
-    ctx().synchronize();
-    for (int64_t t = 0; t < n; ++t) {
+    ctx.enqueue_copy(got.data(), out);
+    ctx.synchronize();
+    return got;
+}
+
+TEST_P(ForLoopTest, TripCountsAreExactUpToTheEdgeOfTheIndexType) {
+    const std::vector<int64_t> got = run_cases(ctx(), loops, runtime_cases);
+    for (size_t t = 0; t < runtime_cases.size(); ++t) {
+        const auto [b, e, s] = runtime_cases[t];
         int64_t want[6];
-        host_loop<int32_t>(b[t], e[t], s[t], want[0], want[1]);
-        host_loop<uint32_t>(uint32_t(b[t]), uint32_t(e[t]), uint32_t(s[t]), want[2], want[3]);
-        host_loop<int8_t>(int8_t(b[t]), int8_t(e[t]), int8_t(s[t]), want[4], want[5]);
+        host_loop<int32_t>(b, e, s, want[0], want[1]);
+        host_loop<uint32_t>(uint32_t(b), uint32_t(e), uint32_t(s), want[2], want[3]);
+        host_loop<int8_t>(int8_t(b), int8_t(e), int8_t(s), want[4], want[5]);
         const char *what[6] = {"i32 count", "i32 sum",  "u32 count",
                                "u32 sum",   "i8 count", "i8 sum"};
         for (int k = 0; k < 6; ++k)
             EXPECT_EQ(got[t * 6 + k], want[k])
-                << what[k] << " of for " << b[t] << " to " << e[t] << " step " << s[t];
+                << what[k] << " of for " << b << " to " << e << " step " << s;
+    }
+}
+
+TEST_P(ForLoopTest, UnrolledGroupsRunEveryIterationOnce) {
+    const std::vector<int64_t> got = run_cases(ctx(), unrolled, runtime_cases);
+    for (size_t t = 0; t < runtime_cases.size(); ++t) {
+        const auto [b, e, s] = runtime_cases[t];
+        int64_t want[6];
+        host_loop<int32_t>(b, e, s, want[0], want[1]);
+        host_loop<uint32_t>(uint32_t(b), uint32_t(e), uint32_t(s), want[2], want[3]);
+        want[4] = want[5] = 0;
+        if (s != 0)
+            for (__int128 i = b; s > 0 ? i < e : i > e; i += s) {
+                if (i % 5 == 0) continue;
+                if (want[4] == 7) break;
+                ++want[4];
+                want[5] += int64_t(i);
+            }
+        const char *what[6] = {"i32 by 3 count",
+                               "i32 by 3 sum",
+                               "u32 by 4 count",
+                               "u32 by 4 sum",
+                               "i32 by 4 with continue and break: count",
+                               "... sum"};
+        for (int k = 0; k < 6; ++k)
+            EXPECT_EQ(got[t * 6 + k], want[k])
+                << what[k] << " of for " << b << " to " << e << " step " << s;
     }
 }
 
 TEST_P(ForLoopTest, ConstantStepsCountExactlyUpToTheEdgeOfTheIndexType) {
-    constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
-    constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
     // Ranges short both as i32 and as u32, many ending where one more step would wrap:
     // {-2, -1} as u32 by 7 would wrap to 5, below the end, and run on.
     const std::vector<std::pair<int32_t, int32_t>> cases = {

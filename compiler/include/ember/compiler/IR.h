@@ -86,7 +86,9 @@
 ///   keep the loop rolled, to unroll it completely, or by N: LLVM loop metadata
 ///   (`llvm.loop.unroll.disable`, `.full`, `.count`) on the backedge, on every target. A hint
 ///   never changes the loop's meaning; `full` takes effect only where the trip count is a
-///   constant after optimisation, `N` leaves a remainder loop where N does not divide it. Without
+///   constant after optimisation, `N` leaves a remainder loop where N does not divide it (where
+///   the trip count is not a constant, the code generator emits the groups of N itself: [Note]
+///   Unrolling by hand in CodeGenLLVM.cpp). Without
 ///   a hint (nothing printed) LLVM's own heuristics decide for a loop whose trip count is a
 ///   constant; one whose trip count is known only at run time stays rolled
 ///   (`llvm.loop.unroll.runtime.disable`).
