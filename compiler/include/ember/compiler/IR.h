@@ -88,10 +88,9 @@
 ///   never changes the loop's meaning; `full` takes effect only where the trip count is a
 ///   constant after optimisation, `N` leaves a remainder loop where N does not divide it (where
 ///   the trip count is not a constant, the code generator emits the groups of N itself: [Note]
-///   Unrolling by hand in CodeGenLLVM.cpp). Without
-///   a hint (nothing printed) LLVM's own heuristics decide for a loop whose trip count is a
-///   constant; one whose trip count is known only at run time stays rolled
-///   (`llvm.loop.unroll.runtime.disable`).
+///   Unrolling by hand in CodeGenLLVM.cpp). Without a hint (nothing printed) LLVM's own
+///   heuristics decide for a loop whose trip count is a constant; one whose trip count is known
+///   only at run time stays rolled (`llvm.loop.unroll.runtime.disable`).
 /// * Intrinsics (Call). abs(MIN) wraps to MIN; abs of a float clears the sign bit. popcount,
 ///   clz and ctz count bits of the integer's width; clz(0) and ctz(0) are that width. sqrt is
 ///   correctly rounded; floor, ceil and trunc round as named; round rounds half away from zero
