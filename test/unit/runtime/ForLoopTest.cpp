@@ -2,7 +2,9 @@
 /// `for_` runs its body exactly ceil((end - begin) / step) times ([Note] IR semantics: Loops):
 /// runtime bounds and steps of both signs, zero steps, empty ranges and ranges that end at the
 /// edge of the index type, where a wrapping index would run on, give the host's trip counts and
-/// index sums on every device. A grid-stride loop (a runtime step) covers every element once.
+/// index sums on every device, and so do the same loops unrolled by hand in groups ([Note]
+/// Unrolling by hand), with a `continue` and a `break` inside a group. A grid-stride loop (a
+/// runtime step) covers every element once.
 #include "ember/ember.h"
 
 #include "DeviceTest.h"
