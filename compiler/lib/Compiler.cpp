@@ -15,17 +15,19 @@
 
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Config/llvm-config.h>
-#include <llvm/IR/Dominators.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/Dominators.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PassInstrumentation.h>
 #include <llvm/Passes/OptimizationLevel.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -198,15 +200,6 @@ std::string print_module(const llvm::Module &m) {
     return text;
 }
 
-llvm::CodeGenOptLevel codegen_level(int opt_level) {
-    switch (opt_level) {
-    case 0: return llvm::CodeGenOptLevel::None;
-    case 1: return llvm::CodeGenOptLevel::Less;
-    case 2: return llvm::CodeGenOptLevel::Default;
-    default: return llvm::CodeGenOptLevel::Aggressive;
-    }
-}
-
 /// Collects LLVM's error diagnostics instead of letting the default handler print them and exit.
 struct Diagnostics {
     std::string errors;
@@ -267,7 +260,8 @@ bool is_huge(const llvm::Function &f) {
     return !f.isDeclaration() && f.getInstructionCount() > max_instructions_for_full_optimisation;
 }
 
-void optimize(llvm::Module &m, llvm::TargetMachine &tm, int opt_level) {
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, const detail::Target &target,
+              int opt_level) {
     llvm::PipelineTuningOptions tuning;
     if (opt_level > 0 && deepest_loop_nest(m) > max_loop_nest_for_promotion)
         tuning.LicmMssaNoAccForPromotionCap = 0;
@@ -283,7 +277,16 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, int opt_level) {
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(&tm, tuning);
+    // The target's skipped passes: LLVM asks before each optional pass.
+    llvm::PassInstrumentationCallbacks instrumentation;
+    const std::span<const std::string_view> skipped = target.skipped_passes();
+    if (!skipped.empty())
+        instrumentation.registerShouldRunOptionalPassCallback(
+            [skipped](llvm::StringRef pass, llvm::Any) {
+                return std::find(skipped.begin(), skipped.end(),
+                                 std::string_view(pass.data(), pass.size())) == skipped.end();
+            });
+    llvm::PassBuilder pb(&tm, tuning, std::nullopt, skipped.empty() ? nullptr : &instrumentation);
     tm.registerPassBuilderCallbacks(pb);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
@@ -377,7 +380,7 @@ llvm::Error run_pipeline_stages(const ir::Kernel &k, const detail::Target &targe
     const std::string where =
         "kernel '" + k.name + "' for target '" + target.spec().to_string() + "'";
     Timer lower_timer;
-    auto tm = target.create_target_machine(codegen_level(opt_level));
+    auto tm = target.create_target_machine(target.codegen_level(opt_level));
     if (!tm) return tm.takeError();
     llvm::LLVMContext ctx;
     Diagnostics diags;
@@ -390,7 +393,7 @@ llvm::Error run_pipeline_stages(const ir::Kernel &k, const detail::Target &targe
     if (!want.llvm_opt && !want.assembly && !want.binary) return llvm::Error::success();
 
     Timer optimize_timer;
-    optimize(**module, **tm, opt_level);
+    optimize(**module, **tm, target, opt_level);
     target.prepare_codegen(**module);
     if (llvm::Error err = diags.check(where, "optimise")) return err;
     if (want.llvm_opt) out.llvm_opt = print_module(**module);
@@ -411,7 +414,7 @@ llvm::Error run_pipeline_stages(const ir::Kernel &k, const detail::Target &targe
         if (llvm::Error err = diags.check(where, "generate code for")) return err;
         if (want.binary) {
             // A fresh target machine, too: some back ends keep per-module state in it.
-            auto tm2 = target.create_target_machine(codegen_level(opt_level));
+            auto tm2 = target.create_target_machine(target.codegen_level(opt_level));
             if (!tm2) return tm2.takeError();
             tm = std::move(tm2);
         }

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,15 @@ public:
     /// module's. The default asks LLVM's registry with PIC relocations.
     virtual llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
     create_target_machine(llvm::CodeGenOptLevel level) const;
+
+    /// The code generator's level for the pipeline's `opt_level` (0 to 3). The default maps
+    /// them to LLVM's None, Less, Default and Aggressive.
+    virtual llvm::CodeGenOptLevel codegen_level(int opt_level) const;
+
+    /// Passes of LLVM's optimisation pipeline (by LLVM's pass name, e.g. "DSEPass") that are
+    /// left out for this target, for compile time: none by default; NVPTX's in [Note] NVPTX's
+    /// lighter pipeline.
+    virtual std::span<const std::string_view> skipped_passes() const { return {}; }
 
     /// The LLVM address space of `ptr<global T>` kernel parameters.
     virtual unsigned global_address_space() const { return 0; }

@@ -78,6 +78,15 @@ Target::create_target_machine(llvm::CodeGenOptLevel level) const {
     return tm;
 }
 
+llvm::CodeGenOptLevel Target::codegen_level(int opt_level) const {
+    switch (opt_level) {
+    case 0: return llvm::CodeGenOptLevel::None;
+    case 1: return llvm::CodeGenOptLevel::Less;
+    case 2: return llvm::CodeGenOptLevel::Default;
+    default: return llvm::CodeGenOptLevel::Aggressive;
+    }
+}
+
 llvm::Expected<std::string> Target::emit_binary(llvm::Module &m, llvm::TargetMachine &tm) const {
     auto binary = emit_with_target_machine(m, tm, binary_file_type());
     if (binary && binary_file_type() == llvm::CodeGenFileType::AssemblyFile)
