@@ -18,6 +18,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ember::detail {
@@ -111,6 +112,13 @@ private:
     llvm::Error emit_for_groups(const ir::For *op, const ForLoop &l, llvm::BasicBlock *rest_bb,
                                 llvm::BasicBlock *end_bb);
 
+    /// Emits `body` (of an if, a loop, a copy of an unrolled body) in a scope of its own: the
+    /// math calls emitted in it are not reused after it ([Note] Math calls emitted once).
+    llvm::Error emit_scoped(const ir::Stmt &body);
+    /// Whether the value of math call `call` may stand for later uses of the same node: its
+    /// arguments read no memory and no mutable variable.
+    static bool reusable(const ir::ExprNode *call);
+
     /// An alloca in the entry block, so that mem2reg/SROA promote it.
     llvm::AllocaInst *create_entry_alloca(llvm::Type *ty, const std::string &name);
     /// Continues in a new block with no predecessors (after break/continue).
@@ -149,6 +157,11 @@ private:
     std::unordered_map<const ir::Variable *, llvm::Value *> values_;
     /// Every block new_block made; all of them are in the function once emission succeeds.
     std::vector<llvm::BasicBlock *> blocks_;
+    /// [Note] Math calls emitted once: the value of each such call node emitted in the current
+    /// scope or an enclosing one, and the nodes in the order they were added (scopes pop them).
+    /// Looked up only, never iterated.
+    std::unordered_map<const ir::ExprNode *, llvm::Value *> math_values_;
+    std::vector<const ir::ExprNode *> math_values_added_;
 
     struct Loop {
         llvm::BasicBlock *continue_to, *break_to;
@@ -223,8 +236,92 @@ llvm::Type *like_lanes(llvm::Type *scalar, llvm::Type *like) {
 // ---------------------------------------------------------------------------------------------
 // Expressions.
 
+bool CodeGenLLVM::reusable(const ir::ExprNode *call) {
+    std::vector<const ir::ExprNode *> todo{call};
+    std::unordered_set<const ir::ExprNode *> seen;
+    auto push = [&](const ir::Expr &child) {
+        if (seen.insert(child.get()).second) todo.push_back(child.get());
+    };
+    while (!todo.empty()) {
+        const ir::ExprNode *n = todo.back();
+        todo.pop_back();
+        switch (n->kind) {
+        case ir::NodeKind::IntImm:
+        case ir::NodeKind::FloatImm:
+        case ir::NodeKind::BoolImm:
+        case ir::NodeKind::SpecialReg: break;
+        case ir::NodeKind::VarRef:
+            if (static_cast<const ir::VarRef *>(n)->var->kind == ir::VarKind::Mutable) return false;
+            break;
+        case ir::NodeKind::Unary: push(static_cast<const ir::Unary *>(n)->a); break;
+        case ir::NodeKind::Binary: {
+            auto *op = static_cast<const ir::Binary *>(n);
+            push(op->a), push(op->b);
+            break;
+        }
+        case ir::NodeKind::Compare: {
+            auto *op = static_cast<const ir::Compare *>(n);
+            push(op->a), push(op->b);
+            break;
+        }
+        case ir::NodeKind::Cast: push(static_cast<const ir::Cast *>(n)->a); break;
+        case ir::NodeKind::Select: {
+            auto *op = static_cast<const ir::Select *>(n);
+            push(op->cond), push(op->a), push(op->b);
+            break;
+        }
+        case ir::NodeKind::Call:
+            for (const ir::Expr &arg : static_cast<const ir::Call *>(n)->args) push(arg);
+            break;
+        case ir::NodeKind::MakeVector:
+            for (const ir::Expr &arg : static_cast<const ir::MakeVector *>(n)->args) push(arg);
+            break;
+        case ir::NodeKind::Extract: push(static_cast<const ir::Extract *>(n)->vector); break;
+        case ir::NodeKind::Reduce: push(static_cast<const ir::Reduce *>(n)->value); break;
+        default: return false; // loads, atomics, warp operations, calls of device functions
+        }
+    }
+    return true;
+}
+
+llvm::Error CodeGenLLVM::emit_scoped(const ir::Stmt &body) {
+    const size_t mark = math_values_added_.size();
+    llvm::Error err = emit(body);
+    for (; math_values_added_.size() > mark; math_values_added_.pop_back())
+        math_values_.erase(math_values_added_.back());
+    return err;
+}
+
+// [Note] Math calls emitted once
+// ===============================
+// The front end shares expression nodes: `auto e = exp(v - m);` used five times is one node
+// with five parents, and the printed IR shows it five times. Code generation emits a node per
+// use, so the kernel's LLVM IR held five calls, each inlined by LLVM's optimiser (a math
+// function is 25 to 200 instructions) before its CSE passes merge them again: softmax over
+// rows of 4096 (16 values a thread, each e used by the sum and by the store) went to the
+// optimiser with 80 calls of exp for the 16 it keeps. So the value of a math library call
+// (rsqrt ... erf, the fast_ variants) is kept, and a later use of the same node in the same
+// scope or a nested one gets it, when the call's arguments read no memory and no mutable
+// variable (`reusable`): lets, parameters, loop indices, constants and the thread's indices
+// do not change while they are visible, so the value is the one a second emission would compute.
+// A scope is the body of an if, of a loop or of one copy of a body unrolled by hand
+// (`emit_scoped`): a value emitted there dominates the rest of that body, and is forgotten when
+// it ends, so no use outside sees a value its path may not have computed, and a loop index
+// bound again for the next copy never meets a value of the last. Nodes are reused, never
+// evaluated earlier than where they were first used; textual IR (the parser makes a node per
+// occurrence) is not affected. The PTX is what LLVM's CSE made of the repeated calls before.
 llvm::Value *CodeGenLLVM::emit(const ir::Expr &e) {
     EMBER_ASSERT(e, "null expression in a verified kernel");
+    if (e.kind() == ir::NodeKind::Call &&
+        ir::is_math_library(static_cast<const ir::Call *>(e.get())->op)) {
+        if (auto it = math_values_.find(e.get()); it != math_values_.end()) return it->second;
+        llvm::Value *v = visit(static_cast<const ir::Call *>(e.get()));
+        if (v && reusable(e.get())) {
+            math_values_.emplace(e.get(), v);
+            math_values_added_.push_back(e.get());
+        }
+        return v;
+    }
     switch (e.kind()) {
 #define EMBER_IR_EXPR(Name)                                                                        \
     case ir::NodeKind::Name: return visit(static_cast<const ir::Name *>(e.get()));
@@ -1022,11 +1119,11 @@ llvm::Error CodeGenLLVM::visit(const ir::If *op) {
     llvm::BasicBlock *end_bb = new_block("if.end");
     b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : end_bb);
     enter(then_bb);
-    if (llvm::Error err = emit(op->then_body)) return err;
+    if (llvm::Error err = emit_scoped(op->then_body)) return err;
     branch_if_open(end_bb);
     if (else_bb) {
         enter(else_bb);
-        if (llvm::Error err = emit(op->else_body)) return err;
+        if (llvm::Error err = emit_scoped(op->else_body)) return err;
         branch_if_open(end_bb);
     }
     enter(end_bb);
@@ -1200,7 +1297,7 @@ bool CodeGenLLVM::unrolls_by_hand(const ir::For *op, const ForLoop &l) const {
         values_[op->var.get()] = index;
         llvm::BasicBlock *next_bb = j + 1 < n ? new_block("for.group") : latch_bb;
         loops_.push_back({next_bb, end_bb}); // `continue` goes on with the next copy
-        llvm::Error err = emit(op->body);
+        llvm::Error err = emit_scoped(op->body);
         loops_.pop_back();
         if (err) return err;
         branch_if_open(next_bb);
@@ -1286,7 +1383,7 @@ llvm::Error CodeGenLLVM::visit(const ir::For *op) {
     }
     values_[op->var.get()] = i;
     loops_.push_back({latch_bb, end_bb});
-    llvm::Error err = emit(op->body);
+    llvm::Error err = emit_scoped(op->body);
     loops_.pop_back();
     if (err) return err;
     branch_if_open(latch_bb);
@@ -1322,7 +1419,7 @@ llvm::Error CodeGenLLVM::visit(const ir::While *op) {
 
     enter(body_bb);
     loops_.push_back({cond_bb, end_bb});
-    llvm::Error err = emit(op->body);
+    llvm::Error err = emit_scoped(op->body);
     loops_.pop_back();
     if (err) return err;
     branch_if_open(cond_bb);
@@ -1561,6 +1658,8 @@ void CodeGenLLVM::start_body() {
     blocks_.clear();
     values_.clear();
     loops_.clear();
+    math_values_.clear();
+    math_values_added_.clear();
     llvm::BasicBlock *entry = new_block("entry");
     enter(entry);
     // Clang's trick: allocas go before a placeholder that is erased at the end, so they stay in

@@ -1077,6 +1077,51 @@ TEST_P(CodeGenTest, LaunchRunsOnlyTheBlockRange) {
     EXPECT_EQ(counter, 4 * threads);
 }
 
+// ---------------------------------------------------------------------------------------------
+// [Note] Math calls emitted once: a math call node with several uses is emitted once where its
+// value stays right, and again where it may not.
+
+TEST_P(CodeGenTest, ASharedMathCallIsReusedOnlyWhereItsValueStaysTheSame) {
+    const Type f32 = ScalarType::F32;
+    VariableRef out = Variable::make("out", Type::pointer(ScalarType::F32), VarKind::Param);
+    VariableRef a = Variable::make("a", f32, VarKind::Param);
+    VariableRef v = Variable::make("v", f32, VarKind::Mutable);
+    auto at = [](int64_t i) { return IntImm::make(ScalarType::I64, i); };
+    // exp(v) of a mutable v: one node, used before and after v changes.
+    const Expr of_var = Call::make(Intrinsic::Exp, {VarRef::make(v)});
+    // exp(a) of a parameter: one node, first used inside a branch taken for a > 0, then after it.
+    const Expr of_param = Call::make(Intrinsic::Exp, {VarRef::make(a)});
+    ir::Kernel k;
+    k.name = "shared_math";
+    k.params = {out, a};
+    k.body = Block::make({
+        Declare::make(v, VarRef::make(a)),
+        Store::make(VarRef::make(out), at(0), of_var),
+        Assign::make(v, Binary::make(BinaryOp::Mul, VarRef::make(a), FloatImm::make(f32, 2.0))),
+        Store::make(VarRef::make(out), at(1), of_var),
+        If::make(Compare::make(CompareOp::GT, VarRef::make(a), FloatImm::make(f32, 0.0)),
+                 Store::make(VarRef::make(out), at(2), of_param)),
+        Store::make(VarRef::make(out), at(3), Binary::make(BinaryOp::Add, of_param, of_param)),
+    });
+    CpuKernel kernel(k, opt_level());
+    for (const float x : {0.5f, -0.75f}) {
+        std::vector<float> got(4, -1.0f);
+        kernel.launch({1, 1, 1}, {1, 1, 1}, got.data(), x);
+        EXPECT_NEAR(got[0], std::exp(double(x)), 1e-6 * std::exp(double(x))) << "exp(v) at " << x;
+        EXPECT_NEAR(got[1], std::exp(2.0 * x), 1e-6 * std::exp(2.0 * x)) << "exp(v) after v = 2a";
+        EXPECT_EQ(got[2], x > 0 ? float(got[3] / 2) : -1.0f) << "the branch at " << x;
+        EXPECT_NEAR(got[3], 2 * std::exp(double(x)), 2e-6 * std::exp(double(x)))
+            << "exp(a) after the branch at " << x;
+    }
+    // Emitted: twice for the mutable variable, once in the branch and once after it.
+    const std::string llvm = emit(k, TargetSpec::parse("cpu"), Stage::LLVM, opt_level());
+    size_t calls = 0;
+    for (size_t at = llvm.find("call float @__ember_exp_f32("); at != std::string::npos;
+         at = llvm.find("call float @__ember_exp_f32(", at + 1))
+        ++calls;
+    EXPECT_EQ(calls, 4u) << llvm;
+}
+
 INSTANTIATE_TEST_SUITE_P(OptLevels, CodeGenTest, ::testing::Values(0, 3),
                          [](const ::testing::TestParamInfo<int> &info) {
                              return "O" + std::to_string(info.param);
