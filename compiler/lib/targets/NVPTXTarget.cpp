@@ -1206,10 +1206,10 @@ std::string patch_ptx(std::string ptx) {
 //     several per cent.
 //   - The code generator's Aggressive level, whose only difference for NVPTX is GVN instead of
 //     EarlyCSE in the back end's IR passes (run twice), after the optimiser's GVN has already
-//     done that work: 8 % of the SGEMM's compile. O3 uses the Default level; of the 64 kernels
+//     done that work: about 7 % of the SGEMM's compile. O3 uses the Default level; of the 64 kernels
 //     one (softmax with fast::exp) differs, by 4 PTX lines, and ran at the same speed on an
 //     H200, as did every kernel of bench/kernels.
-// The SGEMM's compile takes 35 % fewer instructions, the other kernels of bench/kernels 3 to 10 %
+// The SGEMM's compile takes 34 % fewer instructions, the other kernels of bench/kernels 3 to 10 %
 // fewer (callgrind, ember-compile over three copies of each). A pass added to the list must keep
 // the PTX of that corpus unchanged, or its cost and gain be measured (bench/kernels).
 constexpr std::string_view nvptx_skipped_passes[] = {
