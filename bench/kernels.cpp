@@ -446,21 +446,22 @@ struct Sections {
     bool operator()(const std::string &section) const {
         return chosen.empty() || std::find(chosen.begin(), chosen.end(), section) != chosen.end();
     }
+    static std::string names() {
+        std::string list;
+        for (const char *a : all) list += (list.empty() ? "" : ", ") + std::string(a);
+        return list;
+    }
     static Sections parse(int argc, char **argv) {
         Sections s;
         for (int i = 1; i < argc; ++i) {
             const std::string arg = argv[i];
             if (arg != "--only" || i + 1 == argc)
                 throw LogicError("unknown argument '" + arg +
-                                 "'; usage: kernels [--only SECTION,...] with sections stream, "
-                                 "reduce, transpose, softmax, sgemm");
+                                 "'; usage: kernels [--only SECTION,...] with sections " + names());
             std::stringstream list(argv[++i]);
             for (std::string name; std::getline(list, name, ',');) {
-                if (std::find_if(std::begin(all), std::end(all),
-                                 [&](const char *a) { return name == a; }) == std::end(all))
-                    throw LogicError("no section '" + name +
-                                     "'; the sections are stream, reduce, transpose, softmax, "
-                                     "sgemm");
+                if (std::find(std::begin(all), std::end(all), name) == std::end(all))
+                    throw LogicError("no section '" + name + "'; the sections are " + names());
                 s.chosen.push_back(name);
             }
         }
