@@ -283,11 +283,13 @@ const auto sgemm_plus_fast = make_plain_sgemm<MulAdd::Plus>("sgemm_plus_fast", F
 
 // The pipelined SGEMM of examples/sgemm.h: slices of 8 or 16, 2 to 4 stages through cp.async.
 const auto sgemm_async_8_2 = sgemm_example::make_sgemm<8, 2>("sgemm_async_8_2");
-const auto sgemm_async_8_3 = sgemm_example::make_sgemm<8, 3>("sgemm_async"); // the example's
+const auto sgemm_async_8_3 = sgemm_example::make_sgemm<8, 3>("sgemm_async");
 const auto sgemm_async_8_4 = sgemm_example::make_sgemm<8, 4>("sgemm_async_8_4");
 const auto sgemm_async_16_2 = sgemm_example::make_sgemm<16, 2>("sgemm_async_16_2");
 const auto sgemm_async_256 = sgemm_example::make_sgemm<8, 3, 256>(
     "sgemm_async_256"); // 256 x 128 tiles
+// The warp-tiled SGEMM of examples/sgemm.h, the example's.
+const auto sgemm_warptile = sgemm_example::make_sgemm_warptile("sgemm_warptile");
 
 // ---------------------------------------------------------------------------------------------
 // The peer: the twins' shared library.
@@ -314,6 +316,28 @@ struct Twins {
             return text.substr(at + 1, end - at - 1);
         };
         return section("// shared") + "\n" + section("// twin: " + name);
+    }
+    /// source(name) with only the explicit instantiation that names `instance`
+    /// ("stream_copy<float, float4>") of the section's `template __global__ ...;` statements: that
+    /// kernel alone.
+    static std::string source_of_one(const std::string &name, const std::string &instance) {
+        std::string text = source(name), out;
+        const std::string head = "template __global__ void ";
+        size_t at = 0, found = 0;
+        for (size_t next; (next = text.find(head, at)) != std::string::npos;) {
+            const size_t end = text.find(';', next);
+            if (end == std::string::npos) break;
+            out += text.substr(at, next - at);
+            const std::string statement = text.substr(next, end + 1 - next);
+            if (statement.find(head + instance + "(") == 0) {
+                out += statement;
+                ++found;
+            }
+            at = end + 1;
+        }
+        if (found != 1)
+            throw RuntimeError("kernels: no single instantiation " + instance + " in twin " + name);
+        return out + text.substr(at);
     }
 };
 
@@ -799,8 +823,9 @@ int main(int argc, char **argv) try {
     }
 
     // SGEMM 4096^3, FP32: the plain 128 x 128 x 8 kernel with fma, with a*b+c (contraction off
-    // and fast), and the pipelined kernel of examples/sgemm.h in four shapes, each against nvcc's
-    // build of the same algorithm where there is one, and against cuBLAS.
+    // and fast), the pipelined kernel of examples/sgemm.h in five shapes and its warp-tiled
+    // kernel, each against nvcc's build of the same algorithm where there is one, and against
+    // cuBLAS.
     if (run("sgemm")) {
         const int64_t n = size(4096, 256);
         auto ha = random_floats(n * n, -1.0f, 1.0f, 6), hb = random_floats(n * n, -1.0f, 1.0f, 7);
@@ -813,6 +838,7 @@ int main(int argc, char **argv) try {
         using AsyncFn = int (*)(const float *, const float *, float *, long long, int, int);
         using BlasFn = int (*)(const float *, const float *, float *, int);
         GemmFn twin = peers ? twins->get<GemmFn>("twin_sgemm") : nullptr;
+        GemmFn twin_warptile = peers ? twins->get<GemmFn>("twin_sgemm_warptile") : nullptr;
         AsyncFn twin_async = peers ? twins->get<AsyncFn>("twin_sgemm_async") : nullptr;
         BlasFn cublas = peers ? twins->get<BlasFn>("twin_cublas_sgemm") : nullptr;
         auto pc = [&] {
@@ -884,13 +910,18 @@ int main(int argc, char **argv) try {
              peers ? plain : none);
         gemm("sgemm async 8x2", sgemm_async_8_2, "nvcc (same pipeline)",
              peers ? pipelined(8, 2) : none);
-        gemm("sgemm async 8x3 (example)", sgemm_async_8_3, "nvcc (same pipeline)",
+        gemm("sgemm async 8x3", sgemm_async_8_3, "nvcc (same pipeline)",
              peers ? pipelined(8, 3) : none);
         gemm("sgemm async 8x4", sgemm_async_8_4, "nvcc (same pipeline)",
              peers ? pipelined(8, 4) : none);
         gemm("sgemm async 16x2", sgemm_async_16_2, "nvcc (same pipeline)",
              peers ? pipelined(16, 2) : none);
         gemm("sgemm async 256x128 8x3", sgemm_async_256, "", none, 256);
+        auto warptiled = [&] {
+            twin_warptile((const float *)addr(a), (const float *)addr(b), (float *)waddr(c), n);
+        };
+        gemm("sgemm warptile (example)", sgemm_warptile, "nvcc (same kernel)",
+             peers ? warptiled : none, 256);
     }
 
     // Registers, and compile time: ember's trace of the C++ lambda plus the median of 3 compiles
@@ -905,7 +936,8 @@ int main(int argc, char **argv) try {
         std::printf("\n%-26s %10s %10s %10s %8s %12s %12s\n", "compile (a fresh cache)",
                     "ember 1st", "ember ms", "NVRTC ms", "ratio", "ember regs", "nvcc regs");
         auto row = [&](const char *section, const char *what, const char *twin,
-                       std::initializer_list<const char *> kernels, const char *reg_name) {
+                       std::initializer_list<const char *> kernels, const char *reg_name,
+                       const char *instance = nullptr) {
             if (!run(section)) return;
             double ember_first_ms = 0, ember_ms = 0;
             int ember_regs = -1;
@@ -922,7 +954,8 @@ int main(int argc, char **argv) try {
                 ember_regs = std::max(ember_regs, r.registers);
             }
             char log[4096] = "";
-            const std::string src = Twins::source(twin);
+            const std::string src = instance ? Twins::source_of_one(twin, instance)
+                                             : Twins::source(twin);
             std::vector<double> t;
             for (int k = 0; k < 3; ++k)
                 t.push_back(nvrtc(src.c_str(), virt.c_str(), log, sizeof log));
@@ -938,20 +971,33 @@ int main(int argc, char **argv) try {
             {"copy_f32", "scale_f32", "add_f32", "triad_f32", "copy_f64", "scale_f64", "add_f64",
              "triad_f64"},
             "stream_triad_f32");
+        // Each stream kernel alone, against NVRTC's compile of the twin with that kernel alone.
+        const std::pair<const char *, const char *> stream_kernels[] = {
+            {"copy_f32", "stream_copy<float, float4>"},
+            {"scale_f32", "stream_scale<float, float4>"},
+            {"add_f32", "stream_add<float, float4>"},
+            {"triad_f32", "stream_triad<float, float4>"},
+            {"copy_f64", "stream_copy<double, double2>"},
+            {"scale_f64", "stream_scale<double, double2>"},
+            {"add_f64", "stream_add<double, double2>"},
+            {"triad_f64", "stream_triad<double, double2>"}};
+        for (const auto &[k, instance] : stream_kernels)
+            row("stream", (std::string("  ") + k).c_str(), "stream", {k},
+                (std::string("stream_") + k).c_str(), instance);
         const std::pair<const char *, const char *> kernels[] = {
             {"reduce", "reduce_partial"}, {"transpose", "transpose"}, {"transpose", "stencil5"},
             {"softmax", "softmax"},       {"softmax", "layernorm"},   {"sgemm", "sgemm"},
-            {"sgemm", "sgemm_async"}};
+            {"sgemm", "sgemm_async"},     {"sgemm", "sgemm_warptile"}};
         for (const auto &[section, k] : kernels) row(section, k, k, {k}, k);
         std::printf(
             "(ember 1st: each kernel's first compile in this process, from the lambda to PTX;\n"
             " ember ms: its trace plus the median of 3 more compiles of its IR to PTX, the "
             "ratio's;\n"
             " NVRTC: the median of 3 compiles of the twin's source to PTX; stream: the sums over\n"
-            " ember's eight kernels against one source with all eight. Registers: ember's from "
-            "its\n"
-            " PTX's JIT, nvcc's from cudaFuncGetAttributes; stream: the largest of ember's eight,\n"
-            " the f32 triad's for nvcc)\n");
+            " ember's eight kernels against one source with all eight, then each kernel alone\n"
+            " against the source with only its instantiation. Registers: ember's from its PTX's\n"
+            " JIT, nvcc's from cudaFuncGetAttributes; stream: the largest of ember's kernels, the\n"
+            " f32 triad's for nvcc)\n");
     }
 
     fs::remove_all(dir);

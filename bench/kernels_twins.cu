@@ -296,7 +296,79 @@ __device__ __forceinline__ void sgemm_async_body(const float *__restrict__ a,
         __shared__ __align__(16) float smem[STAGES * (128 * (BK + 4) + BK * 128)];                 \
         sgemm_async_body<BK, STAGES>(a, b, c, n, smem);                                            \
     }
-SGEMM_ASYNC(8, 3) // examples/sgemm's choice; the other variants are in the host section
+SGEMM_ASYNC(8, 3) // the other variants are in the host section
+
+// twin: sgemm_warptile
+// examples/sgemm.h's warp-tiled kernel in CUDA C++: a 256 x 128 tile per block of 256 threads
+// (8 warps, 4 x 2, of 64 x 64; lanes 4 x 8, 16 x 8 values each), slices of 8 through two shared
+// buffers, A transposed through registers, C written one float at a time.
+extern "C" __global__ void __launch_bounds__(256, 1)
+    sgemm_warptile(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c,
+                   long long n) {
+    constexpr int AS = 260, A_STAGE = 8 * AS, B_STAGE = 8 * 128;
+    __shared__ __align__(16) float as[2 * A_STAGE], bs[2 * B_STAGE];
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const long long row0 = (long long)blockIdx.y * 256, col0 = (long long)blockIdx.x * 128;
+    const int my_row = (warp % 4) * 64 + (lane / 8) * 4, my_col = (warp / 4) * 64 + (lane % 8) * 4;
+    float4 va[2], vb;
+    auto load = [&](long long k0) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int p = tid + q * 256;
+            va[q] = *reinterpret_cast<const float4 *>(a + (row0 + p / 2) * n + k0 + (p % 2) * 4);
+        }
+        vb = *reinterpret_cast<const float4 *>(b + (k0 + tid / 32) * n + col0 + (tid % 32) * 4);
+    };
+    auto store = [&](int stage) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int p = tid + q * 256;
+            float *d = as + stage * A_STAGE + ((p % 2) * 4) * AS + p / 2;
+            d[0] = va[q].x;
+            d[AS] = va[q].y;
+            d[2 * AS] = va[q].z;
+            d[3 * AS] = va[q].w;
+        }
+        *reinterpret_cast<float4 *>(bs + stage * B_STAGE + (tid / 32) * 128 + (tid % 32) * 4) = vb;
+    };
+    float acc[16][8] = {};
+    const long long steps = n / 8;
+    load(0);
+    store(0);
+    __syncthreads();
+    for (long long t = 0; t < steps; ++t) {
+        load((t + 1 < steps ? t + 1 : steps - 1) * 8);
+        const int stage = (int)(t % 2);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            float ra[16], rb[8];
+#pragma unroll
+            for (int g = 0; g < 4; ++g) {
+                const float4 v = *reinterpret_cast<const float4 *>(as + stage * A_STAGE + k * AS +
+                                                                   my_row + g * 16);
+                ra[4 * g] = v.x, ra[4 * g + 1] = v.y, ra[4 * g + 2] = v.z, ra[4 * g + 3] = v.w;
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float4 v = *reinterpret_cast<const float4 *>(bs + stage * B_STAGE + k * 128 +
+                                                                   my_col + h * 32);
+                rb[4 * h] = v.x, rb[4 * h + 1] = v.y, rb[4 * h + 2] = v.z, rb[4 * h + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+        }
+        store(1 - stage);
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        const long long row = row0 + my_row + (i / 4) * 16 + i % 4;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) c[row * n + col0 + my_col + (j / 4) * 32 + j % 4] = acc[i][j];
+    }
+}
 
 // host
 #include <cub/device/device_reduce.cuh>
@@ -366,6 +438,9 @@ TWIN void twin_layernorm(const float *in, const float *g, const float *b, float 
 TWIN void twin_sgemm(const float *a, const float *b, float *c, long long n) {
     sgemm<<<dim3(n / 128, n / 128), 256>>>(a, b, c, n);
 }
+TWIN void twin_sgemm_warptile(const float *a, const float *b, float *c, long long n) {
+    sgemm_warptile<<<dim3(n / 128, n / 256), 256>>>(a, b, c, n);
+}
 SGEMM_ASYNC(8, 2)
 SGEMM_ASYNC(8, 4)
 SGEMM_ASYNC(16, 2)
@@ -420,7 +495,15 @@ TWIN int twin_registers(const char *name) {
     if (!std::strcmp(name, "layernorm")) f = (const void *)layernorm;
     if (!std::strcmp(name, "sgemm")) f = (const void *)sgemm;
     if (!std::strcmp(name, "sgemm_async")) f = (const void *)sgemm_async_8_3;
+    if (!std::strcmp(name, "sgemm_warptile")) f = (const void *)sgemm_warptile;
+    if (!std::strcmp(name, "stream_copy_f32")) f = (const void *)stream_copy<float, float4>;
+    if (!std::strcmp(name, "stream_scale_f32")) f = (const void *)stream_scale<float, float4>;
+    if (!std::strcmp(name, "stream_add_f32")) f = (const void *)stream_add<float, float4>;
     if (!std::strcmp(name, "stream_triad_f32")) f = (const void *)stream_triad<float, float4>;
+    if (!std::strcmp(name, "stream_copy_f64")) f = (const void *)stream_copy<double, double2>;
+    if (!std::strcmp(name, "stream_scale_f64")) f = (const void *)stream_scale<double, double2>;
+    if (!std::strcmp(name, "stream_add_f64")) f = (const void *)stream_add<double, double2>;
+    if (!std::strcmp(name, "stream_triad_f64")) f = (const void *)stream_triad<double, double2>;
     cudaFuncAttributes attr;
     if (!f || cudaFuncGetAttributes(&attr, f) != cudaSuccess) return -1;
     return attr.numRegs;

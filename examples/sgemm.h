@@ -1,9 +1,15 @@
 /// \file
-/// The fastest FP32 matrix product we know how to write in ember, step by step. examples/sgemm.cpp
-/// runs it and checks it; bench/kernels times it against the same algorithm compiled by nvcc and
-/// against cuBLAS (bench/README.md has the figures).
+/// The fastest FP32 matrix products we know how to write in ember, step by step. examples/sgemm.cpp
+/// runs the first and checks it; bench/kernels times both against the same algorithms compiled by
+/// nvcc and against cuBLAS (bench/README.md has the figures).
 ///
-/// C = A B for n x n row-major matrices, n a multiple of 128. The work is split three ways:
+/// C = A B for n x n row-major matrices. Two kernels:
+///
+/// - `make_sgemm_warptile` (the fastest on an H200): 256 x 128 tiles of C, one block of 256
+///   threads per multiprocessor, 128 values of C per thread, A's slices transposed into shared
+///   memory through registers. Explained below, at the function.
+/// - `make_sgemm`: 128 x 128 tiles, two blocks per multiprocessor, 64 values per thread, the
+///   slices brought in by `async_copy` (cp.async) through 2 to 4 stages. Explained here:
 ///
 /// 1. Blocks. Each block of 256 threads computes one 128 x 128 tile of C. It walks K in steps of
 ///    BK, and for each step needs a 128 x BK slice of A and a BK x 128 slice of B: (128 + 128) BK
@@ -35,8 +41,8 @@ namespace sgemm_example {
 
 using namespace ember;
 
-constexpr int64_t kTile = 128;    // C tile per block (rows and columns)
-constexpr int64_t kThreads = 256; // per block: 16 x 16, 8 x 8 elements each
+constexpr int64_t kTile = 128;    // C tile per block of make_sgemm (rows and columns)
+constexpr int64_t kThreads = 256; // threads per block of both kernels
 
 /// The kernel for slices of `BK` (8 or 16) columns of A and rows of B, through `Stages` (2 to 4)
 /// shared-memory buffers, for tiles of `Rows` (128 or 256) rows of C by 128 columns: each thread
@@ -141,6 +147,125 @@ template <int64_t BK, int64_t Stages, int64_t Rows = kTile> auto make_sgemm(cons
         // most 128 registers per thread (the 64 accumulators, 32 values of A, 8 of B and the
         // addresses fit); with 256-row tiles one block, whose 128 accumulators need more.
         LaunchBounds{.max_threads = kThreads, .min_blocks = min_blocks});
+}
+
+/// The warp-tiled kernel: C tiles of 256 rows by 128 columns, slices of 8 columns of A and rows of
+/// B. Arguments: (a, b, c, n), n a multiple of 256; launch with grid_dim(n / 128, n / 256) and
+/// block_dim(256).
+///
+/// 1. Blocks. A block computes a 256 x 128 tile of C, walking K in slices of 8: per slice it
+///    loads (256 + 128) * 8 floats from global memory and does 256 * 128 * 8 fmas, 85 per load
+///    (64 with 128 x 128 tiles). 128 accumulators per thread take about 230 registers, so one
+///    block of 8 warps runs per multiprocessor: few warps, each with much independent work
+///    (cuBLAS's FP32 kernel on Hopper has the same shape).
+/// 2. Warps. The 8 warps are 4 along M by 2 along N; each computes a 64 x 64 part of the
+///    tile. Its 32 lanes are 4 along M by 8 along N, and each lane computes 16 x 8 values: 4
+///    groups of 4 rows 16 apart, by 2 groups of 4 columns 32 apart. Per k a lane reads its A
+///    values as 4 float4s and its B values as 2 float4s; within a warp the A reads come from 4
+///    addresses (lanes in the same row share them) and the B reads from 8 consecutive float4s: no
+///    bank conflicts. 6 shared loads for 128 fmas.
+/// 3. A transposed. For a lane's A values of one k to be one float4, A's slice is stored k-major
+///    (8 rows of 256 floats, padded by 4). async_copy cannot transpose, so the slices go through
+///    registers: each thread loads its float4s of the next slice from global memory at the top of
+///    an iteration, computes on the current slice while they are in flight, then writes them into
+///    the other of two shared buffers (A's four lanes one by one, transposed; B's as a float4)
+///    and meets the others at the barrier. One barrier per slice: the buffer written was last read
+///    before the previous barrier. The padding makes the 32 transposing stores of a warp fall in
+///    32 different banks (two lanes per row of A, 4 columns apart: 4 x 260 = 16 mod 32).
+/// 4. C written one float at a time. The fmas read an A value, a B value and an accumulator. With
+///    C written as float4s, ptxas keeps each 4 accumulators in 4 aligned registers, the same
+///    alignment as the B float4 they meet: B and accumulator then have registers of the same
+///    parity (the same register bank) in 9 of 10 fmas, and ncu counts more dispatch stalls.
+///    Written one float at a time, the accumulators may go anywhere, and ptxas gives 8 of 10 fmas
+///    operands of different parity: 1 % faster, at 231 registers instead of 214.
+inline auto make_sgemm_warptile(const char *name) {
+    static constexpr int64_t Rows = 256, BK = 8, cols = 128;
+    static constexpr int64_t a_stride = Rows + 4;                // floats per k of A's slice
+    static constexpr int64_t a_stage = BK * a_stride;            // floats per buffer of A
+    static constexpr int64_t b_stage = BK * cols;                // floats per buffer of B
+    static constexpr int64_t a_loads = Rows * BK / 4 / kThreads; // float4s of A per thread
+    static constexpr int64_t b_loads = cols * BK / 4 / kThreads; // float4s of B per thread
+    static constexpr int64_t warp_rows = Rows / 4;               // rows of C per warp
+    static constexpr int64_t rows = Rows / 16;                   // rows of C per thread
+    return kernel(
+        name, {"a", "b", "c", "n"},
+        [](Ptr<const float> a, Ptr<const float> b, NoAlias<Ptr<float>> c, Int n) {
+            SharedPtr<float> as = shared_array<float, 2 * a_stage>();
+            SharedPtr<float> bs = shared_array<float, 2 * b_stage>();
+            Int tid = thread_idx.x;
+            Int warp = tid / 32, lane = tid % 32;
+            Int row0 = block_idx.y * Rows, col0 = block_idx.x * cols;
+            // The lane's first row within the tile, and first column (step 2).
+            Int my_row = (warp % 4) * warp_rows + (lane / 8) * 4;
+            Int my_col = (warp / 4) * 64 + (lane % 8) * 4;
+
+            // Step 3: the thread's float4s of the slice at k0, global memory -> registers: A's
+            // slice is 256 rows of 2 float4s, B's 8 rows of 32; thread tid takes number tid
+            // (and tid + 256, ...) of each.
+            auto load = [&](Int k0) {
+                std::vector<SIMD<float, 4>> v;
+                for (int64_t q = 0; q < a_loads; ++q) {
+                    Int p = tid + q * kThreads;
+                    v.push_back(a.load<4>((row0 + p / 2) * n + k0 + (p % 2) * 4));
+                }
+                for (int64_t q = 0; q < b_loads; ++q) {
+                    Int p = tid + q * kThreads;
+                    v.push_back(b.load<4>((k0 + p / 32) * n + col0 + (p % 32) * 4));
+                }
+                return v;
+            };
+            // ... and registers -> shared buffer `stage`, A transposed.
+            auto store = [&](const std::vector<SIMD<float, 4>> &v, Int stage) {
+                for (int64_t q = 0; q < a_loads; ++q) {
+                    Int p = tid + q * kThreads;
+                    for (int64_t i = 0; i < 4; ++i)
+                        as[stage * a_stage + ((p % 2) * 4 + i) * a_stride + p / 2] = v[q][i];
+                }
+                for (int64_t q = 0; q < b_loads; ++q) {
+                    Int p = tid + q * kThreads;
+                    bs.store(stage * b_stage + (p / 32) * cols + (p % 32) * 4, v[a_loads + q]);
+                }
+            };
+
+            // The accumulators, one register each (a deque: Var is not movable).
+            std::deque<Var<float>> acc;
+            for (int64_t i = 0; i < rows * 8; ++i) acc.emplace_back(0.0f);
+
+            // The first slice, then one iteration per slice: the next slice's loads start (the
+            // last slice's again in the last iteration, where they are not used), the current one
+            // is computed on, and the next one is stored for the following iteration.
+            Int steps = n / BK;
+            store(load(Int(0)), Int(0));
+            barrier();
+            for_(0, steps, [&](Int t) {
+                std::vector<SIMD<float, 4>> staged = load(min(t + 1, steps - 1) * BK);
+                Int stage = t % 2;
+                for (int64_t k = 0; k < BK; ++k) {
+                    std::vector<SIMD<float, 4>> ra, rb;
+                    for (int64_t g = 0; g < rows / 4; ++g)
+                        ra.push_back(as.load<4>(stage * a_stage + k * a_stride + my_row + g * 16));
+                    for (int64_t h = 0; h < 2; ++h)
+                        rb.push_back(bs.load<4>(stage * b_stage + k * cols + my_col + h * 32));
+                    for (int64_t i = 0; i < rows; ++i)
+                        for (int64_t j = 0; j < 8; ++j) {
+                            Float32 x = ra[i / 4][i % 4];
+                            Float32 y = rb[j / 4][j % 4];
+                            acc[i * 8 + j] = fma(x, y, acc[i * 8 + j]);
+                        }
+                }
+                store(staged, 1 - stage);
+                barrier();
+            });
+
+            // Step 4: the results, one float at a time.
+            for (int64_t i = 0; i < rows; ++i) {
+                Int row = row0 + my_row + (i / 4) * 16 + i % 4;
+                for (int64_t j = 0; j < 8; ++j)
+                    c[row * n + col0 + my_col + (j / 4) * 32 + j % 4] = acc[i * 8 + j];
+            }
+        },
+        // 256 threads, one block per multiprocessor: up to 255 registers.
+        LaunchBounds{.max_threads = kThreads, .min_blocks = 1});
 }
 
 } // namespace sgemm_example
