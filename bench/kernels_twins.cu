@@ -301,7 +301,11 @@ SGEMM_ASYNC(8, 3) // the other variants are in the host section
 // twin: sgemm_warptile
 // examples/sgemm.h's warp-tiled kernel in CUDA C++: a 256 x 128 tile per block of 256 threads
 // (8 warps, 4 x 2, of 64 x 64; lanes 4 x 8, 16 x 8 values each), slices of 8 through two shared
-// buffers, A transposed through registers, C written one float at a time.
+// buffers, A transposed through registers two slices ahead, the loop unrolled by 2, C written one
+// float at a time.
+struct WarptileSlice {
+    float4 a[2], b;
+};
 extern "C" __global__ void __launch_bounds__(256, 1)
     sgemm_warptile(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ c,
                    long long n) {
@@ -310,34 +314,36 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const long long row0 = (long long)blockIdx.y * 256, col0 = (long long)blockIdx.x * 128;
     const int my_row = (warp % 4) * 64 + (lane / 8) * 4, my_col = (warp / 4) * 64 + (lane % 8) * 4;
-    float4 va[2], vb;
     auto load = [&](long long k0) {
+        WarptileSlice v;
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
             const int p = tid + q * 256;
-            va[q] = *reinterpret_cast<const float4 *>(a + (row0 + p / 2) * n + k0 + (p % 2) * 4);
+            v.a[q] = *reinterpret_cast<const float4 *>(a + (row0 + p / 2) * n + k0 + (p % 2) * 4);
         }
-        vb = *reinterpret_cast<const float4 *>(b + (k0 + tid / 32) * n + col0 + (tid % 32) * 4);
+        v.b = *reinterpret_cast<const float4 *>(b + (k0 + tid / 32) * n + col0 + (tid % 32) * 4);
+        return v;
     };
-    auto store = [&](int stage) {
+    auto store = [&](const WarptileSlice &v, int stage) {
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
             const int p = tid + q * 256;
             float *d = as + stage * A_STAGE + ((p % 2) * 4) * AS + p / 2;
-            d[0] = va[q].x;
-            d[AS] = va[q].y;
-            d[2 * AS] = va[q].z;
-            d[3 * AS] = va[q].w;
+            d[0] = v.a[q].x;
+            d[AS] = v.a[q].y;
+            d[2 * AS] = v.a[q].z;
+            d[3 * AS] = v.a[q].w;
         }
-        *reinterpret_cast<float4 *>(bs + stage * B_STAGE + (tid / 32) * 128 + (tid % 32) * 4) = vb;
+        *reinterpret_cast<float4 *>(bs + stage * B_STAGE + (tid / 32) * 128 + (tid % 32) * 4) = v.b;
     };
     float acc[16][8] = {};
     const long long steps = n / 8;
-    load(0);
-    store(0);
+    store(load(0), 0);
+    WarptileSlice ahead = load((1 < steps ? 1 : steps - 1) * 8);
     __syncthreads();
+#pragma unroll 2
     for (long long t = 0; t < steps; ++t) {
-        load((t + 1 < steps ? t + 1 : steps - 1) * 8);
+        const WarptileSlice next = load((t + 2 < steps ? t + 2 : steps - 1) * 8);
         const int stage = (int)(t % 2);
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
@@ -359,7 +365,8 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 #pragma unroll
                 for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
         }
-        store(1 - stage);
+        store(ahead, 1 - stage);
+        ahead = next;
         __syncthreads();
     }
 #pragma unroll

@@ -166,18 +166,24 @@ template <int64_t BK, int64_t Stages, int64_t Rows = kTile> auto make_sgemm(cons
 ///    bank conflicts. 6 shared loads for 128 fmas.
 /// 3. A transposed. For a lane's A values of one k to be one float4, A's slice is stored k-major
 ///    (8 rows of 256 floats, padded by 4). async_copy cannot transpose, so the slices go through
-///    registers: each thread loads its float4s of the next slice from global memory at the top of
-///    an iteration, computes on the current slice while they are in flight, then writes them into
-///    the other of two shared buffers (A's four lanes one by one, transposed; B's as a float4)
-///    and meets the others at the barrier. One barrier per slice: the buffer written was last read
-///    before the previous barrier. The padding makes the 32 transposing stores of a warp fall in
-///    32 different banks (two lanes per row of A, 4 columns apart: 4 x 260 = 16 mod 32).
+///    registers, two slices ahead: at the top of the iteration for slice t each thread starts the
+///    loads of its float4s of slice t + 2, computes on slice t while they and those of slice
+///    t + 1 (started an iteration earlier) are in flight, then writes slice t + 1 into the other
+///    of two shared buffers (A's four lanes one by one, transposed; B's as a float4) and meets
+///    the others at the barrier. One barrier per slice: the buffer written was last read before
+///    the previous barrier. The padding makes the 32 transposing stores of a warp fall in 32
+///    different banks (two lanes per row of A, 4 columns apart: 4 x 260 = 16 mod 32).
 /// 4. C written one float at a time. The fmas read an A value, a B value and an accumulator. With
 ///    C written as float4s, ptxas keeps each 4 accumulators in 4 aligned registers, the same
 ///    alignment as the B float4 they meet: B and accumulator then have registers of the same
 ///    parity (the same register bank) in 9 of 10 fmas, and ncu counts more dispatch stalls.
 ///    Written one float at a time, the accumulators may go anywhere, and ptxas gives 8 of 10 fmas
 ///    operands of different parity: 1 % faster, at 231 registers instead of 214.
+/// 5. The loop unrolled by 2 (`unroll(2)`). Two copies of the body alternate the shared buffers
+///    and the registers that hold the slices in flight: the buffers' addresses become constants
+///    and no register is copied to the next iteration. With loads one slice ahead, or two slices
+///    ahead without the unrolling, the kernel ran at 0.87x cuBLAS on an H200 (issue on 78 % of
+///    cycles at 1.98 GHz); two slices ahead and unrolled, 0.92x (bench/README.md).
 inline auto make_sgemm_warptile(const char *name) {
     static constexpr int64_t Rows = 256, BK = 8, cols = 128;
     static constexpr int64_t a_stride = Rows + 4;                // floats per k of A's slice
@@ -231,14 +237,18 @@ inline auto make_sgemm_warptile(const char *name) {
             std::deque<Var<float>> acc;
             for (int64_t i = 0; i < rows * 8; ++i) acc.emplace_back(0.0f);
 
-            // The first slice, then one iteration per slice: the next slice's loads start (the
-            // last slice's again in the last iteration, where they are not used), the current one
-            // is computed on, and the next one is stored for the following iteration.
+            // Slice 0 into buffer 0 and slice 1 into registers, then one iteration per slice t:
+            // the loads of slice t + 2 start (the last slice's again near the end, where they are
+            // not used), slice t is computed on, and slice t + 1 is stored for the next iteration.
             Int steps = n / BK;
             store(load(Int(0)), Int(0));
+            std::deque<Var<SIMD<float, 4>>> ahead; // slice t + 1, in flight
+            for (const SIMD<float, 4> &x : load(min(Int(1), steps - 1) * BK)) ahead.emplace_back(x);
             barrier();
-            for_(0, steps, [&](Int t) {
-                std::vector<SIMD<float, 4>> staged = load(min(t + 1, steps - 1) * BK);
+            auto slice = [&](Int t) {
+                std::vector<SIMD<float, 4>> next = load(min(t + 2, steps - 1) * BK);
+                std::vector<SIMD<float, 4>> staged;
+                for (const Var<SIMD<float, 4>> &x : ahead) staged.push_back(x.value());
                 Int stage = t % 2;
                 for (int64_t k = 0; k < BK; ++k) {
                     std::vector<SIMD<float, 4>> ra, rb;
@@ -254,8 +264,10 @@ inline auto make_sgemm_warptile(const char *name) {
                         }
                 }
                 store(staged, 1 - stage);
+                for (size_t q = 0; q < next.size(); ++q) ahead[q] = next[q];
                 barrier();
-            });
+            };
+            for_(0, steps, slice, unroll(2)); // step 5
 
             // Step 4: the results, one float at a time.
             for (int64_t i = 0; i < rows; ++i) {
