@@ -179,11 +179,13 @@ template <int64_t BK, int64_t Stages, int64_t Rows = kTile> auto make_sgemm(cons
 ///    parity (the same register bank) in 9 of 10 fmas, and ncu counts more dispatch stalls.
 ///    Written one float at a time, the accumulators may go anywhere, and ptxas gives 8 of 10 fmas
 ///    operands of different parity: 1 % faster, at 231 registers instead of 214.
-/// 5. The loop unrolled by 2 (`unroll(2)`). Two copies of the body alternate the shared buffers
-///    and the registers that hold the slices in flight: the buffers' addresses become constants
-///    and no register is copied to the next iteration. With loads one slice ahead, or two slices
-///    ahead without the unrolling, the kernel ran at 0.87x cuBLAS on an H200 (issue on 78 % of
-///    cycles at 1.98 GHz); two slices ahead and unrolled, 0.92x (bench/README.md).
+/// 5. Two slices per iteration of the loop. The two copies of the body, written out at trace
+///    time, alternate the shared buffers (their addresses become constants) and the registers
+///    that hold the slices in flight (none is copied to the next iteration). With loads one slice
+///    ahead, or two slices ahead and one slice per iteration, the kernel ran at 0.87x cuBLAS on
+///    an H200 (issue on 78 % of cycles at 1.98 GHz); two slices ahead and two per iteration,
+///    0.92x (bench/README.md). `unroll(2)` on the loop runs the same but compiles in about 1.5x
+///    the time: it also keeps a third copy, for a remainder that an even count never runs.
 inline auto make_sgemm_warptile(const char *name) {
     static constexpr int64_t Rows = 256, BK = 8, cols = 128;
     static constexpr int64_t a_stride = Rows + 4;                // floats per k of A's slice
@@ -245,11 +247,10 @@ inline auto make_sgemm_warptile(const char *name) {
             std::deque<Var<SIMD<float, 4>>> ahead; // slice t + 1, in flight
             for (const SIMD<float, 4> &x : load(min(Int(1), steps - 1) * BK)) ahead.emplace_back(x);
             barrier();
-            auto slice = [&](Int t) {
+            auto slice = [&](Int t, int64_t stage) {
                 std::vector<SIMD<float, 4>> next = load(min(t + 2, steps - 1) * BK);
                 std::vector<SIMD<float, 4>> staged;
                 for (const Var<SIMD<float, 4>> &x : ahead) staged.push_back(x.value());
-                Int stage = t % 2;
                 for (int64_t k = 0; k < BK; ++k) {
                     std::vector<SIMD<float, 4>> ra, rb;
                     for (int64_t g = 0; g < rows / 4; ++g)
@@ -263,11 +264,15 @@ inline auto make_sgemm_warptile(const char *name) {
                             acc[i * 8 + j] = fma(x, y, acc[i * 8 + j]);
                         }
                 }
-                store(staged, 1 - stage);
+                store(staged, Int(1 - stage));
                 for (size_t q = 0; q < next.size(); ++q) ahead[q] = next[q];
                 barrier();
             };
-            for_(0, steps, slice, unroll(2)); // step 5
+            // Step 5: two slices per iteration (steps is even: n is a multiple of 256).
+            for_(0, steps / 2, [&](Int u) {
+                slice(2 * u, 0);
+                slice(2 * u + 1, 1);
+            });
 
             // Step 4: the results, one float at a time.
             for (int64_t i = 0; i < rows; ++i) {
