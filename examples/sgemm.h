@@ -155,8 +155,8 @@ template <int64_t BK, int64_t Stages, int64_t Rows = kTile> auto make_sgemm(cons
 ///
 /// 1. Blocks. A block computes a 256 x 128 tile of C, walking K in slices of 8: per slice it
 ///    loads (256 + 128) * 8 floats from global memory and does 256 * 128 * 8 fmas, 85 per load
-///    (64 with 128 x 128 tiles). 128 accumulators per thread take about 230 registers, so one
-///    block of 8 warps runs per multiprocessor: few warps, each with much independent work
+///    (64 with 128 x 128 tiles). 128 accumulators per thread and the slices in flight take 249
+///    registers, so one block of 8 warps runs per multiprocessor: few warps, each with much independent work
 ///    (cuBLAS's FP32 kernel on Hopper has the same shape).
 /// 2. Warps. The 8 warps are 4 along M by 2 along N; each computes a 64 x 64 part of the
 ///    tile. Its 32 lanes are 4 along M by 8 along N, and each lane computes 16 x 8 values: 4
@@ -178,13 +178,14 @@ template <int64_t BK, int64_t Stages, int64_t Rows = kTile> auto make_sgemm(cons
 ///    alignment as the B float4 they meet: B and accumulator then have registers of the same
 ///    parity (the same register bank) in 9 of 10 fmas, and ncu counts more dispatch stalls.
 ///    Written one float at a time, the accumulators may go anywhere, and ptxas gives 8 of 10 fmas
-///    operands of different parity: 1 % faster, at 231 registers instead of 214.
+///    operands of different parity: 1 % faster (measured with loads one slice ahead: 231
+///    registers instead of 214).
 /// 5. Two slices per iteration of the loop. The two copies of the body, written out at trace
 ///    time, alternate the shared buffers (their addresses become constants) and the registers
 ///    that hold the slices in flight (none is copied to the next iteration). With loads one slice
 ///    ahead, or two slices ahead and one slice per iteration, the kernel ran at 0.87x cuBLAS on
 ///    an H200 (issue on 78 % of cycles at 1.98 GHz); two slices ahead and two per iteration,
-///    0.92x (bench/README.md). `unroll(2)` on the loop runs the same but compiles in about 1.5x
+///    0.92x to 0.93x (bench/README.md). `unroll(2)` on the loop runs the same but compiles in about 1.5x
 ///    the time: it also keeps a third copy, for a remainder that an even count never runs.
 inline auto make_sgemm_warptile(const char *name) {
     static constexpr int64_t Rows = 256, BK = 8, cols = 128;
