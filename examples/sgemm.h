@@ -156,8 +156,8 @@ template <int64_t BK, int64_t Stages, int64_t Rows = kTile> auto make_sgemm(cons
 /// 1. Blocks. A block computes a 256 x 128 tile of C, walking K in slices of 8: per slice it
 ///    loads (256 + 128) * 8 floats from global memory and does 256 * 128 * 8 fmas, 85 per load
 ///    (64 with 128 x 128 tiles). 128 accumulators per thread and the slices in flight take 249
-///    registers, so one block of 8 warps runs per multiprocessor: few warps, each with much independent work
-///    (cuBLAS's FP32 kernel on Hopper has the same shape).
+///    registers, so one block of 8 warps runs per multiprocessor: few warps, each with much
+///    independent work (cuBLAS's FP32 kernel on Hopper has the same shape).
 /// 2. Warps. The 8 warps are 4 along M by 2 along N; each computes a 64 x 64 part of the
 ///    tile. Its 32 lanes are 4 along M by 8 along N, and each lane computes 16 x 8 values: 4
 ///    groups of 4 rows 16 apart, by 2 groups of 4 columns 32 apart. Per k a lane reads its A
