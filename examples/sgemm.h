@@ -185,8 +185,9 @@ template <int64_t BK, int64_t Stages, int64_t Rows = kTile> auto make_sgemm(cons
 ///    that hold the slices in flight (none is copied to the next iteration). With loads one slice
 ///    ahead, or two slices ahead and one slice per iteration, the kernel ran at 0.87x cuBLAS on
 ///    an H200 (issue on 78 % of cycles at 1.98 GHz); two slices ahead and two per iteration,
-///    0.92x to 0.93x (bench/README.md). `unroll(2)` on the loop runs the same but compiles in about 1.5x
-///    the time: it also keeps a third copy, for a remainder that an even count never runs.
+///    0.92x to 0.93x (bench/README.md). `unroll(2)` on the loop runs the same but compiles in
+///    about 1.5x the time: it also keeps a third copy, for a remainder that an even count never
+///    runs.
 inline auto make_sgemm_warptile(const char *name) {
     static constexpr int64_t Rows = 256, BK = 8, cols = 128;
     static constexpr int64_t a_stride = Rows + 4;                // floats per k of A's slice
