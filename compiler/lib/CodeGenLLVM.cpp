@@ -650,6 +650,17 @@ llvm::Value *CodeGenLLVM::visit(const ir::Warp *op) {
     return b_.CreateBitCast(r, ty);
 }
 
+llvm::Value *CodeGenLLVM::visit(const ir::Mma *op) {
+    facts_.uses_warp_ops = true;
+    llvm::Value *a = emit(op->a), *b = emit(op->b), *c = emit(op->c);
+    return target_.emit_mma(b_, *op, a, b, c);
+}
+
+llvm::Value *CodeGenLLVM::visit(const ir::MatrixLoad *op) {
+    facts_.uses_warp_ops = true;
+    return target_.emit_matrix_load(b_, *op, element_address(op->ptr, op->index));
+}
+
 llvm::Value *CodeGenLLVM::visit(const ir::Invoke *op) {
     auto it = functions_.find(op->callee.get());
     EMBER_ASSERT(it != functions_.end(), "call of @" + op->callee->name + " before its definition");
@@ -1583,6 +1594,33 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
             return make_compile_failure(where + ": parameter '%" + p->name + "' points to " +
                                         std::string(ir::to_string(p->type.space())) +
                                         " memory; only global pointers are supported yet");
+
+    // The warp matrix operations the target cannot run fail the compile here, naming the first.
+    {
+        struct MatrixOps final : ir::IRVisitor {
+            const Target &target;
+            std::string problem;
+            explicit MatrixOps(const Target &t) : target(t) {}
+            using ir::IRVisitor::visit;
+            void check(const ir::ExprNode &op, const std::string &name) {
+                if (problem.empty())
+                    if (std::string p = target.matrix_op_problem(op); !p.empty())
+                        problem = name + ": " + p;
+            }
+            void visit(const ir::Mma *op) override {
+                check(*op,
+                      "mma." + op->shape.to_string() + "." + std::string(ir::to_string(op->input)));
+                ir::IRVisitor::visit(op);
+            }
+            void visit(const ir::MatrixLoad *op) override {
+                check(*op, "ldmatrix.x" + std::to_string(op->count) + (op->trans ? ".trans" : ""));
+                ir::IRVisitor::visit(op);
+            }
+        } ops(target_);
+        ops.visit(kernel_.body);
+        for (const ir::FunctionRef &f : ir::called_functions(kernel_.body)) ops.visit(f->body);
+        if (!ops.problem.empty()) return make_compile_failure(where + ": " + ops.problem);
+    }
 
     auto module = std::make_unique<llvm::Module>(kernel_.name, ctx_);
     module->setSourceFileName(kernel_.name);

@@ -3,6 +3,8 @@
 /// and shared memory every kernel runs in ([Note] CPU kernel memory).
 #include "CpuFibers.h"
 
+#include "ember/Float16.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -555,6 +557,172 @@ uint64_t ember_cpu_warp(int32_t op, uint64_t bits, int32_t lane_arg) {
     }
     wait(s, FiberState::AtWarp); // every live lane has read: the slots may be reused
     return result;
+}
+
+namespace {
+/// Whether every one of the 32 lanes of the warp starting at fiber `first` is alive at a warp
+/// matrix operation; where not, records the launch's fault (the operation is undefined on a GPU).
+bool whole_warp(Scheduler &s, size_t first, size_t me) {
+    size_t alive = 0;
+    for (size_t i = first; i < std::min(first + 32, s.fibers.size()); ++i)
+        alive += s.fibers[i].state != FiberState::Done;
+    if (alive == 32) return true;
+    const int64_t *ctx = s.fibers[me].ctx;
+    auto *fault = reinterpret_cast<CpuFault *>(ctx[cpu_ctx_fault_slot]);
+    if (!fault) {
+        std::fprintf(stderr, "ember: a warp matrix operation ran with %zu of its warp's 32 lanes\n",
+                     alive);
+        return false;
+    }
+    bool expected = false;
+    if (fault->raised.compare_exchange_strong(expected, true)) {
+        fault->kind = CpuFault::Kind::incomplete_warp;
+        fault->lanes = static_cast<uint32_t>(alive);
+        for (int d = 0; d < 3; ++d) fault->thread_idx[d] = ctx[d], fault->block_idx[d] = ctx[3 + d];
+    }
+    return false;
+}
+
+/// Element `i` of a fragment of `input` (an ir::MmaInput: f16, bf16, tf32) as a float; tf32
+/// keeps the sign, the exponent and the 10 high bits of the mantissa.
+float fragment_element(int32_t input, const void *fragment, unsigned i) {
+    if (input == 2) {
+        uint32_t bits;
+        std::memcpy(&bits, static_cast<const char *>(fragment) + 4 * i, 4);
+        bits &= ~uint32_t(0x1fff);
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, static_cast<const char *>(fragment) + 2 * i, 2);
+    if (input == 0) return half_bits_to_float(h);
+    const uint32_t bits = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+/// What a lane posts for an mma: where its fragments are.
+struct MmaOperands {
+    const void *a, *b, *c;
+};
+} // namespace
+
+void ember_cpu_mma(int32_t input, int32_t k, int32_t c_is_f16, const void *a, const void *b,
+                   const void *c, void *d) {
+    Scheduler &s = *active;
+    const size_t me = s.current, first = me / 32 * 32;
+    const MmaOperands mine{a, b, c};
+    s.fibers[me].posted = reinterpret_cast<uintptr_t>(&mine);
+    wait(s, FiberState::AtWarp); // every live lane has posted
+    float out[4] = {0, 0, 0, 0};
+    if (whole_warp(s, first, me)) {
+        auto lane_of = [&](unsigned l) {
+            return reinterpret_cast<const MmaOperands *>(s.fibers[first + l].posted);
+        };
+        // The lane and element holding A[r][j] and B[j][col] ([Note] IR semantics: Matrix
+        // multiply-accumulate, read backwards).
+        auto a_at = [&](unsigned r, unsigned j) {
+            unsigned t, i;
+            if (input == 2)
+                t = j % 4, i = r / 8 + 2 * (j / 4);
+            else if (k == 8)
+                t = j / 2, i = j % 2 + 2 * (r / 8);
+            else
+                t = j % 8 / 2, i = j % 2 + 2 * (r / 8) + 4 * (j / 8);
+            return fragment_element(input, lane_of(r % 8 * 4 + t)->a, i);
+        };
+        auto b_at = [&](unsigned j, unsigned col) {
+            unsigned t, i;
+            if (input == 2)
+                t = j % 4, i = j / 4;
+            else if (k == 8)
+                t = j / 2, i = j % 2;
+            else
+                t = j % 8 / 2, i = j % 2 + 2 * (j / 8);
+            return fragment_element(input, lane_of(col * 4 + t)->b, i);
+        };
+        const unsigned lane = static_cast<unsigned>(me - first), g = lane / 4, t = lane % 4;
+        for (unsigned i = 0; i < 4; ++i) {
+            const unsigned r = g + 8 * (i / 2), col = 2 * t + i % 2;
+            float acc;
+            if (c_is_f16) {
+                uint16_t h;
+                std::memcpy(&h, static_cast<const char *>(c) + 2 * i, 2);
+                acc = half_bits_to_float(h);
+            } else {
+                std::memcpy(&acc, static_cast<const char *>(c) + 4 * i, 4);
+            }
+            for (unsigned j = 0; j < static_cast<unsigned>(k); ++j)
+                acc += a_at(r, j) * b_at(j, col);
+            out[i] = acc;
+        }
+    }
+    for (unsigned i = 0; i < 4; ++i) {
+        if (c_is_f16) {
+            const uint16_t h = float_to_half_bits(out[i]);
+            std::memcpy(static_cast<char *>(d) + 2 * i, &h, 2);
+        } else {
+            std::memcpy(static_cast<char *>(d) + 4 * i, &out[i], 4);
+        }
+    }
+    wait(s, FiberState::AtWarp); // every live lane has read: the fragments may go
+}
+
+void ember_cpu_ldmatrix(int32_t count, int32_t trans, const void *row, void *out) {
+    Scheduler &s = *active;
+    const size_t me = s.current, first = me / 32 * 32;
+    const unsigned lane = static_cast<unsigned>(me - first);
+    // A lane whose address is used checks it: inside the block's shared memory and aligned to 16
+    // bytes, else the launch's fault and zeros instead.
+    const int64_t *ctx = s.fibers[me].ctx;
+    const void *checked = nullptr;
+    if (lane < 8 * static_cast<unsigned>(count)) {
+        auto *fault = reinterpret_cast<CpuFault *>(ctx[cpu_ctx_fault_slot]);
+        const auto base = static_cast<uintptr_t>(ctx[cpu_ctx_shared_slot]);
+        const auto bytes = static_cast<uint64_t>(ctx[cpu_ctx_shared_bytes_slot]);
+        const auto at = reinterpret_cast<uintptr_t>(row);
+        const int64_t offset = static_cast<int64_t>(at - base);
+        if (offset < 0 || static_cast<uint64_t>(offset) + 16 > bytes) {
+            ember_cpu_shared_fault(fault, offset, 16, bytes, 0, ctx[0], ctx[1], ctx[2], ctx[3],
+                                   ctx[4], ctx[5]);
+        } else if (at % 16 != 0) {
+            bool expected = false;
+            if (!fault)
+                std::fprintf(stderr,
+                             "ember: ldmatrix row address 0x%llx is not aligned to 16 bytes\n",
+                             static_cast<unsigned long long>(at));
+            else if (fault->raised.compare_exchange_strong(expected, true)) {
+                fault->kind = CpuFault::Kind::misaligned;
+                fault->address = at;
+                fault->alignment = 16;
+                fault->bytes = 16;
+                fault->is_store = false;
+                for (int d = 0; d < 3; ++d)
+                    fault->thread_idx[d] = ctx[d], fault->block_idx[d] = ctx[3 + d];
+            }
+        } else {
+            checked = row;
+        }
+    }
+    s.fibers[me].posted = reinterpret_cast<uintptr_t>(checked);
+    wait(s, FiberState::AtWarp); // every live lane has posted
+    uint16_t values[8] = {};
+    if (whole_warp(s, first, me)) {
+        for (unsigned j = 0; j < static_cast<unsigned>(count); ++j)
+            for (unsigned e = 0; e < 2; ++e) {
+                // Row l / 4, columns 2 (l % 4) + e of matrix j; transposed, that element of
+                // column l / 4.
+                const unsigned r = trans ? 2 * (lane % 4) + e : lane / 4,
+                               col = trans ? lane / 4 : 2 * (lane % 4) + e;
+                const auto *src = reinterpret_cast<const uint16_t *>(
+                    s.fibers[first + 8 * j + r].posted);
+                values[2 * j + e] = src ? src[col] : 0;
+            }
+    }
+    std::memcpy(out, values, 4 * static_cast<size_t>(count));
+    wait(s, FiberState::AtWarp); // every live lane has read
 }
 
 void ember_cpu_barrier() { wait(*active, FiberState::AtBarrier); }

@@ -97,6 +97,14 @@ void ember_cpu_barrier();
 /// A warp operation (`op` is an ir::WarpOp): posts this lane's `bits`, meets the other lanes of
 /// its warp, and returns the shuffled value, the ballot, or warp_any / warp_all as 0 or 1.
 uint64_t ember_cpu_warp(int32_t op, uint64_t bits, int32_t lane_arg);
+/// A warp matrix multiply-accumulate ([Note] IR semantics: Matrix multiply-accumulate; `input` is
+/// an ir::MmaInput, `k` 8 or 16, `c_is_f16` whether C and D are f16): posts this lane's fragments
+/// `a`, `b`, `c`, meets the other lanes of its warp, and writes this lane's part of D to `d`.
+void ember_cpu_mma(int32_t input, int32_t k, int32_t c_is_f16, const void *a, const void *b,
+                   const void *c, void *d);
+/// ldmatrix ([Note] IR semantics: Matrix loads): posts this lane's row address, meets the other
+/// lanes of its warp, and writes this lane's 2 * `count` 16-bit elements to `out`.
+void ember_cpu_ldmatrix(int32_t count, int32_t trans, const void *row, void *out);
 
 } // namespace ember::detail
 

@@ -256,6 +256,8 @@ llvm::Expected<std::unique_ptr<CpuModule>> load_object(const std::string &object
             {"__ember_cpu_run_block", reinterpret_cast<void *>(&detail::ember_cpu_run_block)},
             {"__ember_cpu_barrier", reinterpret_cast<void *>(&detail::ember_cpu_barrier)},
             {"__ember_cpu_warp", reinterpret_cast<void *>(&detail::ember_cpu_warp)},
+            {"__ember_cpu_mma", reinterpret_cast<void *>(&detail::ember_cpu_mma)},
+            {"__ember_cpu_ldmatrix", reinterpret_cast<void *>(&detail::ember_cpu_ldmatrix)},
             {"__ember_cpu_misaligned", reinterpret_cast<void *>(&ember_cpu_misaligned)},
         };
         for (const auto &[name, address] : entries)

@@ -108,6 +108,14 @@ uint32_t deepest_child(const IRNode &n) {
         const auto &op = static_cast<const Warp &>(n);
         return deepest({op.value.get(), op.lane.get()});
     }
+    case NodeKind::Mma: {
+        const auto &op = static_cast<const Mma &>(n);
+        return deepest({op.a.get(), op.b.get(), op.c.get()});
+    }
+    case NodeKind::MatrixLoad: {
+        const auto &op = static_cast<const MatrixLoad &>(n);
+        return deepest({op.ptr.get(), op.index.get()});
+    }
     case NodeKind::Call: return deepest(static_cast<const Call &>(n).args);
     case NodeKind::Invoke: return deepest(static_cast<const Invoke &>(n).args);
     case NodeKind::MakeVector: return deepest(static_cast<const MakeVector &>(n).args);
@@ -522,6 +530,100 @@ Expr Warp::make(WarpOp op, Expr value, Expr lane) {
     return Expr(sealed(new Warp(op, r, std::move(value), Expr())));
 }
 
+namespace {
+constexpr std::pair<MmaInput, const char *> mma_input_names[] = {
+    {MmaInput::F16, "f16"}, {MmaInput::BF16, "bf16"}, {MmaInput::TF32, "tf32"}};
+} // namespace
+
+std::string_view to_string(MmaInput t) { return name_in(mma_input_names, t, "MmaInput"); }
+
+std::optional<MmaInput> parse_mma_input(std::string_view s) { return op_named(mma_input_names, s); }
+
+std::string MmaShape::to_string() const {
+    return "m" + std::to_string(m) + "n" + std::to_string(n) + "k" + std::to_string(k);
+}
+
+std::optional<MmaShape> MmaShape::parse(std::string_view s) {
+    // m<digits>n<digits>k<digits>, each 1 to 3 digits without leading zeros
+    MmaShape shape;
+    uint8_t *fields[] = {&shape.m, &shape.n, &shape.k};
+    const char letters[] = {'m', 'n', 'k'};
+    size_t at = 0;
+    for (int f = 0; f < 3; ++f) {
+        if (at >= s.size() || s[at] != letters[f]) return std::nullopt;
+        ++at;
+        unsigned v = 0;
+        size_t digits = 0;
+        while (at < s.size() && s[at] >= '0' && s[at] <= '9' && digits < 4) {
+            v = v * 10 + unsigned(s[at] - '0');
+            ++at, ++digits;
+        }
+        if (digits == 0 || digits > 3 || v == 0 || v > 255 || (digits > 1 && s[at - digits] == '0'))
+            return std::nullopt;
+        *fields[f] = static_cast<uint8_t>(v);
+    }
+    if (at != s.size()) return std::nullopt;
+    return shape;
+}
+
+std::optional<MmaFragments> Mma::fragments(MmaShape shape, MmaInput input) {
+    const Type c = Type::vector(ScalarType::F32, 4);
+    if (shape.m != 16 || shape.n != 8) return std::nullopt;
+    if (input == MmaInput::TF32) {
+        if (shape.k != 8) return std::nullopt;
+        return MmaFragments{Type::vector(ScalarType::F32, 4), Type::vector(ScalarType::F32, 2), c};
+    }
+    const ScalarType e = input == MmaInput::F16 ? ScalarType::F16 : ScalarType::BF16;
+    if (shape.k == 16) return MmaFragments{Type::vector(e, 8), Type::vector(e, 4), c};
+    if (shape.k == 8) return MmaFragments{Type::vector(e, 4), Type::vector(e, 2), c};
+    return std::nullopt;
+}
+
+std::string Mma::problem(MmaShape shape, MmaInput input, Type a, Type b, Type c) {
+    const std::string name = "mma." + shape.to_string() + "." + std::string(to_string(input));
+    std::optional<MmaFragments> f = fragments(shape, input);
+    if (!f)
+        return "there is no " + name +
+               " (there are m16n8k16 and m16n8k8 for f16 and bf16, and m16n8k8 for tf32)";
+    auto mismatch = [&](const char *what, Type want, Type got) {
+        return name + " takes " + want.to_string() + " as " + what + ", not " + got.to_string();
+    };
+    if (a != f->a) return mismatch("a", f->a, a);
+    if (b != f->b) return mismatch("b", f->b, b);
+    const Type half_c = Type::vector(ScalarType::F16, 4);
+    if (c != f->c && !(input == MmaInput::F16 && c == half_c))
+        return name + " takes " + f->c.to_string() + (input == MmaInput::F16 ? " or f16x4" : "") +
+               " as c, not " + c.to_string();
+    return "";
+}
+
+Expr Mma::make(MmaShape shape, MmaInput input, Expr a, Expr b, Expr c) {
+    EMBER_ASSERT(a && b && c, "Mma with a null operand");
+    const std::string p = problem(shape, input, a.type(), b.type(), c.type());
+    EMBER_ASSERT(p.empty(), p);
+    return Expr(sealed(new Mma(shape, input, std::move(a), std::move(b), std::move(c))));
+}
+
+std::string MatrixLoad::problem(Type ptr, unsigned count) {
+    if (count != 1 && count != 2 && count != 4)
+        return "loads 1, 2 or 4 matrices (ldmatrix.x1, .x2, .x4), not " + std::to_string(count);
+    if (!ptr.is_pointer() || ptr.space() != AddressSpace::Shared)
+        return "reads shared memory, not through " + ptr.to_string();
+    const Type e = ptr.element_type();
+    if (e.is_bool() || e.bits() != 16)
+        return "loads 16-bit elements (f16, bf16, i16, u16), not " + e.to_string();
+    return "";
+}
+
+Expr MatrixLoad::make(Expr ptr, Expr index, unsigned count, bool trans) {
+    EMBER_ASSERT(ptr && index, "MatrixLoad with a null operand");
+    EMBER_ASSERT(index.type().is_int(), "MatrixLoad index of type " + index.type().to_string());
+    const std::string p = problem(ptr.type(), count);
+    EMBER_ASSERT(p.empty(), "ldmatrix " + p);
+    const Type t = Type::vector(ptr.type().element(), 2 * count);
+    return Expr(sealed(new MatrixLoad(t, std::move(ptr), std::move(index), count, trans)));
+}
+
 Expr Cast::make(Type to, Expr a) {
     EMBER_ASSERT(a, "Cast of a null operand");
     EMBER_ASSERT(!to.is_pointer() && !lane(to).is_void(), "Cast to " + to.to_string());
@@ -902,6 +1004,15 @@ void IRVisitor::visit(const Warp *op) {
     visit(op->value);
     if (op->lane) visit(op->lane);
 }
+void IRVisitor::visit(const Mma *op) {
+    visit(op->a);
+    visit(op->b);
+    visit(op->c);
+}
+void IRVisitor::visit(const MatrixLoad *op) {
+    visit(op->ptr);
+    visit(op->index);
+}
 void IRVisitor::visit(const Call *op) {
     for (const Expr &a : op->args) visit(a);
 }
@@ -1035,6 +1146,18 @@ Expr IRMutator::visit(const Warp *op) {
     Expr l = op->lane ? mutate(op->lane) : Expr();
     if (v.same_as(op->value) && l.same_as(op->lane)) return op;
     return Warp::make(op->op, std::move(v), std::move(l));
+}
+
+Expr IRMutator::visit(const Mma *op) {
+    Expr a = mutate(op->a), b = mutate(op->b), c = mutate(op->c);
+    if (a.same_as(op->a) && b.same_as(op->b) && c.same_as(op->c)) return op;
+    return Mma::make(op->shape, op->input, std::move(a), std::move(b), std::move(c));
+}
+
+Expr IRMutator::visit(const MatrixLoad *op) {
+    Expr p = mutate(op->ptr), i = mutate(op->index);
+    if (p.same_as(op->ptr) && i.same_as(op->index)) return op;
+    return MatrixLoad::make(std::move(p), std::move(i), op->count, op->trans);
 }
 
 Expr IRMutator::visit(const Call *op) {

@@ -459,6 +459,8 @@ private:
             return parse_make_vector(*vt);
         if (std::optional<Intrinsic> f = parse_intrinsic(t.text)) return parse_call(*f);
         if (std::optional<WarpOp> w = parse_warp_op(t.text)) return parse_warp(*w);
+        if (t.text == "mma" && is(".", 1)) return parse_mma();
+        if (t.text == "ldmatrix" && is(".", 1)) return parse_matrix_load();
         if (t.text.substr(0, 7) == "atomic_") {
             if (std::optional<AtomicOp> op = parse_atomic_op(t.text.substr(7))) return parse_atomic(*op);
         }
@@ -657,6 +659,63 @@ private:
         }
         expect(")");
         return Warp::make(op, value, lane);
+    }
+
+    /// `mma.<shape>.<input>(a, b, c)`.
+    Expr parse_mma() {
+        const Token &name = take();
+        expect(".");
+        const Token &shape_tok = expect_kind(Tok::Ident, "an mma shape (m16n8k16)");
+        std::optional<MmaShape> shape = MmaShape::parse(shape_tok.text);
+        if (!shape)
+            error(shape_tok,
+                  "expected an mma shape such as m16n8k16, found " + describe(shape_tok));
+        expect(".");
+        const Token &input_tok = expect_kind(Tok::Ident, "the mma input type (f16, bf16, tf32)");
+        std::optional<MmaInput> input = parse_mma_input(input_tok.text);
+        if (!input)
+            error(input_tok,
+                  "expected the mma input type (f16, bf16 or tf32), found " + describe(input_tok));
+        expect("(");
+        const Token &a_tok = peek();
+        Expr a = parse_expr();
+        expect(",");
+        Expr b = parse_expr();
+        expect(",");
+        Expr c = parse_expr();
+        expect(")");
+        if (std::string p = Mma::problem(*shape, *input, a.type(), b.type(), c.type()); !p.empty())
+            error(a_tok, p);
+        (void)name;
+        return Mma::make(*shape, *input, a, b, c);
+    }
+
+    /// `ldmatrix.xN(%p[i])` or `ldmatrix.xN.trans(%p[i])`.
+    Expr parse_matrix_load() {
+        take();
+        expect(".");
+        const Token &n = expect_kind(Tok::Ident, "the matrix count of ldmatrix (x1, x2, x4)");
+        if (n.text != "x1" && n.text != "x2" && n.text != "x4")
+            error(n, "expected the matrix count of ldmatrix (x1, x2 or x4), found " + describe(n));
+        const unsigned count = unsigned(n.text[1] - '0');
+        bool trans = false;
+        if (accept(".")) {
+            const Token &tr = peek();
+            if (!is("trans"))
+                error(tr, "expected 'trans' after ldmatrix." + std::string(n.text) + ".");
+            take();
+            trans = true;
+        }
+        expect("(");
+        const Token &tok = peek();
+        Expr e = parse_expr();
+        const Load *load = e.as<Load>();
+        if (!load || load->lanes() != 1)
+            error(tok, "ldmatrix needs an element `p[i]` as its argument");
+        if (std::string p = MatrixLoad::problem(load->ptr.type(), count); !p.empty())
+            error(tok, "ldmatrix " + p);
+        expect(")");
+        return MatrixLoad::make(load->ptr, load->index, count, trans);
     }
 
     /// `async_copy.N(%dst[i], %src[j])` or `async_copy.N(%dst[i], %src[j], cond)`.

@@ -277,6 +277,31 @@ void IRTextPrinter::print_expr(std::string &out, const Expr &e) {
         out += ')';
         return;
     }
+    case NodeKind::Mma: {
+        const auto *op = e.as<Mma>();
+        out += "mma.";
+        out += op->shape.to_string();
+        out += '.';
+        out += to_string(op->input);
+        out += '(';
+        print_expr(out, op->a);
+        out += ", ";
+        print_expr(out, op->b);
+        out += ", ";
+        print_expr(out, op->c);
+        out += ')';
+        return;
+    }
+    case NodeKind::MatrixLoad: {
+        const auto *op = e.as<MatrixLoad>();
+        out += "ldmatrix.x";
+        out += std::to_string(op->count);
+        if (op->trans) out += ".trans";
+        out += '(';
+        print_element(out, op->ptr, op->index);
+        out += ')';
+        return;
+    }
     case NodeKind::Call: {
         const auto *op = e.as<Call>();
         out += to_string(op->op);

@@ -233,6 +233,16 @@ private:
             expr(e.as<Warp>()->value, s);
             if (e.as<Warp>()->lane) expr(e.as<Warp>()->lane, s);
             return;
+        case NodeKind::Mma:
+            expr(e.as<Mma>()->a, s);
+            expr(e.as<Mma>()->b, s);
+            expr(e.as<Mma>()->c, s);
+            return;
+        case NodeKind::MatrixLoad:
+            expr(e.as<MatrixLoad>()->ptr, s);
+            expr(e.as<MatrixLoad>()->index, s);
+            check_index(e.as<MatrixLoad>()->index, s);
+            return;
         case NodeKind::Atomic: {
             const auto *op = e.as<Atomic>();
             expr(op->ptr, s);

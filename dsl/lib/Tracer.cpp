@@ -95,6 +95,8 @@ public:
     using ir::IRVisitor::visit;
     void visit(const ir::SpecialReg *op) override { found |= op->reg == ir::SpecialRegKind::ThreadIdx; }
     void visit(const ir::Warp *) override { found = true; }
+    void visit(const ir::Mma *) override { found = true; }
+    void visit(const ir::MatrixLoad *) override { found = true; }
     void visit(const ir::Atomic *) override { found = true; }
     bool found = false;
 };
@@ -120,6 +122,8 @@ bool Builder::thread_dependent(const ir::Expr &e) const {
     case ir::NodeKind::SpecialReg: return e.as<ir::SpecialReg>()->reg == ir::SpecialRegKind::ThreadIdx;
     case ir::NodeKind::VarRef: return thread_dependent_vars_.count(e.as<ir::VarRef>()->var.get()) != 0;
     case ir::NodeKind::Warp:
+    case ir::NodeKind::Mma:
+    case ir::NodeKind::MatrixLoad:
     case ir::NodeKind::Atomic: return true;
     case ir::NodeKind::Invoke: {
         const auto *op = e.as<ir::Invoke>();
@@ -140,6 +144,8 @@ bool Builder::thread_dependent(const ir::Expr &e) const {
         void visit(const ir::SpecialReg *op) override { found |= b.thread_dependent(op); }
         void visit(const ir::VarRef *op) override { found |= b.thread_dependent(op); }
         void visit(const ir::Warp *) override { found = true; }
+        void visit(const ir::Mma *) override { found = true; }
+        void visit(const ir::MatrixLoad *) override { found = true; }
         void visit(const ir::Atomic *) override { found = true; }
         void visit(const ir::Invoke *op) override { found |= b.thread_dependent(op); }
     } c(*this);

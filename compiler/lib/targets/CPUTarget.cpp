@@ -231,6 +231,55 @@ public:
         return b.CreateTrunc(r, ty);
     }
 
+    /// The CPU device emulates the warp matrix operations in its fiber runtime.
+    std::string matrix_op_problem(const ir::ExprNode &) const override { return ""; }
+
+    /// Memory in the entry block for one fragment, holding `v` when given.
+    static llvm::Value *fragment_slot(llvm::IRBuilderBase &b, llvm::Type *ty, llvm::Value *v) {
+        llvm::Function *f = b.GetInsertBlock()->getParent();
+        llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+        llvm::AllocaInst *slot = entry.CreateAlloca(ty, nullptr, "fragment");
+        slot->setAlignment(llvm::Align(16));
+        if (v) b.CreateAlignedStore(v, slot, llvm::Align(16));
+        return slot;
+    }
+
+    /// `__ember_cpu_mma(input, k, c_is_f16, a, b, c, d)`: the lanes meet in the fiber runtime,
+    /// which computes each lane's part of D from every lane's fragments ([Note] CPU fibers).
+    llvm::Value *emit_mma(llvm::IRBuilderBase &b, const ir::Mma &op, llvm::Value *a,
+                          llvm::Value *bv, llvm::Value *c) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::Type *i32 = b.getInt32Ty(), *ptr = b.getPtrTy();
+        llvm::FunctionCallee fn = m.getOrInsertFunction(
+            "__ember_cpu_mma",
+            llvm::FunctionType::get(b.getVoidTy(), {i32, i32, i32, ptr, ptr, ptr, ptr}, false));
+        llvm::Value *d = fragment_slot(b, c->getType(), nullptr);
+        b.CreateCall(fn, {b.getInt32(static_cast<int32_t>(op.input)), b.getInt32(op.shape.k),
+                          b.getInt32(c->getType()->getScalarType()->isHalfTy()),
+                          fragment_slot(b, a->getType(), a), fragment_slot(b, bv->getType(), bv),
+                          fragment_slot(b, c->getType(), c), d});
+        return b.CreateAlignedLoad(c->getType(), d, llvm::Align(16));
+    }
+
+    /// `__ember_cpu_ldmatrix(count, trans, row, out)`: the lanes meet in the fiber runtime, which
+    /// checks every row address used against the block's shared memory and its alignment.
+    llvm::Value *emit_matrix_load(llvm::IRBuilderBase &b, const ir::MatrixLoad &op,
+                                  llvm::Value *row) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::Type *i32 = b.getInt32Ty(), *ptr = b.getPtrTy();
+        llvm::FunctionCallee fn = m.getOrInsertFunction(
+            "__ember_cpu_ldmatrix",
+            llvm::FunctionType::get(b.getVoidTy(), {i32, i32, ptr, ptr}, false));
+        llvm::Type *elem = op.type.element() == ir::ScalarType::F16 ? b.getHalfTy()
+                           : op.type.element() == ir::ScalarType::BF16
+                               ? b.getBFloatTy()
+                               : static_cast<llvm::Type *>(b.getInt16Ty());
+        llvm::Type *ty = llvm::FixedVectorType::get(elem, 2 * op.count);
+        llvm::Value *out = fragment_slot(b, ty, nullptr);
+        b.CreateCall(fn, {b.getInt32(op.count), b.getInt32(op.trans), row, out});
+        return b.CreateAlignedLoad(ty, out, llvm::Align(16));
+    }
+
     /// The block's shared memory base (a context slot) plus the array's offset.
     llvm::Value *emit_shared_array(llvm::IRBuilderBase &b, llvm::Type *, uint64_t, uint64_t offset,
                                    const llvm::Twine &name) const override {

@@ -1452,6 +1452,100 @@ public:
         return b.CreateCall(llvm::InlineAsm::get(fnty, text, constraints, /*hasSideEffects=*/true), args);
     }
 
+    /// mma.sync needs sm_80 for bf16, tf32 and m16n8k16 f16, sm_75 for m16n8k8 f16; ldmatrix
+    /// sm_75.
+    std::string matrix_op_problem(const ir::ExprNode &op) const override {
+        int need = 75;
+        if (op.kind == ir::NodeKind::Mma) {
+            const auto &mma = static_cast<const ir::Mma &>(op);
+            need = mma.input == ir::MmaInput::F16 && mma.shape.k == 8 ? 75 : 80;
+        }
+        if (sm_version() >= need) return "";
+        return "needs sm_" + std::to_string(need) + " or later, and the target is " + spec().cpu;
+    }
+
+    /// [Note] Fragments as PTX registers: the mma and ldmatrix intrinsics take and return the
+    /// fragments as 32-bit registers (i32, <2 x half>, float), several per operand; ember's
+    /// fragments are vectors. `pieces` splits a vector into the intrinsic's next parameters, and
+    /// `joined` puts a returned struct back together as a vector: both are bitcasts through
+    /// <N x i32>, which cost no instruction.
+    static void pieces(llvm::IRBuilderBase &b, llvm::Value *v, llvm::FunctionType *fn,
+                       std::vector<llvm::Value *> &args) {
+        const unsigned bits = static_cast<unsigned>(
+            v->getType()->getPrimitiveSizeInBits().getFixedValue());
+        llvm::Value *words = b.CreateBitCast(v,
+                                             llvm::FixedVectorType::get(b.getInt32Ty(), bits / 32));
+        for (unsigned i = 0; i < bits / 32; ++i) {
+            llvm::Type *param = fn->getParamType(static_cast<unsigned>(args.size()));
+            args.push_back(b.CreateBitCast(b.CreateExtractElement(words, uint64_t(i)), param));
+        }
+    }
+    static llvm::Value *joined(llvm::IRBuilderBase &b, llvm::Value *result, llvm::Type *to) {
+        llvm::Type *rt = result->getType();
+        const unsigned n = rt->isStructTy() ? rt->getStructNumElements() : 1;
+        llvm::Value *words = llvm::PoisonValue::get(llvm::FixedVectorType::get(b.getInt32Ty(), n));
+        for (unsigned i = 0; i < n; ++i) {
+            llvm::Value *piece = rt->isStructTy() ? b.CreateExtractValue(result, i) : result;
+            words = b.CreateInsertElement(words, b.CreateBitCast(piece, b.getInt32Ty()),
+                                          uint64_t(i));
+        }
+        return b.CreateBitCast(words, to);
+    }
+
+    /// mma.sync.aligned.<shape>.row.col through LLVM's intrinsics ([Note] Fragments as PTX
+    /// registers).
+    llvm::Value *emit_mma(llvm::IRBuilderBase &b, const ir::Mma &op, llvm::Value *a,
+                          llvm::Value *bv, llvm::Value *c) const override {
+        using ID = llvm::Intrinsic::ID;
+        namespace I = llvm::Intrinsic;
+        const bool half_c = c->getType()->getScalarType()->isHalfTy();
+        ID id = I::not_intrinsic;
+        switch (op.input) {
+        case ir::MmaInput::F16:
+            if (op.shape.k == 16)
+                id = half_c ? I::nvvm_mma_m16n8k16_row_col_f16_f16
+                            : I::nvvm_mma_m16n8k16_row_col_f32_f32;
+            else
+                id = half_c ? I::nvvm_mma_m16n8k8_row_col_f16_f16
+                            : I::nvvm_mma_m16n8k8_row_col_f32_f32;
+            break;
+        case ir::MmaInput::BF16:
+            id = op.shape.k == 16 ? I::nvvm_mma_m16n8k16_row_col_bf16
+                                  : I::nvvm_mma_m16n8k8_row_col_bf16;
+            break;
+        case ir::MmaInput::TF32: id = I::nvvm_mma_m16n8k8_row_col_tf32; break;
+        }
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::Function *fn = llvm::Intrinsic::getDeclaration(&m, id);
+        std::vector<llvm::Value *> args;
+        pieces(b, a, fn->getFunctionType(), args);
+        pieces(b, bv, fn->getFunctionType(), args);
+        pieces(b, c, fn->getFunctionType(), args);
+        return joined(b, b.CreateCall(fn, args), c->getType());
+    }
+
+    /// ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16 ([Note] Fragments as PTX registers).
+    llvm::Value *emit_matrix_load(llvm::IRBuilderBase &b, const ir::MatrixLoad &op,
+                                  llvm::Value *row) const override {
+        namespace I = llvm::Intrinsic;
+        const llvm::Intrinsic::ID ids[2][3] = {{I::nvvm_ldmatrix_sync_aligned_m8n8_x1_b16,
+                                                I::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16,
+                                                I::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16},
+                                               {I::nvvm_ldmatrix_sync_aligned_m8n8_x1_trans_b16,
+                                                I::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16,
+                                                I::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16}};
+        const unsigned which = op.count == 1 ? 0 : op.count == 2 ? 1 : 2;
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        // The intrinsics are overloaded on the pointer: the shared one gives ldmatrix.shared.
+        llvm::Function *fn = llvm::Intrinsic::getDeclaration(&m, ids[op.trans][which],
+                                                             {row->getType()});
+        llvm::Type *elem = op.type.element() == ir::ScalarType::F16 ? b.getHalfTy()
+                           : op.type.element() == ir::ScalarType::BF16
+                               ? b.getBFloatTy()
+                               : static_cast<llvm::Type *>(b.getInt16Ty());
+        return joined(b, b.CreateCall(fn, {row}), llvm::FixedVectorType::get(elem, 2 * op.count));
+    }
+
     /// The XX of `sm_XX` (0 when the name has another form).
     int sm_version() const {
         const std::string &cpu = spec().cpu;

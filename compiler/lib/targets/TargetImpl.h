@@ -163,6 +163,30 @@ public:
     virtual llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value,
                                    llvm::Value *lane) const = 0;
 
+    /// Why the target cannot run the warp matrix operation `op` (an ir::Mma or ir::MatrixLoad),
+    /// "" when it can: the processor it needs, or that the target has none. The code generator
+    /// asks before emitting a kernel and fails its compile with the answer.
+    virtual std::string matrix_op_problem(const ir::ExprNode &op) const {
+        (void)op;
+        return "the target has no warp matrix operations yet";
+    }
+    /// A warp matrix multiply-accumulate ([Note] IR semantics: Matrix multiply-accumulate) of the
+    /// fragments `a`, `bv` and `c` (LLVM vectors of the IR types); returns the result fragment.
+    /// Only called where matrix_op_problem(op) is "".
+    virtual llvm::Value *emit_mma(llvm::IRBuilderBase &b, const ir::Mma &op, llvm::Value *a,
+                                  llvm::Value *bv, llvm::Value *c) const {
+        (void)b, (void)op, (void)a, (void)bv, (void)c;
+        EMBER_UNREACHABLE("emit_mma on a target without it");
+    }
+    /// ldmatrix ([Note] IR semantics: Matrix loads): `row` is this lane's row address in shared
+    /// memory (the element `ptr[index]`); returns the lane's vector. Only called where
+    /// matrix_op_problem(op) is "".
+    virtual llvm::Value *emit_matrix_load(llvm::IRBuilderBase &b, const ir::MatrixLoad &op,
+                                          llvm::Value *row) const {
+        (void)b, (void)op, (void)row;
+        EMBER_UNREACHABLE("emit_matrix_load on a target without it");
+    }
+
     /// The hardware approximation of the fast_ math function `op` (fast_exp, ...) of the f32 or
     /// f64 value `x`, or nullptr where the target has none (the code generator then calls the
     /// accurate function). Error bounds of what a target returns are published in docs/math.md.

@@ -533,6 +533,13 @@ private:
                               std::strerror(f.error) +
                               "); the launch did not run completely. Lower Limit::stack_size, the kernel's local "
                               "arrays or its shared memory");
+        if (f.kind == CpuFault::Kind::incomplete_warp)
+            throw LaunchError(
+                "kernel '" + kernel + "': a warp matrix operation (mma or ldmatrix) in thread " +
+                triple(f.thread_idx) + " of block " + triple(f.block_idx) + " ran with " +
+                std::to_string(f.lanes) +
+                " of its warp's 32 lanes; every lane of the warp must execute it together (blocks "
+                "of a multiple of 32 threads, no lane returned before it)");
         if (f.kind == CpuFault::Kind::shared_out_of_bounds)
             throw LaunchError("kernel '" + kernel + "': shared-memory " + (f.is_store ? "store" : "load") + " of " +
                               std::to_string(f.bytes) + " bytes at offset " + std::to_string(f.shared_offset) +

@@ -33,15 +33,18 @@ namespace ember {
 ///   shared pointer and reports through `__ember_cpu_shared_fault` (LaunchError), then carries
 ///   the access out on a scratch location instead;
 /// * memory the CPU device could not reserve for the launch (a kernel stack, fiber stacks, shared
-///   memory): the blocks concerned do not run (MemoryError).
+///   memory): the blocks concerned do not run (MemoryError);
+/// * a warp matrix operation (mma, ldmatrix) that ran without all 32 lanes of its warp (a partial
+///   last warp, or lanes that returned before it): its result is zeros (LaunchError).
 struct CpuFault {
-    enum class Kind : uint8_t { misaligned, shared_out_of_bounds, out_of_memory };
+    enum class Kind : uint8_t { misaligned, shared_out_of_bounds, out_of_memory, incomplete_warp };
     std::atomic<bool> raised{false};
     Kind kind = Kind::misaligned;
     uint64_t address = 0;
     uint32_t alignment = 0; ///< misaligned: the bytes the address had to be a multiple of
     uint32_t bytes = 0;     ///< the size of the access
     bool is_store = false;  ///< a store or an atomic (misaligned, shared_out_of_bounds)
+    uint32_t lanes = 0;     ///< incomplete_warp: the lanes of the warp that were alive
     int64_t thread_idx[3] = {0, 0, 0};
     int64_t block_idx[3] = {0, 0, 0};
     /// shared_out_of_bounds: the access's offset from the start of the block's shared memory

@@ -118,6 +118,33 @@
 ///   second, every lane of the wave executing it together; wherever the wave is the warp (NVIDIA,
 ///   AMD RDNA, the CPU device) the warp's ballot, bits 32-63 zero. Lanes that do not exist or
 ///   have returned contribute 0.
+/// * Matrix multiply-accumulate. `mma.<shape>.<input>(a, b, c)` is a warp operation (all 32
+///   lanes of the warp execute it together; a warp with fewer live lanes is undefined, and the
+///   CPU device fails the launch) computing D = A * B + C for an m x k matrix A, a k x n matrix B
+///   and m x n matrices C and D, each spread over the warp's lanes as fragments, the layouts of
+///   the PTX ISA's `mma.sync.aligned.<shape>.row.col`. With g = lane / 4 and t = lane % 4, a
+///   lane's vector element i is, for the shapes and inputs there are:
+///   - m16n8k16, f16 or bf16: a (8 elements) A[g + 8 * (i / 2 % 2)][2t + i % 2 + 8 * (i / 4)];
+///     b (4) B[2t + i % 2 + 8 * (i / 2)][g].
+///   - m16n8k8, f16 or bf16: a (4) A[g + 8 * (i / 2)][2t + i % 2]; b (2) B[2t + i][g].
+///   - m16n8k8, tf32: a (4, f32) A[g + 8 * (i % 2)][t + 4 * (i / 2)]; b (2, f32) B[t + 4i][g].
+///   - c and the result, for every shape (4 elements): C[g + 8 * (i / 2)][2t + i % 2], f32, or
+///     f16 with f16 inputs (the products are then summed in f16 precision at least).
+///   Every product of two elements is exact; the k products and C's element are summed in f32
+///   precision at least, in an order and with roundings the hardware chooses (NVIDIA's tensor
+///   cores do not round each step to nearest), so the last bits may differ between targets. tf32
+///   inputs are f32 values of which only the sign, the exponent and the 10 high bits of the
+///   mantissa take part (the 13 low bits are ignored). The CPU device sums in f32 in the order of
+///   k, starting from C's element, and rounds an f16 result once. NVIDIA sm_80 and later.
+/// * Matrix loads. `ldmatrix.xN(p[i])` and `ldmatrix.xN.trans(p[i])` (N = 1, 2 or 4; p a
+///   `ptr<shared T>` of a 16-bit T) are warp operations as mma is: together they load N matrices
+///   of 8 x 8 elements, each row 8 consecutive elements (16 bytes, the address aligned to 16) at
+///   the address `p + i` of one lane: lane 8j + r gives row r of matrix j (lanes 8N to 31 give
+///   addresses that are not used). Lane l receives a vector of 2N elements: elements 2j and
+///   2j + 1 are row l / 4, columns 2 * (l % 4) and 2 * (l % 4) + 1 of matrix j, or with `.trans`
+///   column l / 4, rows 2 * (l % 4) and 2 * (l % 4) + 1 (the matrix transposed). These are the
+///   fragments mma takes: one x4 gives a m16n8k16 A fragment, one x2.trans of a row-major k x n
+///   tile a B fragment. NVIDIA sm_75 and later (`ldmatrix.sync.aligned.m8n8`).
 /// * Return ends the thread's kernel early (a kernel returns no value), or ends a device
 ///   function call, with the function's value when it returns one.
 /// * Device functions. `func @f(%a: T, ...) -> R { ... }` defines a function that kernels and
@@ -606,6 +633,65 @@ struct Warp final : ExprNode {
 
 private:
     Warp(WarpOp o, Type t, Expr v, Expr l) : ExprNode(static_kind, t), op(o), value(std::move(v)), lane(std::move(l)) {}
+};
+
+/// The element type of a matrix multiply-accumulate's A and B fragments ([Note] IR semantics:
+/// Matrix multiply-accumulate): f16, bf16, or tf32 (f32 values of which the multiply takes 19
+/// bits).
+enum class MmaInput : uint8_t { F16, BF16, TF32 };
+std::string_view to_string(MmaInput t); // "f16", "bf16", "tf32"
+std::optional<MmaInput> parse_mma_input(std::string_view s);
+
+/// D (m x n) = A (m x k) * B (k x n) + C: printed `m16n8k16`.
+struct MmaShape {
+    uint8_t m = 16, n = 8, k = 16;
+    bool operator==(const MmaShape &) const = default;
+    std::string to_string() const;
+    static std::optional<MmaShape> parse(std::string_view s);
+};
+
+/// The types of one lane's fragments of an mma.
+struct MmaFragments {
+    Type a, b, c;
+};
+
+/// `mma.<shape>.<input>(a, b, c)`: a warp's matrix multiply-accumulate, D = A * B + C, each
+/// matrix a fragment per lane ([Note] IR semantics: Matrix multiply-accumulate). Its type is c's.
+struct Mma final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::Mma;
+    MmaShape shape;
+    MmaInput input;
+    Expr a, b, c;
+    static Expr make(MmaShape shape, MmaInput input, Expr a, Expr b, Expr c);
+    /// The fragment types of a shape and input (c with f32 elements), or nullopt where there is
+    /// no such mma.
+    static std::optional<MmaFragments> fragments(MmaShape shape, MmaInput input);
+    /// What is wrong with an mma of these operand types ("" when nothing).
+    static std::string problem(MmaShape shape, MmaInput input, Type a, Type b, Type c);
+
+private:
+    Mma(MmaShape s, MmaInput in, Expr a_, Expr b_, Expr c_)
+        : ExprNode(static_kind, c_.type()), shape(s), input(in), a(std::move(a_)), b(std::move(b_)),
+          c(std::move(c_)) {}
+};
+
+/// `ldmatrix.xN(ptr[index])` or `ldmatrix.xN.trans(ptr[index])`: the warp loads N 8 x 8 matrices
+/// of 16-bit elements from shared memory, each lane giving one row's address and receiving 2N
+/// elements ([Note] IR semantics: Matrix loads).
+struct MatrixLoad final : ExprNode {
+    static constexpr NodeKind static_kind = NodeKind::MatrixLoad;
+    Expr ptr, index; ///< a ptr<shared T> (T 16 bits wide) and an integer
+    uint8_t count;   ///< 1, 2 or 4 matrices
+    bool trans;
+    static Expr make(Expr ptr, Expr index, unsigned count, bool trans);
+    /// What is wrong with loading `count` matrices through a pointer of type `ptr` ("" when
+    /// nothing).
+    static std::string problem(Type ptr, unsigned count);
+
+private:
+    MatrixLoad(Type t, Expr p, Expr i, unsigned n, bool tr)
+        : ExprNode(static_kind, t), ptr(std::move(p)), index(std::move(i)),
+          count(static_cast<uint8_t>(n)), trans(tr) {}
 };
 
 /// `@f(args...)`: a call of a device function; the type is the function's return type. It may

@@ -1,6 +1,6 @@
 /// \file
 /// Everything a kernel author needs: values, SIMD vectors, pointers, special registers, control
-/// flow, kernel().
+/// flow, the warp's matrix operations, kernel().
 #ifndef EMBER_DSL_DSL_H
 #define EMBER_DSL_DSL_H
 
@@ -8,6 +8,7 @@
 #include "ember/dsl/Control.h"
 #include "ember/dsl/Function.h"
 #include "ember/dsl/Kernel.h"
+#include "ember/dsl/Matrix.h"
 #include "ember/dsl/Print.h"
 #include "ember/dsl/SIMD.h"
 #include "ember/dsl/Struct.h"
