@@ -38,6 +38,7 @@ std::string target_cache_key(const TargetSpec &target) {
     // compiling for it throws, so no entry is ever stored under it.
     if (auto t = detail::create_target(target, /*validate=*/false)) {
         key = (*t)->cache_key();
+        if (detail::matrix_shuffles_forced()) key += ";matrix-shuffles";
     } else {
         llvm::consumeError(t.takeError());
         key = "unavailable:" + spec;
@@ -53,6 +54,12 @@ void set_host_cpu_for_testing(std::string name, std::string features) {
         detail::set_host_cpu_override(std::nullopt);
     else
         detail::set_host_cpu_override(detail::HostCpu{std::move(name), std::move(features)});
+}
+
+void set_matrix_shuffles_for_testing(bool on) {
+    std::lock_guard<std::mutex> lock(target_keys_mutex);
+    target_keys.clear();
+    detail::force_matrix_shuffles(on);
 }
 
 CompiledKernel compiled_from_binary(const ir::Kernel &k, const TargetSpec &target, std::string binary,

@@ -74,6 +74,12 @@ private:
     /// and accesses unaligned. Returns what the access returned.
     llvm::Value *vector_access(llvm::Value *addr, const ir::Type &t, bool is_store,
                                llvm::function_ref<llvm::Value *(llvm::Align)> access);
+    /// The warp matrix operations from warp shuffles ([Note] Matrix operations from shuffles).
+    llvm::Value *shuffle_lane(llvm::Value *v, llvm::Value *lane);
+    llvm::Value *mma_by_shuffles(const ir::Mma &op, llvm::Value *a, llvm::Value *b, llvm::Value *c);
+    llvm::Value *matrix_load_by_shuffles(const ir::MatrixLoad &op, llvm::Value *row);
+    /// The thread's lane in its warp (its linear index in the block modulo 32), an i64.
+    llvm::Value *lane_in_warp();
     /// Folds the lanes of the float vector `v` with `op` in the tree order of [Note] IR semantics.
     llvm::Value *fold_tree(llvm::Value *v, llvm::function_ref<llvm::Value *(llvm::Value *, llvm::Value *)> op);
 
@@ -650,15 +656,133 @@ llvm::Value *CodeGenLLVM::visit(const ir::Warp *op) {
     return b_.CreateBitCast(r, ty);
 }
 
+// [Note] Matrix operations from shuffles
+// ======================================
+// A target without matrix instructions of its own (Target::emit_mma and emit_matrix_load return
+// nullptr: AMDGPU today) gets the warp matrix operations built from warp shuffles, exactly as
+// [Note] IR semantics defines them. mma: D[r][c] for the lane's four elements (r = g + 8h,
+// c = 2t + e) needs row r of A and column c of B; the lane holding A[r][j] is r % 8 * 4 plus a
+// part fixed by j, at an element index fixed by (h, j), so one shuffle_idx per (h, j) brings it,
+// and likewise one per (e, j) for B: 4k shuffles. The products (exact in f32; tf32 inputs with
+// their 13 low mantissa bits cleared) are summed in f32 in the order of k, starting from C's
+// element, and an f16 result is rounded once: the CPU device's order, so both give the same
+// bits. ldmatrix: each lane shuffles the row addresses it needs (2N of them) and loads the
+// elements itself.
+llvm::Value *CodeGenLLVM::lane_in_warp() {
+    auto reg = [&](ir::SpecialRegKind r, unsigned d) { return target_.emit_special_reg(b_, r, d); };
+    using R = ir::SpecialRegKind;
+    llvm::Value *linear = b_.CreateAdd(
+        b_.CreateMul(b_.CreateAdd(b_.CreateMul(reg(R::ThreadIdx, 2), reg(R::BlockDim, 1)),
+                                  reg(R::ThreadIdx, 1)),
+                     reg(R::BlockDim, 0)),
+        reg(R::ThreadIdx, 0));
+    return b_.CreateAnd(linear, b_.getInt64(31));
+}
+
+llvm::Value *CodeGenLLVM::shuffle_lane(llvm::Value *v, llvm::Value *lane) {
+    llvm::Type *ty = v->getType();
+    const unsigned bits = static_cast<unsigned>(ty->getPrimitiveSizeInBits().getFixedValue());
+    llvm::Type *wide = bits <= 32 ? b_.getInt32Ty() : b_.getInt64Ty();
+    llvm::Value *x = b_.CreateBitCast(v, b_.getIntNTy(bits));
+    if (bits < 32) x = b_.CreateZExt(x, wide);
+    llvm::Value *r = target_.emit_warp(b_, ir::WarpOp::ShuffleIdx, x, lane);
+    if (bits < 32) r = b_.CreateTrunc(r, b_.getIntNTy(bits));
+    return b_.CreateBitCast(r, ty);
+}
+
+llvm::Value *CodeGenLLVM::mma_by_shuffles(const ir::Mma &op, llvm::Value *a, llvm::Value *bv,
+                                          llvm::Value *c) {
+    const bool tf32 = op.input == ir::MmaInput::TF32;
+    const unsigned k = op.shape.k;
+    llvm::Value *lane = b_.CreateTrunc(lane_in_warp(), b_.getInt32Ty());
+    llvm::Value *g = b_.CreateLShr(lane, 2), *t = b_.CreateAnd(lane, 3);
+    // Where A[r][j] and B[j][col] live: the part of the owner lane fixed by j, and the element.
+    auto a_at = [&](unsigned h, unsigned j) -> std::pair<unsigned, unsigned> {
+        if (tf32) return {j % 4, h + 2 * (j / 4)};
+        if (k == 8) return {j / 2, j % 2 + 2 * h};
+        return {j % 8 / 2, j % 2 + 2 * h + 4 * (j / 8)};
+    };
+    auto b_at = [&](unsigned j) -> std::pair<unsigned, unsigned> {
+        if (tf32) return {j % 4, j / 4};
+        if (k == 8) return {j / 2, j % 2};
+        return {j % 8 / 2, j % 2 + 2 * (j / 8)};
+    };
+    std::vector<llvm::Value *> a_row[2], b_col[2];
+    for (unsigned h = 0; h < 2; ++h)
+        for (unsigned j = 0; j < k; ++j) {
+            auto [part, i] = a_at(h, j);
+            llvm::Value *src = b_.CreateAdd(b_.CreateShl(g, 2), b_.getInt32(part));
+            a_row[h].push_back(shuffle_lane(b_.CreateExtractElement(a, uint64_t(i)), src));
+        }
+    for (unsigned e = 0; e < 2; ++e)
+        for (unsigned j = 0; j < k; ++j) {
+            auto [part, i] = b_at(j);
+            llvm::Value *col = b_.CreateAdd(b_.CreateShl(t, 1), b_.getInt32(e));
+            llvm::Value *src = b_.CreateAdd(b_.CreateShl(col, 2), b_.getInt32(part));
+            b_col[e].push_back(shuffle_lane(b_.CreateExtractElement(bv, uint64_t(i)), src));
+        }
+    auto as_f32 = [&](llvm::Value *x) {
+        if (tf32)
+            return b_.CreateBitCast(
+                b_.CreateAnd(b_.CreateBitCast(x, b_.getInt32Ty()), b_.getInt32(~0x1fffu)),
+                b_.getFloatTy());
+        return b_.CreateFPExt(x, b_.getFloatTy());
+    };
+    llvm::Type *cty = c->getType();
+    const bool half_c = cty->getScalarType()->isHalfTy();
+    llvm::Value *d = llvm::PoisonValue::get(cty);
+    for (unsigned i = 0; i < 4; ++i) {
+        llvm::Value *acc = b_.CreateExtractElement(c, uint64_t(i));
+        if (half_c) acc = b_.CreateFPExt(acc, b_.getFloatTy());
+        for (unsigned j = 0; j < k; ++j)
+            acc = b_.CreateFAdd(acc,
+                                b_.CreateFMul(as_f32(a_row[i / 2][j]), as_f32(b_col[i % 2][j])));
+        if (half_c) acc = b_.CreateFPTrunc(acc, b_.getHalfTy());
+        d = b_.CreateInsertElement(d, acc, uint64_t(i));
+    }
+    return d;
+}
+
+llvm::Value *CodeGenLLVM::matrix_load_by_shuffles(const ir::MatrixLoad &op, llvm::Value *row) {
+    llvm::Value *lane = b_.CreateTrunc(lane_in_warp(), b_.getInt32Ty());
+    llvm::Type *vty = value_type(op.type);
+    llvm::Type *elem = vty->getScalarType();
+    const unsigned addr_bits = b_.GetInsertBlock()
+                                   ->getModule()
+                                   ->getDataLayout()
+                                   .getPointerSizeInBits(row->getType()->getPointerAddressSpace());
+    llvm::Value *mine = b_.CreatePtrToInt(row, b_.getIntNTy(addr_bits));
+    llvm::Value *quad = b_.CreateAnd(lane, 3), *group = b_.CreateLShr(lane, 2);
+    llvm::Value *v = llvm::PoisonValue::get(vty);
+    for (unsigned j = 0; j < op.count; ++j)
+        for (unsigned e = 0; e < 2; ++e) {
+            // Row l / 4, columns 2 (l % 4) + e of matrix j; transposed, rows 2 (l % 4) + e of
+            // column l / 4.
+            llvm::Value *pair = b_.CreateAdd(b_.CreateShl(quad, 1), b_.getInt32(e));
+            llvm::Value *r = op.trans ? pair : group, *col = op.trans ? group : pair;
+            llvm::Value *src = b_.CreateAdd(b_.getInt32(8 * j), r);
+            llvm::Value *addr = b_.CreateIntToPtr(shuffle_lane(mine, src), row->getType());
+            llvm::Value *p = b_.CreateGEP(elem, addr, col);
+            v = b_.CreateInsertElement(v, b_.CreateAlignedLoad(elem, p, llvm::Align(2)),
+                                       uint64_t(2 * j + e));
+        }
+    return v;
+}
+
 llvm::Value *CodeGenLLVM::visit(const ir::Mma *op) {
     facts_.uses_warp_ops = true;
     llvm::Value *a = emit(op->a), *b = emit(op->b), *c = emit(op->c);
-    return target_.emit_mma(b_, *op, a, b, c);
+    if (!matrix_shuffles_forced())
+        if (llvm::Value *v = target_.emit_mma(b_, *op, a, b, c)) return v;
+    return mma_by_shuffles(*op, a, b, c);
 }
 
 llvm::Value *CodeGenLLVM::visit(const ir::MatrixLoad *op) {
     facts_.uses_warp_ops = true;
-    return target_.emit_matrix_load(b_, *op, element_address(op->ptr, op->index));
+    llvm::Value *row = element_address(op->ptr, op->index);
+    if (!matrix_shuffles_forced())
+        if (llvm::Value *v = target_.emit_matrix_load(b_, *op, row)) return v;
+    return matrix_load_by_shuffles(*op, row);
 }
 
 llvm::Value *CodeGenLLVM::visit(const ir::Invoke *op) {

@@ -680,12 +680,18 @@ private:
         const Token &a_tok = peek();
         Expr a = parse_expr();
         expect(",");
+        const Token &b_tok = peek();
         Expr b = parse_expr();
         expect(",");
+        const Token &c_tok = peek();
         Expr c = parse_expr();
         expect(")");
-        if (std::string p = Mma::problem(*shape, *input, a.type(), b.type(), c.type()); !p.empty())
-            error(a_tok, p);
+        if (std::string p = Mma::problem(*shape, *input, a.type(), b.type(), c.type());
+            !p.empty()) {
+            // At the operand that is wrong, or at the shape where there is no such mma.
+            std::optional<MmaFragments> f = Mma::fragments(*shape, *input);
+            error(!f ? shape_tok : a.type() != f->a ? a_tok : b.type() != f->b ? b_tok : c_tok, p);
+        }
         (void)name;
         return Mma::make(*shape, *input, a, b, c);
     }

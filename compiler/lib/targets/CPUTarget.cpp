@@ -231,9 +231,6 @@ public:
         return b.CreateTrunc(r, ty);
     }
 
-    /// The CPU device emulates the warp matrix operations in its fiber runtime.
-    std::string matrix_op_problem(const ir::ExprNode &) const override { return ""; }
-
     /// Memory in the entry block for one fragment, holding `v` when given.
     static llvm::Value *fragment_slot(llvm::IRBuilderBase &b, llvm::Type *ty, llvm::Value *v) {
         llvm::Function *f = b.GetInsertBlock()->getParent();

@@ -164,27 +164,29 @@ public:
                                    llvm::Value *lane) const = 0;
 
     /// Why the target cannot run the warp matrix operation `op` (an ir::Mma or ir::MatrixLoad),
-    /// "" when it can: the processor it needs, or that the target has none. The code generator
-    /// asks before emitting a kernel and fails its compile with the answer.
+    /// "" when it can: the processor it needs. The code generator asks before emitting a kernel
+    /// and fails its compile with the answer. Every target can by default: where emit_mma and
+    /// emit_matrix_load return nullptr, the code generator builds the operations from warp
+    /// shuffles ([Note] Matrix operations from shuffles in CodeGenLLVM.cpp).
     virtual std::string matrix_op_problem(const ir::ExprNode &op) const {
         (void)op;
-        return "the target has no warp matrix operations yet";
+        return "";
     }
     /// A warp matrix multiply-accumulate ([Note] IR semantics: Matrix multiply-accumulate) of the
-    /// fragments `a`, `bv` and `c` (LLVM vectors of the IR types); returns the result fragment.
-    /// Only called where matrix_op_problem(op) is "".
+    /// fragments `a`, `bv` and `c` (LLVM vectors of the IR types): the result fragment, or
+    /// nullptr for the code generator's shuffles.
     virtual llvm::Value *emit_mma(llvm::IRBuilderBase &b, const ir::Mma &op, llvm::Value *a,
                                   llvm::Value *bv, llvm::Value *c) const {
         (void)b, (void)op, (void)a, (void)bv, (void)c;
-        EMBER_UNREACHABLE("emit_mma on a target without it");
+        return nullptr;
     }
     /// ldmatrix ([Note] IR semantics: Matrix loads): `row` is this lane's row address in shared
-    /// memory (the element `ptr[index]`); returns the lane's vector. Only called where
-    /// matrix_op_problem(op) is "".
+    /// memory (the element `ptr[index]`); the lane's vector, or nullptr for the code generator's
+    /// shuffles.
     virtual llvm::Value *emit_matrix_load(llvm::IRBuilderBase &b, const ir::MatrixLoad &op,
                                           llvm::Value *row) const {
         (void)b, (void)op, (void)row;
-        EMBER_UNREACHABLE("emit_matrix_load on a target without it");
+        return nullptr;
     }
 
     /// The hardware approximation of the fast_ math function `op` (fast_exp, ...) of the f32 or
@@ -310,6 +312,11 @@ struct HostCpu {
 /// This host's processor (getHostCPUName, host_cpu_features), found once per process; or the
 /// override set for a test.
 HostCpu host_cpu();
+/// Test hook (set_matrix_shuffles_for_testing): whether the code generator ignores the targets'
+/// emit_mma and emit_matrix_load and builds the operations from shuffles.
+bool matrix_shuffles_forced();
+void force_matrix_shuffles(bool on);
+
 /// Test hook (set_host_cpu_for_testing): host_cpu() returns `cpu` until it is reset with nullopt.
 void set_host_cpu_override(std::optional<HostCpu> cpu);
 

@@ -15,9 +15,17 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <atomic>
 #include <mutex>
 
 namespace ember::detail {
+
+namespace {
+std::atomic<bool> matrix_shuffles{false};
+} // namespace
+
+bool matrix_shuffles_forced() { return matrix_shuffles.load(std::memory_order_relaxed); }
+void force_matrix_shuffles(bool on) { matrix_shuffles.store(on, std::memory_order_relaxed); }
 
 void initialize_llvm_targets() {
     static std::once_flag once;

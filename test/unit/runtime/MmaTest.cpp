@@ -3,10 +3,12 @@
 /// every device, against the host: every mma there is (f16 and bf16 m16n8k16 and m16n8k8, tf32
 /// m16n8k8, f16 accumulation) with fragments read from global memory, ldmatrix x1/x2/x4 plain and
 /// transposed against the layout the IR documents, fragments read with ldmatrix from row- and
-/// column-major tiles in shared memory, a small GEMM looping over k with several warps per block,
-/// tf32's ignored mantissa bits, and on the CPU device the launch that fails because a warp is
-/// incomplete. Values are small integers where the sums are exact in f32 whatever the order, so
-/// the CPU device's emulation and the H200's tensor cores must agree bit for bit there.
+/// column-major tiles in shared memory (one at a time and B's two at a time), a small GEMM looping
+/// over k with several warps per block, tf32's ignored mantissa bits, and on the CPU device the
+/// launch that fails because a warp is incomplete. Values are small integers where the sums are
+/// exact in f32 whatever the order, so the CPU device's emulation and the H200's tensor cores must
+/// agree bit for bit there.
+#include "ember/compiler/CacheSupport.h"
 #include "ember/ember.h"
 
 #include "DeviceTest.h"
@@ -234,6 +236,62 @@ TEST_P(MmaTest, FragmentsFromSharedMemoryThroughLdmatrix) {
     check_shared_mma<Mma<half, m16n8k8>, C, C>(ctx(), "ldm_f16_k8_cc");
 }
 
+// D (16 x 16) = A (16 x 16) * B (16 x 16) as two mmas, B's two fragments read by one
+// load_matrix_pair from a tile in the layout asked for.
+template <class Op, MatrixLayout LB> auto pair_kernel(const char *name) {
+    using E = typename Op::A::element_type;
+    return kernel(name, {"a", "b", "d"}, [](Ptr<const E> a, Ptr<const E> b, Ptr<float> d) {
+        constexpr int K = Op::shape::k, ld = 24;
+        auto sb = shared_array<E, 16 * ld>();
+        Int l = thread_idx.x;
+        for_(l, Int(K * 16), 32, [&](Int i) {
+            Int r = i / 16, c = i % 16;
+            sb[LB == MatrixLayout::RowMajor ? r * ld + c : c * ld + r] = b[i];
+        });
+        barrier();
+        typename Op::A fa;
+        typename Op::B lo, hi;
+        typename Op::C d0, d1;
+        fa.load(a, 0, K);
+        lo.load_matrix_pair(hi, sb, 0, ld, LB);
+        d0 = mma(fa, lo, d0);
+        d1 = mma(fa, hi, d1);
+        d0.store(d, 0, 16);
+        d1.store(d, 8, 16);
+    });
+}
+
+template <class Op, MatrixLayout LB> void check_pair(DeviceContext &ctx, const char *name) {
+    using E = typename Op::A::element_type;
+    constexpr int K = Op::shape::k;
+    std::vector<E> a(16 * K), b(K * 16);
+    std::vector<float> d(16 * 16, -1.0f);
+    for (int i = 0; i < 16 * K; ++i) a[i] = E(float((i * 5) % 9 - 4));
+    for (int i = 0; i < K * 16; ++i) b[i] = E(float((i * 7) % 11 - 5));
+    auto da = ctx.enqueue_create_buffer<E>(a.size());
+    auto db = ctx.enqueue_create_buffer<E>(b.size());
+    auto dd = ctx.enqueue_create_buffer<float>(d.size());
+    ctx.enqueue_copy(da, a.data());
+    ctx.enqueue_copy(db, b.data());
+    static const auto k = pair_kernel<Op, LB>(name);
+    ctx.enqueue_function(k, da, db, dd, grid_dim(1), block_dim(32));
+    ctx.enqueue_copy(d.data(), dd);
+    ctx.synchronize();
+    for (int r = 0; r < 16; ++r)
+        for (int c = 0; c < 16; ++c) {
+            float want = 0;
+            for (int j = 0; j < K; ++j) want += float(a[r * K + j]) * float(b[j * 16 + c]);
+            ASSERT_EQ(d[r * 16 + c], want) << name << ": D[" << r << "][" << c << "]";
+        }
+}
+
+TEST_P(MmaTest, LoadMatrixPairReadsTwoBFragmentsAtOnce) {
+    check_pair<Mma<bfloat16, m16n8k16>, MatrixLayout::RowMajor>(ctx(), "pair_bf16_k16_row");
+    check_pair<Mma<bfloat16, m16n8k16>, MatrixLayout::ColMajor>(ctx(), "pair_bf16_k16_col");
+    check_pair<Mma<half, m16n8k8>, MatrixLayout::RowMajor>(ctx(), "pair_f16_k8_row");
+    check_pair<Mma<half, m16n8k8>, MatrixLayout::ColMajor>(ctx(), "pair_f16_k8_col");
+}
+
 // C (m x n) = A (m x k) * B (k x n), all row-major in global memory; a block of 4 warps computes
 // a 32 x 16 tile, each warp one 16 x 8 piece, looping over k in steps of 16.
 const auto small_gemm = kernel(
@@ -333,6 +391,27 @@ TEST_P(MmaTest, AnIncompleteWarpFailsTheLaunchOnTheCpu) {
         EXPECT_NE(what.find("ran with 16 of its warp's 32 lanes"), std::string::npos) << what;
         EXPECT_NE(what.find("mma_partial_warp"), std::string::npos) << what;
     }
+}
+
+// Targets without matrix instructions (AMDGPU) build mma and ldmatrix from warp shuffles; the
+// test hook makes every target do so, so that the shuffles run here against the same host
+// products (and, on the GPU, against what the tensor cores gave above).
+TEST_P(MmaTest, TheOperationsBuiltFromShufflesGiveTheSameResults) {
+    struct Shuffles {
+        Shuffles() { set_matrix_shuffles_for_testing(true); }
+        ~Shuffles() { set_matrix_shuffles_for_testing(false); }
+    } on;
+    check_single_mma<Mma<bfloat16, m16n8k16>>(ctx(), "mma_bf16_k16");
+    check_single_mma<Mma<bfloat16, m16n8k8>>(ctx(), "mma_bf16_k8");
+    check_single_mma<Mma<half, m16n8k16>>(ctx(), "mma_f16_k16");
+    check_single_mma<Mma<half, m16n8k8, half>>(ctx(), "mma_f16_k8_f16acc");
+    check_single_mma<Mma<tf32, m16n8k8>>(ctx(), "mma_tf32_k8");
+    check_ldmatrix<1, true>(ctx(), "ldmatrix_x1_trans");
+    check_ldmatrix<2, false>(ctx(), "ldmatrix_x2");
+    check_ldmatrix<4, true>(ctx(), "ldmatrix_x4_trans");
+    check_shared_mma<Mma<bfloat16, m16n8k16>, MatrixLayout::ColMajor, MatrixLayout::RowMajor>(
+        ctx(), "ldm_bf16_cr");
+    check_pair<Mma<half, m16n8k8>, MatrixLayout::RowMajor>(ctx(), "pair_f16_k8_row");
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, MmaTest, ember::testing::all_apis(), ember::testing::api_name);

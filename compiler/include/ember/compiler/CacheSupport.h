@@ -26,6 +26,11 @@ std::string target_cache_key(const TargetSpec &target);
 /// `name` with `features` instead of this host's, as on another machine, in compiles and in
 /// target_cache_key; an empty `name` returns to this host.
 void set_host_cpu_for_testing(std::string name, std::string features);
+/// Test hook: with `on`, every target builds the warp matrix operations (mma, ldmatrix) from warp
+/// shuffles, as targets without matrix instructions do ([Note] Matrix operations from shuffles
+/// in compiler/lib/CodeGenLLVM.cpp), so that the H200 and the CPU device run that code; it is
+/// part of target_cache_key while on.
+void set_matrix_shuffles_for_testing(bool on);
 /// SHA-256 of `bytes`, as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view bytes);
 /// The CompiledKernel `compile(k, target)` would return, with `binary` (PTX or a CPU object

@@ -222,6 +222,37 @@ public:
         var_ = ldmatrix_impl<count>(p, to_int(origin) + index, trans, loc);
     }
 
+    /// Reads this B fragment and `next`, the fragment of the 8 columns after this one's, with one
+    /// ldmatrix of twice the matrices (half the instructions of two load_matrix calls); as
+    /// load_matrix otherwise.
+    void load_matrix_pair(MmaFragment &next, const SharedPtr<element_type> &p,
+                          detail::IndexArg origin, detail::IndexArg ld,
+                          MatrixLayout layout = MatrixLayout::RowMajor,
+                          std::source_location loc = std::source_location::current()) {
+        static_assert(Role == MmaOperand::B, "load_matrix_pair reads two B fragments side by side");
+        static_assert(sizeof(element_type) == 2,
+                      "load_matrix_pair (ldmatrix) reads 16-bit elements: not tf32");
+        constexpr int count = size; // 8 x 8 matrices: size / 2 per fragment
+        // Matrices j = 0 .. count/2 - 1 are this fragment's (down k), the rest next's.
+        Int l = lane_id();
+        Int j = l / 8 % count, r = l % 8;
+        Int kb = j % (count / 2), nb = j / (count / 2);
+        const bool row_major = layout == MatrixLayout::RowMajor;
+        Int index = row_major ? (8 * kb + r) * to_int(ld) + 8 * nb
+                              : (8 * nb + r) * to_int(ld) + 8 * kb;
+        SIMD<element_type, 2 * count> both = ldmatrix_impl<count>(p, to_int(origin) + index,
+                                                                  row_major, loc);
+        std::vector<ir::Expr> lo, hi;
+        for (int e = 0; e < size; ++e) {
+            lo.push_back(both[e].expr());
+            hi.push_back(both[size + e].expr());
+        }
+        var_ = vector_type(ir::MakeVector::make(vector_type::ir_type(), std::move(lo)),
+                           both.trace());
+        next.var_ = vector_type(ir::MakeVector::make(vector_type::ir_type(), std::move(hi)),
+                                both.trace());
+    }
+
     const Var<vector_type> &variable() const { return var_; }
 
 private:
