@@ -3,7 +3,8 @@
 /// every device, against the host: every mma there is (f16 and bf16 m16n8k16 and m16n8k8, tf32
 /// m16n8k8, f16 accumulation) with fragments read from global memory, ldmatrix x1/x2/x4 plain and
 /// transposed against the layout the IR documents, fragments read with ldmatrix from row- and
-/// column-major tiles in shared memory (one at a time and B's two at a time), a small GEMM looping
+/// column-major tiles in shared memory (one at a time and B's two at a time), a product fed to
+/// the next mma as an A fragment, a small GEMM looping
 /// over k with several warps per block, tf32's ignored mantissa bits, and on the CPU device the
 /// launch that fails because a warp is incomplete. Values are small integers where the sums are
 /// exact in f32 whatever the order, so the CPU device's emulation and the H200's tensor cores must
@@ -290,6 +291,54 @@ TEST_P(MmaTest, LoadMatrixPairReadsTwoBFragmentsAtOnce) {
     check_pair<Mma<bfloat16, m16n8k16>, MatrixLayout::ColMajor>(ctx(), "pair_bf16_k16_col");
     check_pair<Mma<half, m16n8k8>, MatrixLayout::RowMajor>(ctx(), "pair_f16_k8_row");
     check_pair<Mma<half, m16n8k8>, MatrixLayout::ColMajor>(ctx(), "pair_f16_k8_col");
+}
+
+// E = (A B) V for 16 x 16 A and B and 16 x 8 V: A B's two C fragments become one A fragment
+// (from_accumulators) without leaving the registers, as in attention.
+const auto chained = kernel(
+    "mma_chained", {"a", "b", "v", "e"},
+    [](Ptr<const bfloat16> a, Ptr<const bfloat16> b, Ptr<const bfloat16> v, Ptr<float> e) {
+        using Op = Mma<bfloat16, m16n8k16>;
+        Op::A fa;
+        Op::B b0, b1, fv;
+        Op::C p0, p1, out;
+        fa.load(a, 0, 16);
+        b0.load(b, 0, 16);
+        b1.load(b, 8, 16);
+        fv.load(v, 0, 8);
+        p0 = mma(fa, b0, p0);
+        p1 = mma(fa, b1, p1);
+        Op::A fp(Op::A::from_accumulators(p0, p1));
+        out = mma(fp, fv, out);
+        out.store(e, 0, 8);
+    });
+
+TEST_P(MmaTest, AProductFeedsTheNextMmaAsAnAFragment) {
+    std::vector<bfloat16> a(256), b(256), v(128);
+    std::vector<float> e(128, -1.0f);
+    for (int i = 0; i < 256; ++i)
+        a[i] = bfloat16(float((i * 5) % 3 - 1)), b[i] = bfloat16(float((i * 7) % 3 - 1));
+    for (int i = 0; i < 128; ++i) v[i] = bfloat16(float(i % 5 - 2));
+    auto da = ctx().enqueue_create_buffer<bfloat16>(256);
+    auto db = ctx().enqueue_create_buffer<bfloat16>(256);
+    auto dv = ctx().enqueue_create_buffer<bfloat16>(128);
+    auto de = ctx().enqueue_create_buffer<float>(128);
+    ctx().enqueue_copy(da, a.data());
+    ctx().enqueue_copy(db, b.data());
+    ctx().enqueue_copy(dv, v.data());
+    ctx().enqueue_function(chained, da, db, dv, de, grid_dim(1), block_dim(32));
+    ctx().enqueue_copy(e.data(), de);
+    ctx().synchronize();
+    for (int r = 0; r < 16; ++r)
+        for (int c = 0; c < 8; ++c) {
+            float want = 0;
+            for (int j = 0; j < 16; ++j) {
+                float p = 0; // |p| <= 16: exact in bf16
+                for (int q = 0; q < 16; ++q) p += float(a[r * 16 + q]) * float(b[q * 16 + j]);
+                want += p * float(v[j * 8 + c]);
+            }
+            ASSERT_EQ(e[r * 8 + c], want) << "E[" << r << "][" << c << "]";
+        }
 }
 
 // C (m x n) = A (m x k) * B (k x n), all row-major in global memory; a block of 4 warps computes

@@ -253,6 +253,33 @@ public:
                                 both.trace());
     }
 
+    /// The A fragment holding the result of two mmas side by side, rounded to the input type:
+    /// `left` is the C fragment of columns 0-7 of the 16 x 16 product, `right` of columns 8-15
+    /// (m16n8k16; m16n8k8 takes `left` alone). A C fragment's elements sit where an A
+    /// fragment's do, so this is a conversion and no data moves between lanes: how a product
+    /// feeds the next mma (attention's P V after Q K^T).
+    template <class V>
+    static vector_type
+    from_accumulators(const V &left, const V &right,
+                      std::source_location loc = std::source_location::current()) {
+        static_assert(Role == MmaOperand::A && !is_tf32,
+                      "from_accumulators makes an f16 or bf16 A fragment");
+        static_assert(Shape::k == 16,
+                      "m16n8k16's A fragment is two accumulators; m16n8k8's is one");
+        using C4 = SIMD<float, 4>;
+        C4 l = detail::to_simd<C4>(left, loc), r = detail::to_simd<C4>(right, loc);
+        SIMD<float, 8> both{l[0], l[1], l[2], l[3], r[0], r[1], r[2], r[3]};
+        return cast<element_type>(both, loc);
+    }
+    template <class V>
+    static vector_type
+    from_accumulators(const V &only, std::source_location loc = std::source_location::current()) {
+        static_assert(Role == MmaOperand::A && !is_tf32,
+                      "from_accumulators makes an f16 or bf16 A fragment");
+        static_assert(Shape::k == 8, "m16n8k8's A fragment is one accumulator; m16n8k16's is two");
+        return cast<element_type>(detail::to_simd<SIMD<float, 4>>(only, loc), loc);
+    }
+
     const Var<vector_type> &variable() const { return var_; }
 
 private:
