@@ -1,9 +1,11 @@
 /// \file
 /// How fast kernels written in ember run, next to the same algorithms in CUDA C++ compiled by
-/// nvcc, and next to the libraries a CUDA programmer would call: CUB's reduction and cuBLAS's
-/// SGEMM (FP32, no TF32). One process, one run, one table: stream (copy, scale, add, triad in f32
-/// and f64), reduction, transpose, a 5-point stencil, softmax and layer norm over rows of 4096,
-/// SGEMM 4096^3, and the compile time of each kernel against NVRTC's for its twin.
+/// nvcc, and next to the libraries a CUDA programmer would call: CUB's reduction, cuBLAS's SGEMM
+/// (FP32, no TF32) and cuBLAS's bf16 GEMM (cublasGemmEx, f32 sums). One process, one run, one
+/// table: stream (copy, scale, add, triad in f32 and f64), reduction, transpose, a 5-point
+/// stencil, softmax and layer norm over rows of 4096, SGEMM 4096^3, the bf16 tensor-core GEMM of
+/// examples/gemm_bf16.h at 8192^3 (against cuBLAS alone: it has no nvcc twin), and the compile
+/// time of each kernel that has a twin against NVRTC's for its twin.
 ///
 /// The twins are bench/kernels_twins.cu, carried as text and compiled here by the toolkit's nvcc
 /// (nvcc in PATH, else /usr/local/cuda/bin; the library itself never uses it) into a shared
@@ -19,11 +21,12 @@
 /// right between GPU runs.
 ///
 /// `--only SECTIONS` runs some sections alone, a comma-separated list of stream, reduce,
-/// transpose (with the stencil), softmax (with layer norm) and sgemm; the compile table then
-/// lists their kernels.
+/// transpose (with the stencil), softmax (with layer norm), sgemm and gemm (bf16); the compile
+/// table then lists their kernels.
 #include "ember/compiler/Compiler.h"
 #include "ember/ember.h"
 
+#include "../examples/gemm_bf16.h"
 #include "../examples/sgemm.h"
 #include "BenchSupport.h"
 
@@ -291,6 +294,14 @@ const auto sgemm_async_256 = sgemm_example::make_sgemm<8, 3, 256>(
 // The warp-tiled SGEMM of examples/sgemm.h, the example's.
 const auto sgemm_warptile = sgemm_example::make_sgemm_warptile("sgemm_warptile");
 
+// The bf16 tensor-core GEMM of examples/gemm_bf16.h in the example's shape: 128 x 128 tiles,
+// slices of 32 through 4 stages, blocks in groups of 8 rows, 2 blocks per multiprocessor. Its
+// 74 KiB of dynamic shared memory (kGemmShared) need the opt-in when it is compiled.
+constexpr int64_t kGemmStages = 4, kGemmSlice = 32, kGemmBN = 128;
+const auto gemm_bf16 = gemm_bf16_example::make_gemm_bf16<kGemmStages, kGemmSlice, 8, kGemmBN, 2>(
+    "gemm_bf16");
+constexpr int64_t kGemmShared = gemm_bf16_example::shared_bytes(kGemmStages, kGemmSlice, kGemmBN);
+
 // ---------------------------------------------------------------------------------------------
 // The peer: the twins' shared library.
 
@@ -394,8 +405,9 @@ struct FirstCompile {
 };
 std::map<std::string, FirstCompile> first_compiles;
 
-template <class K> auto compiled(DeviceContext &ctx, const K &k) {
-    auto f = ctx.compile_function(k);
+template <class K>
+auto compiled(DeviceContext &ctx, const K &k, const CompileFunctionOptions &options = {}) {
+    auto f = ctx.compile_function(k, options);
     if (f.report().cache_level == "compiled")
         first_compiles.emplace(f.report().kernel, FirstCompile{f.report(), &k.ir()});
     return f;
@@ -465,7 +477,8 @@ void *waddr(const auto &buffer) { return reinterpret_cast<void *>(buffer.address
 
 /// The sections `--only` names (all when it is absent).
 struct Sections {
-    static constexpr const char *all[] = {"stream", "reduce", "transpose", "softmax", "sgemm"};
+    static constexpr const char *all[] = {"stream",  "reduce", "transpose",
+                                          "softmax", "sgemm",  "gemm"};
     std::vector<std::string> chosen;
     bool operator()(const std::string &section) const {
         return chosen.empty() || std::find(chosen.begin(), chosen.end(), section) != chosen.end();
@@ -924,6 +937,90 @@ int main(int argc, char **argv) try {
              peers ? warptiled : none, 256);
     }
 
+    // GEMM 8192^3 in bf16 on the tensor cores (f32 sums, C rounded to bf16 once): the kernel of
+    // examples/gemm_bf16.h against cuBLAS's cublasGemmEx. No nvcc twin: cuBLAS is the peer.
+    if (run("gemm")) {
+        const int64_t m = size(8192, 256), n = m, k = m;
+        std::vector<bfloat16> ha(m * k), hb(k * n);
+        {
+            const auto fa = random_floats(m * k, -1.0f, 1.0f, 9),
+                       fb = random_floats(k * n, -1.0f, 1.0f, 10);
+            std::copy(fa.begin(), fa.end(), ha.begin());
+            std::copy(fb.begin(), fb.end(), hb.begin());
+        }
+        auto a = ctx.enqueue_create_buffer<bfloat16>(m * k),
+             b = ctx.enqueue_create_buffer<bfloat16>(k * n),
+             c = ctx.enqueue_create_buffer<bfloat16>(m * n);
+        ctx.enqueue_copy(a, ha.data());
+        ctx.enqueue_copy(b, hb.data());
+        using BlasFn = int (*)(const void *, const void *, void *, int, int, int);
+        BlasFn cublas = peers ? twins->get<BlasFn>("twin_cublas_gemm_bf16") : nullptr;
+        auto pc = [&] {
+            if (cublas(addr(a), addr(b), waddr(c), int(m), int(n), int(k)) != 0)
+                throw RuntimeError("kernels: cuBLAS failed");
+        };
+        CompileFunctionOptions opts;
+        opts.func_attribute = {FuncAttribute::max_dynamic_shared_size_bytes(int(kGemmShared))};
+        auto f = compiled(ctx, gemm_bf16, opts);
+        auto es = [&] {
+            ctx.enqueue_function(f, a, b, c, m, n, k, grid_dim(n / kGemmBN, m / 128),
+                                 block_dim(gemm_bf16_example::threads(kGemmBN)),
+                                 shared_mem_bytes(kGemmShared));
+        };
+        // 512 sampled elements against double-precision dot products of the bf16 inputs, within
+        // bf16's rounding of the exact value (2^-8 relative) plus 1e-5 of sum |a b| for the f32
+        // sums, as examples/gemm_bf16.cpp checks; `got` keeps the whole of C.
+        std::mt19937 gen(11);
+        std::vector<std::pair<int64_t, int64_t>> at;
+        for (int s = 0; s < 512; ++s) at.push_back({int64_t(gen() % m), int64_t(gen() % n)});
+        auto check = [&](const std::function<void()> &launch, bool peer, const std::string &who,
+                         std::vector<bfloat16> &got) {
+            ctx.enqueue_memset(c, bfloat16(0.0f));
+            ctx.synchronize();
+            launch();
+            peer ? peer_sync() : ember_sync();
+            got = download(ctx, c);
+            for (auto [i, j] : at) {
+                double want = 0, mag = 0;
+                for (int64_t q = 0; q < k; ++q) {
+                    const double p = double(float(ha[i * k + q])) * double(float(hb[q * n + j]));
+                    want += p;
+                    mag += std::fabs(p);
+                }
+                const double g = double(float(got[i * n + j]));
+                if (!(std::fabs(g - want) <= std::ldexp(std::fabs(want), -8) + 1e-5 * mag)) {
+                    fail(who + ": C[" + std::to_string(i) + "][" + std::to_string(j) +
+                         "] = " + std::to_string(g) + ", expected " + std::to_string(want));
+                    return false;
+                }
+            }
+            return true;
+        };
+        const std::string label = "gemm bf16 (example)";
+        std::vector<bfloat16> ember_c, cublas_c;
+        bool ok = check(es, false, "ember " + label, ember_c);
+        if (ok && !peers) checked(label);
+        if (peers) {
+            ok = check(pc, true, "cuBLAS bf16 gemm", cublas_c) && ok;
+            // Then every element of ember's C against cuBLAS's: both round f32 sums to bf16, so
+            // within a unit in the last place of bf16 (2^-7 relative) of each other, plus 1e-2
+            // for sums that cancel, whose order differs between the two.
+            for (int64_t e = 0; ok && e < m * n; ++e) {
+                const double x = float(ember_c[e]), y = float(cublas_c[e]);
+                if (!(std::fabs(x - y) <=
+                      std::ldexp(std::max(std::fabs(x), std::fabs(y)), -7) + 1e-2)) {
+                    fail("ember " + label + ": C[" + std::to_string(e / n) + "][" +
+                         std::to_string(e % n) + "] = " + std::to_string(x) + ", cuBLAS's " +
+                         std::to_string(y));
+                    ok = false;
+                }
+            }
+        }
+        if (ok && peers)
+            report(label, "cuBLAS (bf16)", "TFLOP/s", 2.0 * m * n * k,
+                   time_ms(es, ember_clock, 5, 5), time_ms(pc, peer_clock, 5, 5));
+    }
+
     // Registers, and compile time: ember's trace of the C++ lambda plus the median of 3 compiles
     // of its IR to PTX (verify, lower, optimise, codegen), against the median of 3 of NVRTC's
     // CUDA C++ to PTX of the twin's section; ember's first compile in the process is shown too.
@@ -989,6 +1086,8 @@ int main(int argc, char **argv) try {
             {"softmax", "softmax"},       {"softmax", "layernorm"},   {"sgemm", "sgemm"},
             {"sgemm", "sgemm_async"},     {"sgemm", "sgemm_warptile"}};
         for (const auto &[section, k] : kernels) row(section, k, k, {k}, k);
+        // No row for gemm_bf16: a row compares ember's compile with NVRTC's of the kernel's twin,
+        // and gemm_bf16 has none (its peer is cuBLAS), so there is nothing to compare against.
         std::printf(
             "(ember 1st: each kernel's first compile in this process, from the lambda to PTX;\n"
             " ember ms: its trace plus the median of 3 more compiles of its IR to PTX, the "

@@ -95,6 +95,17 @@ def main():
     want = (p[:64].double() @ q.double())
     if check("mm", torch.mm(p, q, out=c)[:64], want, 1e-4):
         rows.append(("sgemm warptile (example)", "torch.mm (no TF32)", "TFLOP/s", 2.0 * 4096**3, timed(lambda: torch.mm(p, q, out=c), reps=5, rounds=5)))
+    del p, q, c
+
+    # bf16 in and out, f32 sums (torch's defaults otherwise, as bench/kernels's cuBLAS call uses
+    # cuBLAS's): within bf16's rounding of the exact product.
+    p = (torch.rand(8192, 8192, device=dev, generator=gen) * 2 - 1).bfloat16()
+    q = (torch.rand(8192, 8192, device=dev, generator=gen) * 2 - 1).bfloat16()
+    c = torch.empty_like(p)
+    want = (p[:64].double() @ q.double())
+    if check("matmul bf16", torch.matmul(p, q, out=c)[:64], want, 1e-2):
+        rows.append(("gemm bf16 (example)", "torch.matmul (bf16)", "TFLOP/s", 2.0 * 8192**3, timed(lambda: torch.matmul(p, q, out=c), reps=5, rounds=5)))
+    del p, q, c
 
     ember = {}
     if args.ember:

@@ -492,6 +492,20 @@ TWIN int twin_cublas_sgemm(const float *a, const float *b, float *c, int n) {
                             n);
 }
 
+// cuBLAS's bf16 GEMM (cublasGemmEx): bf16 A, B and C, f32 sums (CUBLAS_COMPUTE_32F), the default
+// math mode; row-major C = A B (A m x k, B k x n) as column-major C^T = B^T A^T.
+TWIN int twin_cublas_gemm_bf16(const void *a, const void *b, void *c, int m, int n, int k) {
+    static cublasHandle_t handle = nullptr;
+    if (!handle) {
+        if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) return 1;
+        if (cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) return 2;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    return (int)cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_16BF, n, a,
+                             CUDA_R_16BF, k, &zero, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT);
+}
+
 // Registers per thread of a twin kernel, or -1.
 TWIN int twin_registers(const char *name) {
     const void *f = nullptr;

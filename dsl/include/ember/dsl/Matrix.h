@@ -266,8 +266,7 @@ public:
                       "from_accumulators makes an f16 or bf16 A fragment");
         static_assert(Shape::k == 16,
                       "m16n8k16's A fragment is two accumulators; m16n8k8's is one");
-        using C4 = SIMD<float, 4>;
-        C4 l = detail::to_simd<C4>(left, loc), r = detail::to_simd<C4>(right, loc);
+        SIMD<float, 4> l = accumulator(left, loc), r = accumulator(right, loc);
         SIMD<float, 8> both{l[0], l[1], l[2], l[3], r[0], r[1], r[2], r[3]};
         return cast<element_type>(both, loc);
     }
@@ -277,12 +276,24 @@ public:
         static_assert(Role == MmaOperand::A && !is_tf32,
                       "from_accumulators makes an f16 or bf16 A fragment");
         static_assert(Shape::k == 8, "m16n8k8's A fragment is one accumulator; m16n8k16's is two");
-        return cast<element_type>(detail::to_simd<SIMD<float, 4>>(only, loc), loc);
+        return cast<element_type>(accumulator(only, loc), loc);
     }
 
     const Var<vector_type> &variable() const { return var_; }
 
 private:
+    /// An f32 C fragment's elements: from the fragment, or from its value (a SIMD<float, 4>).
+    template <class V>
+    static SIMD<float, 4> accumulator(const V &x, const std::source_location &loc) {
+        if constexpr (requires { typename V::mma_type; }) {
+            static_assert(V::role == MmaOperand::C &&
+                              std::is_same_v<typename V::element_type, float>,
+                          "from_accumulators takes f32 C fragments");
+            return x.value();
+        } else {
+            return detail::to_simd<SIMD<float, 4>>(x, loc);
+        }
+    }
     static vector_type zeros(const std::source_location &loc) {
         return vector_type(element_type(0.0f), loc);
     }
