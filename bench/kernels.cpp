@@ -4,8 +4,11 @@
 /// (FP32, no TF32) and cuBLAS's bf16 GEMM (cublasGemmEx, f32 sums). One process, one run, one
 /// table: stream (copy, scale, add, triad in f32 and f64), reduction, transpose, a 5-point
 /// stencil, softmax and layer norm over rows of 4096, SGEMM 4096^3, the bf16 tensor-core GEMM of
-/// examples/gemm_bf16.h at 8192^3 (against cuBLAS alone: it has no nvcc twin), and the compile
-/// time of each kernel that has a twin against NVRTC's for its twin.
+/// examples/gemm_bf16.h at 8192^3 (against cuBLAS alone: it has no nvcc twin), the fused
+/// attention forward of examples/attention.h, causal and not, at (B=1, H=16, S=4096, D=128) in
+/// bf16 (no peer here: its peer is PyTorch's scaled_dot_product_attention, measured by
+/// bench/kernels_torch.py), and the compile time of each kernel that has a twin against NVRTC's
+/// for its twin.
 ///
 /// The twins are bench/kernels_twins.cu, carried as text and compiled here by the toolkit's nvcc
 /// (nvcc in PATH, else /usr/local/cuda/bin; the library itself never uses it) into a shared
@@ -14,18 +17,21 @@
 /// ends the run with status 1: it is a failure, not a number. Times are medians over rounds of
 /// back-to-back launches, measured with device events around each round on the stream each side
 /// launches on.
-/// The last column is ember's throughput over the peer's: 1.00 is parity, below is slower.
+/// The last column is ember's throughput over the peer's: 1.00 is parity, below is slower. The
+/// attention rows print ember's side alone ("-" in the peer's columns and the ratio);
+/// bench/kernels_torch.py --ember finds them by their labels and prints the ratio to torch's.
 /// Timed on CUDA only; torch's side is bench/kernels_torch.py (scripts/bench-kernels.sh runs
 /// both). Without a CUDA device and nvcc it checks ember's kernels alone at small sizes and times
 /// nothing: the ctest bench.kernels-cpu runs it so on the CPU device, so that these kernels stay
 /// right between GPU runs.
 ///
 /// `--only SECTIONS` runs some sections alone, a comma-separated list of stream, reduce,
-/// transpose (with the stencil), softmax (with layer norm), sgemm and gemm (bf16); the compile
-/// table then lists their kernels.
+/// transpose (with the stencil), softmax (with layer norm), sgemm, gemm (bf16) and attention;
+/// the compile table then lists their kernels.
 #include "ember/compiler/Compiler.h"
 #include "ember/ember.h"
 
+#include "../examples/attention.h"
 #include "../examples/gemm_bf16.h"
 #include "../examples/sgemm.h"
 #include "BenchSupport.h"
@@ -302,6 +308,11 @@ const auto gemm_bf16 = gemm_bf16_example::make_gemm_bf16<kGemmStages, kGemmSlice
     "gemm_bf16");
 constexpr int64_t kGemmShared = gemm_bf16_example::shared_bytes(kGemmStages, kGemmSlice, kGemmBN);
 
+// The fused attention forward of examples/attention.h (FlashAttention's algorithm on mma), bf16
+// [heads][seq][128], causal and not. Its 85 KiB of dynamic shared memory need the opt-in too.
+const auto attention = attention_example::make_attention<false>("attention");
+const auto attention_causal = attention_example::make_attention<true>("attention_causal");
+
 // ---------------------------------------------------------------------------------------------
 // The peer: the twins' shared library.
 
@@ -455,6 +466,17 @@ void report(const std::string &kernel, const std::string &peer, const std::strin
     std::fflush(stdout);
 }
 
+/// A row whose peer this program does not run: ember's time and throughput alone, the peer's
+/// columns and the ratio "-". `peer` says where the peer is measured (bench/kernels_torch.py
+/// finds the row by its label and prints the ratio against its own time).
+void report_alone(const std::string &kernel, const std::string &peer, const std::string &unit,
+                  double work, double ember_ms) {
+    const double scale = unit == "GB/s" ? 1e-9 : 1e-12;
+    std::printf("%-26s %-22s %10.3f ms %13s %9.1f %9s %-7s %6s\n", kernel.c_str(), peer.c_str(),
+                ember_ms, "-", work / (ember_ms * 1e-3) * scale, "-", unit.c_str(), "-");
+    std::fflush(stdout);
+}
+
 std::vector<float> random_floats(size_t n, float lo, float hi, uint32_t seed) {
     std::mt19937 g(seed);
     std::uniform_real_distribution<float> d(lo, hi);
@@ -477,8 +499,8 @@ void *waddr(const auto &buffer) { return reinterpret_cast<void *>(buffer.address
 
 /// The sections `--only` names (all when it is absent).
 struct Sections {
-    static constexpr const char *all[] = {"stream",  "reduce", "transpose",
-                                          "softmax", "sgemm",  "gemm"};
+    static constexpr const char *all[] = {"stream", "reduce", "transpose", "softmax",
+                                          "sgemm",  "gemm",   "attention"};
     std::vector<std::string> chosen;
     bool operator()(const std::string &section) const {
         return chosen.empty() || std::find(chosen.begin(), chosen.end(), section) != chosen.end();
@@ -1021,6 +1043,87 @@ int main(int argc, char **argv) try {
                    time_ms(es, ember_clock, 5, 5), time_ms(pc, peer_clock, 5, 5));
     }
 
+    // Fused attention forward, (B=1, H=16, S=4096, D=128) in bf16, causal and not: the kernel of
+    // examples/attention.h. Its peer is PyTorch's scaled_dot_product_attention (the flash
+    // backend), which bench/kernels_torch.py measures: the rows here are ember's alone.
+    if (run("attention")) {
+        using attention_example::kBlockM;
+        using attention_example::kHeadDim;
+        const int64_t heads = size(16, 2), seq = size(4096, 128), n = heads * seq * kHeadDim;
+        std::vector<bfloat16> hq(n), hk(n), hv(n);
+        {
+            std::mt19937 g(12);
+            std::normal_distribution<float> d(0.0f, 1.0f);
+            for (auto *x : {&hq, &hk, &hv})
+                for (bfloat16 &e : *x) e = bfloat16(d(g));
+        }
+        auto q = ctx.enqueue_create_buffer<bfloat16>(n), k = ctx.enqueue_create_buffer<bfloat16>(n),
+             v = ctx.enqueue_create_buffer<bfloat16>(n), o = ctx.enqueue_create_buffer<bfloat16>(n);
+        ctx.enqueue_copy(q, hq.data());
+        ctx.enqueue_copy(k, hk.data());
+        ctx.enqueue_copy(v, hv.data());
+        CompileFunctionOptions opts;
+        opts.func_attribute = {
+            FuncAttribute::max_dynamic_shared_size_bytes(int(attention_example::shared_bytes()))};
+        std::mt19937 gen(13);
+        for (bool causal : {false, true}) {
+            const std::string label = causal ? "attention causal (example)" : "attention (example)";
+            auto f = compiled(ctx, causal ? attention_causal : attention, opts);
+            auto es = [&] {
+                ctx.enqueue_function(f, q, k, v, o, seq, grid_dim(seq / kBlockM, heads),
+                                     block_dim(attention_example::kThreads),
+                                     shared_mem_bytes(attention_example::shared_bytes()));
+            };
+            ctx.enqueue_memset(o, bfloat16(0.0f));
+            ctx.synchronize();
+            es();
+            const std::vector<bfloat16> got = download(ctx, o);
+            // 16 sampled rows against a double-precision softmax(Q K^T / sqrt(d)) V of the bf16
+            // inputs, as examples/attention.cpp checks: every element within bf16's rounding of
+            // the exact value (2^-7 relative) plus 1e-2 of sum_j p_j |v_j| (the softmax runs in
+            // f32 with an approximate exp2, P is rounded to bf16 for the second product).
+            const double scale = 1.0 / std::sqrt(double(kHeadDim));
+            bool ok = true;
+            for (int s = 0; ok && s < 16; ++s) {
+                const int64_t h = int64_t(gen() % uint64_t(heads)),
+                              i = int64_t(gen() % uint64_t(seq));
+                const int64_t base = h * seq * kHeadDim, keys = causal ? i + 1 : seq;
+                std::vector<double> w(keys);
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < keys; ++j) {
+                    double dot = 0;
+                    for (int64_t d = 0; d < kHeadDim; ++d)
+                        dot += double(float(hq[base + i * kHeadDim + d])) *
+                               double(float(hk[base + j * kHeadDim + d]));
+                    w[j] = dot * scale;
+                    mx = std::max(mx, w[j]);
+                }
+                for (double &x : w) sum += (x = std::exp(x - mx));
+                for (int64_t d = 0; ok && d < kHeadDim; ++d) {
+                    double want = 0, mag = 0;
+                    for (int64_t j = 0; j < keys; ++j) {
+                        const double vj = double(float(hv[base + j * kHeadDim + d]));
+                        want += w[j] / sum * vj;
+                        mag += w[j] / sum * std::fabs(vj);
+                    }
+                    const double g = double(float(got[base + i * kHeadDim + d]));
+                    if (!(std::fabs(g - want) <= std::ldexp(std::fabs(want), -7) + 1e-2 * mag)) {
+                        fail("ember " + label + ": O[" + std::to_string(h) + "][" +
+                             std::to_string(i) + "][" + std::to_string(d) +
+                             "] = " + std::to_string(g) + ", expected " + std::to_string(want));
+                        ok = false;
+                    }
+                }
+            }
+            if (ok && !peers) checked(label + ", 16 sampled rows");
+            if (ok && peers)
+                report_alone(label, "SDPA: kernels_torch.py", "TFLOP/s",
+                             4.0 * double(heads) * double(seq) * double(seq) * kHeadDim /
+                                 (causal ? 2 : 1),
+                             time_ms(es, ember_clock, 20));
+        }
+    }
+
     // Registers, and compile time: ember's trace of the C++ lambda plus the median of 3 compiles
     // of its IR to PTX (verify, lower, optimise, codegen), against the median of 3 of NVRTC's
     // CUDA C++ to PTX of the twin's section; ember's first compile in the process is shown too.
@@ -1086,8 +1189,9 @@ int main(int argc, char **argv) try {
             {"softmax", "softmax"},       {"softmax", "layernorm"},   {"sgemm", "sgemm"},
             {"sgemm", "sgemm_async"},     {"sgemm", "sgemm_warptile"}};
         for (const auto &[section, k] : kernels) row(section, k, k, {k}, k);
-        // No row for gemm_bf16: a row compares ember's compile with NVRTC's of the kernel's twin,
-        // and gemm_bf16 has none (its peer is cuBLAS), so there is nothing to compare against.
+        // No row for gemm_bf16 or attention: a row compares ember's compile with NVRTC's of the
+        // kernel's twin, and they have none (their peers are cuBLAS and PyTorch), so there is
+        // nothing to compare against.
         std::printf(
             "(ember 1st: each kernel's first compile in this process, from the lambda to PTX;\n"
             " ember ms: its trace plus the median of 3 more compiles of its IR to PTX, the "

@@ -11,6 +11,7 @@ missing, 1 when a result is wrong.
 """
 
 import argparse
+import math
 import re
 import statistics
 import sys
@@ -107,11 +108,32 @@ def main():
         rows.append(("gemm bf16 (example)", "torch.matmul (bf16)", "TFLOP/s", 2.0 * 8192**3, timed(lambda: torch.matmul(p, q, out=c), reps=5, rounds=5)))
     del p, q, c
 
+    # Fused attention forward, (B=1, H=16, S=4096, D=128) in bf16, on torch's FlashAttention
+    # kernels; heads 0 and 1 checked against softmax(Q K^T / sqrt(d)) V in float64 (plain matmul
+    # and softmax), within bf16's rounding.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    heads, seq, dim = 16, 4096, 128
+    q, k, v = (torch.randn(1, heads, seq, dim, device=dev, generator=gen).bfloat16() for _ in range(3))
+    for causal, label in ((False, "attention (example)"), (True, "attention causal (example)")):
+        s = q[:, :2].double() @ k[:, :2].double().transpose(-1, -2) / math.sqrt(dim)
+        if causal:
+            s = s.masked_fill(torch.ones(seq, seq, dtype=torch.bool, device=dev).triu(1), float("-inf"))
+        want = torch.softmax(s, dim=-1) @ v[:, :2].double()
+        del s
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            if check(label, sdpa(q, k, v, is_causal=causal)[:, :2], want, 1e-2):
+                flops = 4.0 * heads * seq * seq * dim / (2 if causal else 1)
+                rows.append((label, "torch SDPA (flash)", "TFLOP/s", flops, timed(lambda: sdpa(q, k, v, is_causal=causal))))
+        del want
+    del q, k, v
+
     ember = {}
     if args.ember:
-        # bench/kernels's rows: the kernel's name, then the peer, then "<ms> ms <ms> ms".
+        # bench/kernels's rows: the kernel's name, then the peer, then "<ms> ms <ms> ms", or
+        # "<ms> ms -" where bench/kernels runs no peer (the attention rows: torch is the peer).
         for line in open(args.ember):
-            mt = re.match(r"^(.{26}) .*?([0-9.]+) ms +[0-9.]+ ms", line)
+            mt = re.match(r"^(.{26}) .*?([0-9.]+) ms +(?:[0-9.]+ ms|- )", line)
             if mt:
                 ember.setdefault(mt.group(1).strip(), float(mt.group(2)))
 
