@@ -12,6 +12,7 @@
 #include "ember/dsl/Print.h"
 #include "ember/dsl/SIMD.h"
 #include "ember/dsl/Struct.h"
+#include "ember/dsl/TileTensor.h"
 #include "ember/dsl/Value.h"
 
 #endif // EMBER_DSL_DSL_H

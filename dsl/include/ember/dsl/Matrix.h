@@ -202,6 +202,35 @@ public:
     void load_matrix(const SharedPtr<element_type> &p, detail::IndexArg origin, detail::IndexArg ld,
                      MatrixLayout layout = MatrixLayout::RowMajor,
                      std::source_location loc = std::source_location::current()) {
+        Int o = to_int(origin), w = to_int(ld);
+        const bool row_major = layout == MatrixLayout::RowMajor;
+        load_matrix_at(
+            p,
+            [&](const Int &r, const Int &c) { return row_major ? o + r * w + c : o + c * w + r; },
+            row_major, loc);
+    }
+
+    /// Reads this B fragment and `next`, the fragment of the 8 columns after this one's, with one
+    /// ldmatrix of twice the matrices (half the instructions of two load_matrix calls); as
+    /// load_matrix otherwise.
+    void load_matrix_pair(MmaFragment &next, const SharedPtr<element_type> &p,
+                          detail::IndexArg origin, detail::IndexArg ld,
+                          MatrixLayout layout = MatrixLayout::RowMajor,
+                          std::source_location loc = std::source_location::current()) {
+        Int o = to_int(origin), w = to_int(ld);
+        const bool row_major = layout == MatrixLayout::RowMajor;
+        load_matrix_pair_at(
+            next, p,
+            [&](const Int &r, const Int &c) { return row_major ? o + r * w + c : o + c * w + r; },
+            row_major, loc);
+    }
+
+    /// load_matrix with the operand's element (r, c) at `p[at(r, c)]`: 8 elements in a row
+    /// (`row_major`) or a column from each lane's address are consecutive in memory, and start
+    /// 16-byte aligned (how TileView's padded and swizzled tiles are read).
+    template <class At>
+    void load_matrix_at(const SharedPtr<element_type> &p, At &&at, bool row_major,
+                        std::source_location loc = std::source_location::current()) {
         static_assert(Role != MmaOperand::C,
                       "load_matrix reads an A or B fragment (ldmatrix); C has load()");
         static_assert(sizeof(element_type) == 2,
@@ -213,22 +242,20 @@ public:
         Int j = l / 8 % count, r = l % 8;
         Int rb = Role == MmaOperand::A ? j % 2 : j;
         Int cb = Role == MmaOperand::A ? j / 2 : Int(0);
-        const bool row_major = layout == MatrixLayout::RowMajor;
-        Int index = row_major ? (8 * rb + r) * to_int(ld) + 8 * cb
-                              : (8 * cb + r) * to_int(ld) + 8 * rb;
+        // The lane points at the start of a row (row-major) or a column of its 8 x 8 block.
+        Int index = row_major ? at(8 * rb + r, 8 * cb) : at(8 * rb, 8 * cb + r);
         // B is held column by column (b0b1 is a column's pair), A row by row: a row-major B and a
         // column-major A are read transposed.
         const bool trans = (Role == MmaOperand::B) == row_major;
-        var_ = ldmatrix_impl<count>(p, to_int(origin) + index, trans, loc);
+        var_ = ldmatrix_impl<count>(p, index, trans, loc);
     }
 
-    /// Reads this B fragment and `next`, the fragment of the 8 columns after this one's, with one
-    /// ldmatrix of twice the matrices (half the instructions of two load_matrix calls); as
-    /// load_matrix otherwise.
-    void load_matrix_pair(MmaFragment &next, const SharedPtr<element_type> &p,
-                          detail::IndexArg origin, detail::IndexArg ld,
-                          MatrixLayout layout = MatrixLayout::RowMajor,
-                          std::source_location loc = std::source_location::current()) {
+    /// load_matrix_pair with the operand's element (r, c) at `p[at(r, c)]` (c counting this
+    /// fragment's 8 columns and then next's), as load_matrix_at.
+    template <class At>
+    void load_matrix_pair_at(MmaFragment &next, const SharedPtr<element_type> &p, At &&at,
+                             bool row_major,
+                             std::source_location loc = std::source_location::current()) {
         static_assert(Role == MmaOperand::B, "load_matrix_pair reads two B fragments side by side");
         static_assert(sizeof(element_type) == 2,
                       "load_matrix_pair (ldmatrix) reads 16-bit elements: not tf32");
@@ -237,11 +264,8 @@ public:
         Int l = lane_id();
         Int j = l / 8 % count, r = l % 8;
         Int kb = j % (count / 2), nb = j / (count / 2);
-        const bool row_major = layout == MatrixLayout::RowMajor;
-        Int index = row_major ? (8 * kb + r) * to_int(ld) + 8 * nb
-                              : (8 * nb + r) * to_int(ld) + 8 * kb;
-        SIMD<element_type, 2 * count> both = ldmatrix_impl<count>(p, to_int(origin) + index,
-                                                                  row_major, loc);
+        Int index = row_major ? at(8 * kb + r, 8 * nb) : at(8 * kb, 8 * nb + r);
+        SIMD<element_type, 2 * count> both = ldmatrix_impl<count>(p, index, row_major, loc);
         std::vector<ir::Expr> lo, hi;
         for (int e = 0; e < size; ++e) {
             lo.push_back(both[e].expr());
@@ -281,28 +305,7 @@ public:
 
     const Var<vector_type> &variable() const { return var_; }
 
-private:
-    /// An f32 C fragment's elements: from the fragment, or from its value (a SIMD<float, 4>).
-    template <class V>
-    static SIMD<float, 4> accumulator(const V &x, const std::source_location &loc) {
-        if constexpr (requires { typename V::mma_type; }) {
-            static_assert(V::role == MmaOperand::C &&
-                              std::is_same_v<typename V::element_type, float>,
-                          "from_accumulators takes f32 C fragments");
-            return x.value();
-        } else {
-            return detail::to_simd<SIMD<float, 4>>(x, loc);
-        }
-    }
-    static vector_type zeros(const std::source_location &loc) {
-        return vector_type(element_type(0.0f), loc);
-    }
-    static Int to_int(const detail::IndexArg &i) {
-        ir::Expr e = i.expr;
-        if (e.type() != ir::Type(ir::ScalarType::I64)) e = ir::Cast::make(ir::ScalarType::I64, e);
-        return Int(e, i.trace);
-    }
-    /// row() and col() for a C++ lane (int) or a traced one (Int).
+    /// row() and col() for a C++ lane (int) or a traced one (Int: `row_at(lane_id(), i)`).
     template <class I> static constexpr I row_at(const I &lane, int i) {
         const I g = lane / 4, t = lane % 4;
         if constexpr (Role == MmaOperand::C)
@@ -337,6 +340,28 @@ private:
         } else {
             return g;
         }
+    }
+
+private:
+    /// An f32 C fragment's elements: from the fragment, or from its value (a SIMD<float, 4>).
+    template <class V>
+    static SIMD<float, 4> accumulator(const V &x, const std::source_location &loc) {
+        if constexpr (requires { typename V::mma_type; }) {
+            static_assert(V::role == MmaOperand::C &&
+                              std::is_same_v<typename V::element_type, float>,
+                          "from_accumulators takes f32 C fragments");
+            return x.value();
+        } else {
+            return detail::to_simd<SIMD<float, 4>>(x, loc);
+        }
+    }
+    static vector_type zeros(const std::source_location &loc) {
+        return vector_type(element_type(0.0f), loc);
+    }
+    static Int to_int(const detail::IndexArg &i) {
+        ir::Expr e = i.expr;
+        if (e.type() != ir::Type(ir::ScalarType::I64)) e = ir::Cast::make(ir::ScalarType::I64, e);
+        return Int(e, i.trace);
     }
     /// The index of this lane's element i.
     static Int offset(const detail::IndexArg &origin, const detail::IndexArg &ld,
