@@ -31,13 +31,21 @@ EMBER_LIT_KERNEL(tile_mma, {"c"}, [](Ptr<float> c) {
 
 // PTX-LABEL: .entry tile_mma(
 // PTX:       ldmatrix.sync.aligned.m8n8.x4.shared.b16 {[[A0:%r[0-9]+]], [[A1:%r[0-9]+]],
-// [[A2:%r[0-9]+]], [[A3:%r[0-9]+]]} PTX:       ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// {[[B0:%r[0-9]+]], [[B1:%r[0-9]+]], [[B2:%r[0-9]+]], [[B3:%r[0-9]+]]} PTX-NOT:   mov.b32 PTX-NOT:
-// cvt PTX:       mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 PTX-NEXT:  {%f{{[0-9]+}},
-// %f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}}, PTX-NEXT:  {[[A0]], [[A1]], [[A2]], [[A3]]}, PTX-NEXT:
-// {[[B0]], [[B1]]}, PTX:       mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 PTX-NEXT:
-// {%f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}}, PTX-NEXT:  {[[A0]], [[A1]], [[A2]],
-// [[A3]]}, PTX-NEXT:  {[[B2]], [[B3]]}, PTX-COUNT-8: st.global.f32 PTX-NOT:   st.global
+// PTX-SAME:  [[A2:%r[0-9]+]], [[A3:%r[0-9]+]]}
+// PTX:       ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {[[B0:%r[0-9]+]], [[B1:%r[0-9]+]],
+// PTX-SAME:  [[B2:%r[0-9]+]], [[B3:%r[0-9]+]]}
+// PTX-NOT:   mov.b32
+// PTX-NOT:   cvt
+// PTX:       mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-NEXT:  {%f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}},
+// PTX-NEXT:  {[[A0]], [[A1]], [[A2]], [[A3]]},
+// PTX-NEXT:  {[[B0]], [[B1]]},
+// PTX:       mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-NEXT:  {%f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}, %f{{[0-9]+}}},
+// PTX-NEXT:  {[[A0]], [[A1]], [[A2]], [[A3]]},
+// PTX-NEXT:  {[[B2]], [[B3]]},
+// PTX-COUNT-8: st.global.f32
+// PTX-NOT:   st.global
 
 // CPU-LABEL: kernel: tile_mma
 // CPU:       call void @__ember_cpu_ldmatrix(i32 4, i32 0,
