@@ -3,13 +3,15 @@
 // through a pointer and the index arithmetic written out; their PTX is the same instruction for
 // instruction once the kernels' names are set aside. A shared tile with a swizzle costs its XOR
 // and nothing else.
-// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=by_hand | sed -e
-// 's/by_hand/KERNEL/g' -e '/kernel: /d' > %t.hand RUN: lit-tile-tensor --emit=asm
-// --target=nvptx:sm_90 --kernel=by_tensor | sed -e 's/by_tensor/KERNEL/g' -e '/kernel: /d' >
-// %t.tensor RUN: diff %t.hand %t.tensor RUN: FileCheck %s --check-prefix=PTX < %t.tensor RUN:
-// lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=swizzled | FileCheck %s
-// --check-prefix=SWZ RUN: %if ptxas %{ lit-tile-tensor --emit=asm --target=nvptx:sm_90 |
-// %ptxas-verify %}
+// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=by_hand \
+// RUN:   | sed -e 's/by_hand/KERNEL/g' -e '/kernel: /d' > %t.hand
+// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=by_tensor \
+// RUN:   | sed -e 's/by_tensor/KERNEL/g' -e '/kernel: /d' > %t.tensor
+// RUN: diff %t.hand %t.tensor
+// RUN: FileCheck %s --check-prefix=PTX < %t.tensor
+// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=swizzled \
+// RUN:   | FileCheck %s --check-prefix=SWZ
+// RUN: %if ptxas %{ lit-tile-tensor --emit=asm --target=nvptx:sm_90 | %ptxas-verify %}
 #include "LitMain.h"
 using namespace ember;
 
