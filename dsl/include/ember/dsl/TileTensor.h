@@ -80,6 +80,11 @@ inline Int mul(const Int &a, const Int &b) {
     if (y == 1 || x == 0) return a;
     return a * b;
 }
+/// a / b for a view's extents, folded when both are constants (a shape known in C++ stays known).
+inline Int div(const Int &a, int64_t b) {
+    if (std::optional<int64_t> x = constant_of(a)) return Int(*x / b);
+    return a / b;
+}
 inline Int add(const Int &a, const Int &b) {
     std::optional<int64_t> x = constant_of(a), y = constant_of(b);
     if (x && y) return Int(*x + *y);
@@ -150,8 +155,8 @@ struct TileView {
         using detail::add, detail::mul;
         Int t = detail::as_int(thread);
         return TileView{data,
-                        rows / TR,
-                        cols / TC,
+                        detail::div(rows, TR),
+                        detail::div(cols, TC),
                         add(row0, mul(t / TC, row_step)),
                         add(col0, mul(t % TC, col_step)),
                         mul(row_step, Int(TR)),
@@ -168,8 +173,8 @@ struct TileView {
         using detail::add, detail::mul;
         Int t = detail::as_int(thread);
         return TileView{data,
-                        rows / TR,
-                        cols / (TC * N),
+                        detail::div(rows, TR),
+                        detail::div(cols, TC * N),
                         add(row0, mul(t / TC, row_step)),
                         add(col0, mul(t % TC * N, col_step)),
                         mul(row_step, Int(TR)),
