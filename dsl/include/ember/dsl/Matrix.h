@@ -101,8 +101,7 @@ template <class In, class Shape, class Acc = float> struct Mma {
                   "Mma<In, Shape, Acc>: Shape is m16n8k16 or m16n8k8");
     static_assert(detail::mma_exists<In, Shape, Acc>(),
                   "there is no such mma: m16n8k16 and m16n8k8 for half and bfloat16, m16n8k8 for "
-                  "tf32; Acc is "
-                  "float, or half with half inputs");
+                  "tf32; Acc is float, or half with half inputs");
     using input_type = In;
     using shape = Shape;
     using accumulator_type = Acc;
