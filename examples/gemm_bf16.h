@@ -10,7 +10,8 @@
 ///    (4 or 8 warps). It walks k in slices of BK (32 or 64): a 128 x BK slice of A and a BK x BN
 ///    slice of B per step. The blocks run in groups of `Group` rows of tiles, column by column
 ///    inside a group, so that the blocks resident at once read the same slices of A and B and
-///    find them in the L2 cache (8 rows: 357 TFLOP/s on an H200 where row-major order gives 312).
+///    find them in the L2 cache (8 rows: 357 TFLOP/s on an H200 where row-major order gives 312,
+///    both over 10 launches from idle).
 /// 2. Warps. A warp's 64 x 64 elements of C are 4 x 8 tensor-core tiles of 16 x 8
 ///    (`Mma<bfloat16, m16n8k16>`): 32 accumulator fragments of 4 floats per thread. For each 16
 ///    of k the warp loads 4 A fragments and 8 B fragments from shared memory with ldmatrix (B's
@@ -28,8 +29,10 @@
 /// 5. The end. Each thread rounds its accumulators to bf16 and stores them in pairs (the two
 ///    adjacent columns a C fragment holds).
 ///
-/// On an H200 it runs at 0.45x cuBLAS (bench/README.md): mma.sync keeps the tensor cores about
-/// 64 % busy here (ncu), and Hopper's full rate needs its warpgroup instruction, wgmma.
+/// On an H200 it runs at 0.38x cuBLAS under a sustained load, 0.44x for a short burst before the
+/// 700 W power cap lowers the clock (bench/README.md): mma.sync keeps the tensor cores about 64 %
+/// busy here (ncu) and spends more energy per FLOP than Hopper's warpgroup instruction, wgmma,
+/// which its full rate needs.
 #ifndef EMBER_EXAMPLES_GEMM_BF16_H
 #define EMBER_EXAMPLES_GEMM_BF16_H
 
