@@ -26,7 +26,8 @@ int main(int argc, char **argv) try {
     DeviceContext ctx;
     const bool gpu = ctx.api() != "cpu";
     const int64_t def = gpu ? 8192 : 256;
-    const int64_t m = argc > 1 ? std::atoll(argv[1]) : def, n = argc > 2 ? std::atoll(argv[2]) : def,
+    const int64_t m = argc > 1 ? std::atoll(argv[1]) : def,
+                  n = argc > 2 ? std::atoll(argv[2]) : def,
                   k = argc > 3 ? std::atoll(argv[3]) : def;
     if (m <= 0 || n <= 0 || k <= 0 || m % kBM != 0 || n % kBN != 0 || k % 32 != 0) {
         std::cerr << "gemm_bf16: m must be a positive multiple of " << kBM << ", n of " << kBN
@@ -72,13 +73,15 @@ int main(int argc, char **argv) try {
         }
         const double got = double(float(c[i * n + j]));
         if (!(std::fabs(got - want) <= std::ldexp(std::fabs(want), -8) + 1e-5 * mag)) {
-            std::cerr << "gemm_bf16: C[" << i << "][" << j << "] = " << got << ", expected " << want << "\n";
+            std::cerr << "gemm_bf16: C[" << i << "][" << j << "] = " << got << ", expected " << want
+                      << "\n";
             return 1;
         }
         ++checked;
     }
-    std::cout << "gemm_bf16 " << m << " x " << n << " x " << k << " on " << ctx.name() << ": " << seconds * 1e3
-              << " ms, " << 2.0 * double(m) * double(n) * double(k) / seconds / 1e12 << " TFLOP/s (" << checked
+    std::cout << "gemm_bf16 " << m << " x " << n << " x " << k << " on " << ctx.name() << ": "
+              << seconds * 1e3 << " ms, "
+              << 2.0 * double(m) * double(n) * double(k) / seconds / 1e12 << " TFLOP/s (" << checked
               << " elements checked)\n";
     return 0;
 } catch (const ember::Error &e) {

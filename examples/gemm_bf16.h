@@ -100,12 +100,14 @@ auto make_gemm_bf16(const char *name) {
                 for (int64_t i = 0; i < kBM * kBK / 8 / kThreads; ++i) {
                     Int chunk = t + i * kThreads;
                     Int r = chunk / (kBK / 8), c8 = chunk % (kBK / 8) * 8;
-                    async_copy<8>(smem, stage * a_stage + r * kALd + c8, a, (row0 + r) * k + kt * kBK + c8);
+                    async_copy<8>(smem, stage * a_stage + r * kALd + c8, a,
+                                  (row0 + r) * k + kt * kBK + c8);
                 }
                 for (int64_t i = 0; i < kBK * kBN / 8 / kThreads; ++i) {
                     Int chunk = t + i * kThreads;
                     Int r = chunk / (kBN / 8), c8 = chunk % (kBN / 8) * 8;
-                    async_copy<8>(smem, b_base + stage * b_stage + r * kBLd + c8, b, (kt * kBK + r) * n + col0 + c8);
+                    async_copy<8>(smem, b_base + stage * b_stage + r * kBLd + c8, b,
+                                  (kt * kBK + r) * n + col0 + c8);
                 }
                 async_commit();
             };
@@ -121,19 +123,23 @@ auto make_gemm_bf16(const char *name) {
                 async_wait(Stages - 2); // slice kt has landed (for this thread's copies) ...
                 barrier();              // ... and for everyone's; slice kt - 1 is done with
                 Int next = kt + (Stages - 1);
-                if_(next < slices, [&] { issue(next, next % Stages); }).else_([&] { async_commit(); });
+                if_(next < slices, [&] { issue(next, next % Stages); }).else_([&] {
+                    async_commit();
+                });
                 Int stage = kt % Stages;
                 Int a_tile = stage * a_stage + wm * kWM * kALd;
                 Int b_tile = b_base + stage * b_stage + wn * kWN;
                 for (int64_t kk = 0; kk < kBK / 16; ++kk) {
                     std::vector<Op::A> fa(mt);
                     std::vector<Op::B> fb(nt);
-                    for (int64_t i = 0; i < mt; ++i) fa[i].load_matrix(smem, a_tile + i * 16 * kALd + kk * 16, kALd);
+                    for (int64_t i = 0; i < mt; ++i)
+                        fa[i].load_matrix(smem, a_tile + i * 16 * kALd + kk * 16, kALd);
                     for (int64_t j = 0; j < nt; j += 2)
                         fb[j].load_matrix_pair(fb[j + 1], smem, b_tile + kk * 16 * kBLd + j * 8,
                                                kBLd);
                     for (int64_t i = 0; i < mt; ++i)
-                        for (int64_t j = 0; j < nt; ++j) acc[i * nt + j] = mma(fa[i], fb[j], acc[i * nt + j]);
+                        for (int64_t j = 0; j < nt; ++j)
+                            acc[i * nt + j] = mma(fa[i], fb[j], acc[i * nt + j]);
                 }
             });
 

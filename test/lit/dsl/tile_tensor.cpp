@@ -3,14 +3,14 @@
 // through a pointer and the index arithmetic written out; their PTX is the same instruction for
 // instruction once the kernels' names are set aside. A shared tile with a swizzle costs its XOR
 // and nothing else.
-// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=by_hand \
-// RUN:   | sed -e 's/by_hand/KERNEL/g' -e '/kernel: /d' > %t.hand
-// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=by_tensor \
-// RUN:   | sed -e 's/by_tensor/KERNEL/g' -e '/kernel: /d' > %t.tensor
+// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=by_hand > %t.hand.ptx
+// RUN: sed -e 's/by_hand/KERNEL/g' -e '/kernel: /d' %t.hand.ptx > %t.hand
+// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=by_tensor > %t.tensor.ptx
+// RUN: sed -e 's/by_tensor/KERNEL/g' -e '/kernel: /d' %t.tensor.ptx > %t.tensor
 // RUN: diff %t.hand %t.tensor
 // RUN: FileCheck %s --check-prefix=PTX < %t.tensor
-// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=swizzled \
-// RUN:   | FileCheck %s --check-prefix=SWZ
+// RUN: lit-tile-tensor --emit=asm --target=nvptx:sm_90 --kernel=swizzled > %t.swizzled
+// RUN: FileCheck %s --check-prefix=SWZ < %t.swizzled
 // RUN: %if ptxas %{ lit-tile-tensor --emit=asm --target=nvptx:sm_90 | %ptxas-verify %}
 #include "LitMain.h"
 using namespace ember;
