@@ -70,9 +70,9 @@ auto make_gemm_bf16(const char *name) {
     static_assert(kBK == 32 || kBK == 64, "slices of 32 or 64");
     static_assert(kBN == 128 || kBN == 256, "tiles of 128 x 128 or 128 x 256");
     static constexpr int64_t kALd = kBK + 8; // padded rows of A's slices in shared memory
-    constexpr int64_t a_stage = kBM * kALd, b_stage = kBK * kBLd; // elements per buffer
-    constexpr int64_t b_base = Stages * a_stage;                  // where B's buffers start
-    constexpr int64_t mt = kWM / 16, nt = kWN / 8;                // tensor-core tiles of a warp
+    static constexpr int64_t a_stage = kBM * kALd, b_stage = kBK * kBLd; // elements per buffer
+    static constexpr int64_t b_base = Stages * a_stage;                  // where B's buffers start
+    static constexpr int64_t mt = kWM / 16, nt = kWN / 8; // tensor-core tiles of a warp
     return kernel(
         name, {"a", "b", "c", "m", "n", "k"},
         [](Ptr<const bfloat16> a, Ptr<const bfloat16> b, Ptr<bfloat16> c, Int m, Int n, Int k) {
@@ -89,10 +89,12 @@ auto make_gemm_bf16(const char *name) {
             Int first = pid / (std::max<int64_t>(Group, 1) * gx) * Group;
             Int rows = min(gy - first, Int(Group));
             Int in_group = pid % (std::max<int64_t>(Group, 1) * gx);
-            // Held in Vars: an Int is an expression, computed again wherever it is used, and
-            // these divisions would run in every iteration of the loop below.
-            Var<int64_t> row0(Group == 0 ? block_idx.y * kBM : (first + in_group % rows) * kBM);
-            Var<int64_t> col0(Group == 0 ? block_idx.x * kBN : in_group / rows * kBN);
+            // Computed once, into Vars read here: an Int is an expression, computed again
+            // wherever it is used, and these divisions would run in every iteration of the loop
+            // below; a Var's read is a value bound where it is read.
+            Var<int64_t> tile_row(Group == 0 ? block_idx.y * kBM : (first + in_group % rows) * kBM);
+            Var<int64_t> tile_col(Group == 0 ? block_idx.x * kBN : in_group / rows * kBN);
+            Int row0 = tile_row, col0 = tile_col;
 
             // Slice `kt` of A and B into buffer `stage`: 16-byte copies, 2 of A and 4 of B per
             // thread, consecutive threads on consecutive 16 bytes of a row.
