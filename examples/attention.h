@@ -32,6 +32,7 @@
 
 #include "ember/ember.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -195,6 +196,45 @@ template <bool Causal> auto make_attention(const char *name) {
             }
         },
         LaunchBounds{.max_threads = kThreads});
+}
+
+/// Row i of head h of the exact softmax(Q K^T / sqrt(d)) V (bf16 [heads][seq][128] inputs),
+/// element by element, and how far a correct result may lie from each: bf16's rounding (2^-7
+/// relative) plus 1e-2 of sum_j p_j |v_j| (the softmax runs in f32 with an approximate exp2, and
+/// P is rounded to bf16 for the second product). For the host checks of examples/attention.cpp
+/// and bench/kernels.
+struct Expected {
+    double value, tolerance;
+    bool admits(double got) const { return std::fabs(got - value) <= tolerance; }
+};
+inline std::vector<Expected> expected_row(const std::vector<bfloat16> &q,
+                                          const std::vector<bfloat16> &k,
+                                          const std::vector<bfloat16> &v, int64_t seq, int64_t h,
+                                          int64_t i, bool causal) {
+    const double scale = 1.0 / std::sqrt(double(kHeadDim));
+    const int64_t base = h * seq * kHeadDim, keys = causal ? i + 1 : seq;
+    std::vector<double> w(keys);
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < keys; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < kHeadDim; ++d)
+            dot += double(float(q[base + i * kHeadDim + d])) *
+                   double(float(k[base + j * kHeadDim + d]));
+        w[j] = dot * scale;
+        mx = std::max(mx, w[j]);
+    }
+    for (double &x : w) sum += (x = std::exp(x - mx));
+    std::vector<Expected> row;
+    for (int64_t d = 0; d < kHeadDim; ++d) {
+        double want = 0, mag = 0;
+        for (int64_t j = 0; j < keys; ++j) {
+            const double vj = double(float(v[base + j * kHeadDim + d]));
+            want += w[j] / sum * vj;
+            mag += w[j] / sum * std::fabs(vj);
+        }
+        row.push_back({want, std::ldexp(std::fabs(want), -7) + 1e-2 * mag});
+    }
+    return row;
 }
 
 } // namespace attention_example

@@ -39,6 +39,7 @@
 #include "ember/ember.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -157,6 +158,24 @@ auto make_gemm_bf16(const char *name) {
                 }
         },
         LaunchBounds{.max_threads = kThreads, .min_blocks = MinBlocks});
+}
+
+/// Element (i, j) of the exact product A B (row-major bf16, k columns of A, n of B), and how far
+/// a correct result may lie from it: bf16's rounding (2^-8 relative) plus f32 summation error
+/// (1e-5 of the sum of |a b|). For the host checks of examples/gemm_bf16.cpp and bench/kernels.
+struct Expected {
+    double value, tolerance;
+    bool admits(double got) const { return std::fabs(got - value) <= tolerance; }
+};
+inline Expected expected(const std::vector<bfloat16> &a, const std::vector<bfloat16> &b, int64_t n,
+                         int64_t k, int64_t i, int64_t j) {
+    double want = 0, mag = 0;
+    for (int64_t q = 0; q < k; ++q) {
+        const double p = double(float(a[i * k + q])) * double(float(b[q * n + j]));
+        want += p;
+        mag += std::fabs(p);
+    }
+    return {want, std::ldexp(std::fabs(want), -8) + 1e-5 * mag};
 }
 
 } // namespace gemm_bf16_example

@@ -220,19 +220,25 @@ template <class T> struct TileTensor {
     }
 };
 
-// TileTensor<T> is a struct parameter ([Note] Structs in ember/dsl/Struct.h): the reflection
-// EMBER_STRUCT writes, for every T.
-template <class T> constexpr auto ember_struct_fields(detail::StructTag<TileTensor<T>>) {
-    using X = TileTensor<T>;
+namespace detail {
+/// The reflection EMBER_STRUCT writes ([Note] Structs in ember/dsl/Struct.h), for a struct whose
+/// fields are data, rows, cols and row_stride: TileTensor<T>, and the host's TileTensorArg<T>.
+template <class X> constexpr auto matrix_struct_fields() {
     return std::make_tuple(
-        detail::make_struct_field<decltype(X::data)>(
-            "data", [](auto &&s) -> decltype(auto) { return (s.data); }),
-        detail::make_struct_field<decltype(X::rows)>(
-            "rows", [](auto &&s) -> decltype(auto) { return (s.rows); }),
-        detail::make_struct_field<decltype(X::cols)>(
-            "cols", [](auto &&s) -> decltype(auto) { return (s.cols); }),
-        detail::make_struct_field<decltype(X::row_stride)>(
+        make_struct_field<decltype(X::data)>("data",
+                                             [](auto &&s) -> decltype(auto) { return (s.data); }),
+        make_struct_field<decltype(X::rows)>("rows",
+                                             [](auto &&s) -> decltype(auto) { return (s.rows); }),
+        make_struct_field<decltype(X::cols)>("cols",
+                                             [](auto &&s) -> decltype(auto) { return (s.cols); }),
+        make_struct_field<decltype(X::row_stride)>(
             "row_stride", [](auto &&s) -> decltype(auto) { return (s.row_stride); }));
+}
+} // namespace detail
+
+// TileTensor<T> is a struct parameter, for every T.
+template <class T> constexpr auto ember_struct_fields(detail::StructTag<TileTensor<T>>) {
+    return detail::matrix_struct_fields<TileTensor<T>>();
 }
 template <class T> constexpr bool ember_struct_in_order(detail::StructTag<TileTensor<T>>) {
     return true;
@@ -258,10 +264,18 @@ shared_tile(std::source_location loc = std::source_location::current()) {
 }
 
 namespace detail {
+/// Whether the view's rows (or columns) are runs of consecutive elements in memory, as known
+/// while tracing.
+template <class V> bool rows_consecutive(const V &v) {
+    return constant_of(v.col_stride) == 1 && constant_of(v.col_step) == 1;
+}
+template <class V> bool cols_consecutive(const V &v) {
+    return constant_of(v.row_stride) == 1 && constant_of(v.row_step) == 1;
+}
 /// A DslError unless the view's rows are runs of consecutive elements (for vector copies).
 template <class V>
 void check_rows_consecutive(const V &v, const char *what, const std::source_location &loc) {
-    if (constant_of(v.col_stride) == 1 && constant_of(v.col_step) == 1) return;
+    if (rows_consecutive(v)) return;
     throw DslError(std::string(what) + " copies 16-byte vectors along rows: both views' rows must "
                                        "be consecutive elements in memory "
                                        "(column stride 1, as known when the kernel is traced)",
@@ -348,8 +362,8 @@ namespace detail {
 /// ldmatrix; a DslError where neither stride is the constant 1.
 template <class V>
 bool rows_are_consecutive(const V &v, const char *what, const std::source_location &loc) {
-    if (constant_of(v.col_stride) == 1 && constant_of(v.col_step) == 1) return true;
-    if (constant_of(v.row_stride) == 1 && constant_of(v.row_step) == 1) return false;
+    if (rows_consecutive(v)) return true;
+    if (cols_consecutive(v)) return false;
     throw DslError(
         std::string(what) +
             " reads 8 consecutive elements per lane: the view's rows (row-major) or columns "

@@ -28,16 +28,7 @@ template <class T> struct TileTensorArg {
 
 // Reflected as EMBER_STRUCT would, for every T: the launch checks and passes it field by field.
 template <class T> constexpr auto ember_struct_fields(detail::StructTag<TileTensorArg<T>>) {
-    using X = TileTensorArg<T>;
-    return std::make_tuple(
-        detail::make_struct_field<decltype(X::data)>(
-            "data", [](auto &&s) -> decltype(auto) { return (s.data); }),
-        detail::make_struct_field<decltype(X::rows)>(
-            "rows", [](auto &&s) -> decltype(auto) { return (s.rows); }),
-        detail::make_struct_field<decltype(X::cols)>(
-            "cols", [](auto &&s) -> decltype(auto) { return (s.cols); }),
-        detail::make_struct_field<decltype(X::row_stride)>(
-            "row_stride", [](auto &&s) -> decltype(auto) { return (s.row_stride); }));
+    return detail::matrix_struct_fields<TileTensorArg<T>>();
 }
 template <class T> constexpr bool ember_struct_in_order(detail::StructTag<TileTensorArg<T>>) {
     return true;
