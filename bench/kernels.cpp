@@ -4,7 +4,8 @@
 /// (FP32, no TF32) and cuBLAS's bf16 GEMM (cublasGemmEx, f32 sums). One process, one run, one
 /// table: stream (copy, scale, add, triad in f32 and f64), reduction, transpose, a 5-point
 /// stencil, softmax and layer norm over rows of 4096, SGEMM 4096^3, the bf16 tensor-core GEMM of
-/// examples/gemm_bf16.h at 8192^3 (against cuBLAS alone: it has no nvcc twin), the fused
+/// examples/gemm_bf16.h at 8192^3 and the wgmma + TMA GEMM of examples/gemm_wgmma.h (against
+/// cuBLAS alone: they have no nvcc twin; the second with B n x k, as cuBLAS's "TN"), the fused
 /// attention forward of examples/attention.h, causal and not, at (B=1, H=16, S=4096, D=128) in
 /// bf16 (no peer here: its peer is PyTorch's scaled_dot_product_attention, measured by
 /// bench/kernels_torch.py), and the compile time of each kernel that has a twin against NVRTC's
@@ -26,13 +27,15 @@
 /// right between GPU runs.
 ///
 /// `--only SECTIONS` runs some sections alone, a comma-separated list of stream, reduce,
-/// transpose (with the stencil), softmax (with layer norm), sgemm, gemm (bf16) and attention;
+/// transpose (with the stencil), softmax (with layer norm), sgemm, gemm (bf16, mma.sync),
+/// gemm_wgmma (bf16, wgmma + TMA: compute capability 9.0 and the CPU device) and attention;
 /// the compile table then lists their kernels.
 #include "ember/compiler/Compiler.h"
 #include "ember/ember.h"
 
 #include "../examples/attention.h"
 #include "../examples/gemm_bf16.h"
+#include "../examples/gemm_wgmma.h"
 #include "../examples/sgemm.h"
 #include "BenchSupport.h"
 
@@ -308,6 +311,13 @@ const auto gemm_bf16 = gemm_bf16_example::make_gemm_bf16<kGemmStages, kGemmSlice
     "gemm_bf16");
 constexpr int64_t kGemmShared = gemm_bf16_example::shared_bytes(kGemmStages, kGemmSlice, kGemmBN);
 
+// The wgmma + TMA GEMM of examples/gemm_wgmma.h in the example's shape: 128 x 256 tiles, 4
+// stages of slices of 64, blocks in groups of 8 rows; 193 KiB of dynamic shared memory.
+constexpr int64_t kWgmmaStages = 4, kWgmmaBN = 256;
+const auto gemm_wgmma = gemm_wgmma_example::make_gemm_wgmma<kWgmmaStages, kWgmmaBN, 8>(
+    "gemm_wgmma");
+constexpr int64_t kWgmmaShared = gemm_wgmma_example::shared_bytes(kWgmmaStages, kWgmmaBN);
+
 // The fused attention forward of examples/attention.h (FlashAttention's algorithm on mma), bf16
 // [heads][seq][128], causal and not. Its 85 KiB of dynamic shared memory need the opt-in too.
 const auto attention = attention_example::make_attention<false>("attention");
@@ -499,8 +509,8 @@ void *waddr(const auto &buffer) { return reinterpret_cast<void *>(buffer.address
 
 /// The sections `--only` names (all when it is absent).
 struct Sections {
-    static constexpr const char *all[] = {"stream", "reduce", "transpose", "softmax",
-                                          "sgemm",  "gemm",   "attention"};
+    static constexpr const char *all[] = {"stream", "reduce", "transpose",  "softmax",
+                                          "sgemm",  "gemm",   "gemm_wgmma", "attention"};
     std::vector<std::string> chosen;
     bool operator()(const std::string &section) const {
         return chosen.empty() || std::find(chosen.begin(), chosen.end(), section) != chosen.end();
@@ -1036,6 +1046,87 @@ int main(int argc, char **argv) try {
         }
         if (ok && peers)
             report(label, "cuBLAS (bf16)", "TFLOP/s", 2.0 * m * n * k,
+                   time_ms(es, ember_clock, 5, 5), time_ms(pc, peer_clock, 5, 5));
+    }
+
+    // The same product with wgmma + TMA (examples/gemm_wgmma.h), B given n x k: against
+    // cuBLAS's cublasGemmEx on the same layout ("TN" in cuBLAS's column-major terms). It needs
+    // sm_90a: other GPUs skip the section.
+    const bool hopper = ctx.api() == "cpu" || ctx.compute_capability() == std::pair<int, int>{9, 0};
+    if (run("gemm_wgmma") && !hopper)
+        std::printf("gemm_wgmma: skipped, it needs a compute capability 9.0 GPU\n");
+    if (run("gemm_wgmma") && hopper) {
+        const int64_t m = size(8192, 256), n = size(8192, 512), k = size(8192, 256);
+        std::vector<bfloat16> ha(m * k), hb(n * k);
+        {
+            const auto fa = random_floats(m * k, -1.0f, 1.0f, 12),
+                       fb = random_floats(n * k, -1.0f, 1.0f, 13);
+            std::copy(fa.begin(), fa.end(), ha.begin());
+            std::copy(fb.begin(), fb.end(), hb.begin());
+        }
+        auto a = ctx.enqueue_create_buffer<bfloat16>(m * k),
+             b = ctx.enqueue_create_buffer<bfloat16>(n * k),
+             c = ctx.enqueue_create_buffer<bfloat16>(m * n);
+        ctx.enqueue_copy(a, ha.data());
+        ctx.enqueue_copy(b, hb.data());
+        auto ma = ctx.create_tensor_map(a, m, k, gemm_wgmma_example::kBM, gemm_wgmma_example::kBK,
+                                        TensorMapSwizzle::b128);
+        auto mb = ctx.create_tensor_map(b, n, k, kWgmmaBN, gemm_wgmma_example::kBK,
+                                        TensorMapSwizzle::b128);
+        using BlasFn = int (*)(const void *, const void *, void *, int, int, int);
+        BlasFn cublas = peers ? twins->get<BlasFn>("twin_cublas_gemm_bf16_tn") : nullptr;
+        auto pc = [&] {
+            if (cublas(addr(a), addr(b), waddr(c), int(m), int(n), int(k)) != 0)
+                throw RuntimeError("kernels: cuBLAS failed");
+        };
+        CompileFunctionOptions opts;
+        opts.func_attribute = {FuncAttribute::max_dynamic_shared_size_bytes(int(kWgmmaShared))};
+        auto f = compiled(ctx, gemm_wgmma, opts);
+        auto es = [&] {
+            ctx.enqueue_function(f, ma, mb, c, m, n, k, grid_dim(n / kWgmmaBN, m / 128),
+                                 block_dim(gemm_wgmma_example::kThreads),
+                                 shared_mem_bytes(kWgmmaShared));
+        };
+        std::mt19937 gen(14);
+        std::vector<std::pair<int64_t, int64_t>> at;
+        for (int s = 0; s < 512; ++s) at.push_back({int64_t(gen() % m), int64_t(gen() % n)});
+        auto check = [&](const std::function<void()> &launch, bool peer, const std::string &who,
+                         std::vector<bfloat16> &got) {
+            ctx.enqueue_memset(c, bfloat16(0.0f));
+            ctx.synchronize();
+            launch();
+            peer ? peer_sync() : ember_sync();
+            got = download(ctx, c);
+            for (auto [i, j] : at) {
+                const auto want = gemm_wgmma_example::expected(ha, hb, k, i, j);
+                const double g = double(float(got[i * n + j]));
+                if (!want.admits(g)) {
+                    fail(who + ": C[" + std::to_string(i) + "][" + std::to_string(j) +
+                         "] = " + std::to_string(g) + ", expected " + std::to_string(want.value));
+                    return false;
+                }
+            }
+            return true;
+        };
+        const std::string label = "gemm bf16 wgmma+TMA (example)";
+        std::vector<bfloat16> ember_c, cublas_c;
+        bool ok = check(es, false, "ember " + label, ember_c);
+        if (ok && !peers) checked(label);
+        if (peers) {
+            ok = check(pc, true, "cuBLAS bf16 gemm (TN)", cublas_c) && ok;
+            for (int64_t e = 0; ok && e < m * n; ++e) {
+                const double x = float(ember_c[e]), y = float(cublas_c[e]);
+                if (!(std::fabs(x - y) <=
+                      std::ldexp(std::max(std::fabs(x), std::fabs(y)), -7) + 1e-2)) {
+                    fail("ember " + label + ": C[" + std::to_string(e / n) + "][" +
+                         std::to_string(e % n) + "] = " + std::to_string(x) + ", cuBLAS's " +
+                         std::to_string(y));
+                    ok = false;
+                }
+            }
+        }
+        if (ok && peers)
+            report(label, "cuBLAS (bf16, TN)", "TFLOP/s", 2.0 * m * n * k,
                    time_ms(es, ember_clock, 5, 5), time_ms(pc, peer_clock, 5, 5));
     }
 

@@ -506,6 +506,20 @@ TWIN int twin_cublas_gemm_bf16(const void *a, const void *b, void *c, int m, int
                              CUBLAS_GEMM_DEFAULT);
 }
 
+// The same with B given n x k (row-major: each row of B is a column of the product), C = A B^T:
+// column-major C^T = B A^T, B's k x n column-major view transposed ("TN" in cuBLAS's terms).
+TWIN int twin_cublas_gemm_bf16_tn(const void *a, const void *b, void *c, int m, int n, int k) {
+    static cublasHandle_t handle = nullptr;
+    if (!handle) {
+        if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) return 1;
+        if (cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) return 2;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    return (int)cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_16BF, k, a,
+                             CUDA_R_16BF, k, &zero, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT);
+}
+
 // Registers per thread of a twin kernel, or -1.
 TWIN int twin_registers(const char *name) {
     const void *f = nullptr;

@@ -25,9 +25,9 @@ cd /tmp/ember/build
   rm -rf /tmp/d && EMBER_DUMP=ir EMBER_DUMP_DIR=/tmp/d EMBER_API=cuda ./examples/scalar_add >/dev/null
   ls /tmp/d
   # <kernel>.<key>.<target>.eir: one file per specialisation.
-  ir=$(ls /tmp/d/scalar_add.*.nvptx_sm_90.eir | head -1)
-  ./tools/ember-compile "$ir" --target=nvptx:sm_90 --emit=asm -o /tmp/d/sa.ptx &&
-    ptxas -arch=sm_90 -o /tmp/d/sa.cubin /tmp/d/sa.ptx && echo "ptxas accepted the PTX"
+  ir=$(ls /tmp/d/scalar_add.*.nvptx_sm_90a.eir | head -1)
+  ./tools/ember-compile "$ir" --target=nvptx:sm_90a --emit=asm -o /tmp/d/sa.ptx &&
+    ptxas -arch=sm_90a -o /tmp/d/sa.cubin /tmp/d/sa.ptx && echo "ptxas accepted the PTX"
   echo "--- EMBER_DUMP=sass"
   rm -rf /tmp/ds && EMBER_DUMP=sass EMBER_DUMP_DIR=/tmp/ds EMBER_API=cuda ./examples/scalar_add >/dev/null
   ls /tmp/ds; grep -c -E '^\s+/\*[0-9a-f]{4}\*/' /tmp/ds/*.sass | head -2

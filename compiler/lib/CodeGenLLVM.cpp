@@ -1217,6 +1217,50 @@ llvm::Error CodeGenLLVM::visit(const ir::AsyncGroup *op) {
     return llvm::Error::success();
 }
 
+// The accumulators of a wgmma or tensor sync are mutable variables (allocas): their values are
+// loaded, passed to the target, and the results stored back.
+llvm::Error CodeGenLLVM::visit(const ir::Wgmma *op) {
+    llvm::Value *a = element_address(op->a, op->a_index);
+    llvm::Value *bv = element_address(op->b, op->b_index);
+    std::vector<llvm::Value *> acc;
+    llvm::Type *f32x4 = value_type(ir::Type::vector(ir::ScalarType::F32, 4));
+    for (const ir::VariableRef &v : op->acc)
+        acc.push_back(b_.CreateLoad(f32x4, values_.at(v.get())));
+    target_.emit_wgmma(b_, *op, a, bv, acc);
+    for (size_t i = 0; i < acc.size(); ++i) b_.CreateStore(acc[i], values_.at(op->acc[i].get()));
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::TensorSync *op) {
+    std::vector<llvm::Value *> acc;
+    llvm::Type *f32x4 = value_type(ir::Type::vector(ir::ScalarType::F32, 4));
+    for (const ir::VariableRef &v : op->acc)
+        acc.push_back(b_.CreateLoad(f32x4, values_.at(v.get())));
+    target_.emit_tensor_sync(b_, *op, acc);
+    for (size_t i = 0; i < acc.size(); ++i) b_.CreateStore(acc[i], values_.at(op->acc[i].get()));
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::MBarrier *op) {
+    // A wait is where the CPU device's threads must take turns, as at a barrier.
+    if (op->op == ir::MBarrierOp::Wait) facts_.uses_barrier = true;
+    llvm::Value *bar = element_address(op->ptr, op->index);
+    llvm::Value *value = op->value ? b_.CreateSExtOrTrunc(emit(op->value), b_.getInt32Ty())
+                                   : nullptr;
+    target_.emit_mbarrier(b_, op->op, bar, value);
+    return llvm::Error::success();
+}
+
+llvm::Error CodeGenLLVM::visit(const ir::TmaLoad *op) {
+    llvm::Value *dst = element_address(op->dst, op->dst_index);
+    llvm::Value *map = emit(op->map);
+    llvm::Value *x = b_.CreateSExtOrTrunc(emit(op->x), b_.getInt32Ty());
+    llvm::Value *y = b_.CreateSExtOrTrunc(emit(op->y), b_.getInt32Ty());
+    llvm::Value *bar = element_address(op->bar, op->bar_index);
+    target_.emit_tma_load(b_, dst, map, x, y, bar);
+    return llvm::Error::success();
+}
+
 llvm::Error CodeGenLLVM::visit(const ir::Declare *op) {
     llvm::Value *init = emit(op->init);
     llvm::AllocaInst *slot = create_entry_alloca(value_type(op->var->type), llvm_name(*op->var));
@@ -1738,6 +1782,29 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
             }
             void visit(const ir::MatrixLoad *op) override {
                 check(*op, "ldmatrix.x" + std::to_string(op->count) + (op->trans ? ".trans" : ""));
+                ir::IRVisitor::visit(op);
+            }
+            void async_op(const ir::StmtNode &op, const std::string &name) {
+                if (problem.empty())
+                    if (std::string p = target.async_tensor_problem(op); !p.empty())
+                        problem = name + ": " + p;
+            }
+            void visit(const ir::Wgmma *op) override {
+                async_op(*op, "wgmma.m64n" + std::to_string(op->n) + "k16." +
+                                  std::string(ir::to_string(op->input)));
+                ir::IRVisitor::visit(op);
+            }
+            void visit(const ir::TensorSync *op) override {
+                static const char *const names[] = {"wgmma.fence", "wgmma.commit", "wgmma.wait",
+                                                    "fence.proxy.async"};
+                async_op(*op, names[static_cast<int>(op->sync)]);
+            }
+            void visit(const ir::MBarrier *op) override {
+                async_op(*op, "mbarrier." + std::string(ir::to_string(op->op)));
+                ir::IRVisitor::visit(op);
+            }
+            void visit(const ir::TmaLoad *op) override {
+                async_op(*op, "tma_load");
                 ir::IRVisitor::visit(op);
             }
         } ops(target_);

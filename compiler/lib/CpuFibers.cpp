@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -110,7 +111,8 @@ struct Stack {
     void *top() const { return static_cast<char *>(base) + page_bytes() + bytes; }
 };
 
-enum class FiberState : uint8_t { Ready, AtBarrier, AtWarp, Done };
+/// Spinning: waiting in an mbarrier wait, to be resumed in the next round to look again.
+enum class FiberState : uint8_t { Ready, AtBarrier, AtWarp, Spinning, Done };
 
 struct Fiber {
 #if EMBER_FIBER_ASM
@@ -232,6 +234,11 @@ struct Scheduler {
     size_t current = 0;
     CpuThreadFn thread = nullptr;
     void **args = nullptr;
+    /// Counts the changes of the block's mbarriers: a round in which only spinning fibers ran
+    /// and it did not move can never end (every waiting thread waits for another).
+    uint64_t mbarrier_epoch = 0;
+    /// Set when that happened: every wait returns at once (the launch has failed).
+    bool stuck = false;
 };
 
 thread_local Scheduler *active = nullptr;
@@ -478,10 +485,45 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
     // fiber waits there. Stop when all have ended.
     bool reported = false;
     for (;;) {
+        const uint64_t epoch = s.mbarrier_epoch;
+        bool progress = false; // a fiber that ran did something other than spin again
         for (size_t i = 0; i < n; ++i) {
-            if (s.fibers[i].state != FiberState::Ready) continue;
+            const FiberState before = s.fibers[i].state;
+            if (before != FiberState::Ready && before != FiberState::Spinning) continue;
             s.current = i;
+            s.fibers[i].state = FiberState::Ready;
             resume(s, s.fibers[i]);
+            progress |= before != FiberState::Spinning || s.fibers[i].state != FiberState::Spinning;
+        }
+        size_t spinning = 0;
+        for (const Fiber &f : s.fibers) spinning += f.state == FiberState::Spinning;
+        if (spinning > 0) {
+            // Threads wait at mbarriers. Go round again while anything moves; when nothing can,
+            // the kernel would hang on a GPU: record the fault and let every wait return.
+            if (!progress && s.mbarrier_epoch == epoch && !s.stuck) {
+                s.stuck = true;
+                const size_t i = [&] {
+                    for (size_t j = 0; j < n; ++j)
+                        if (s.fibers[j].state == FiberState::Spinning) return j;
+                    return size_t(0);
+                }();
+                const int64_t *ctx = s.fibers[i].ctx;
+                auto *fault = reinterpret_cast<CpuFault *>(ctx[cpu_ctx_fault_slot]);
+                bool expected = false;
+                const char
+                    *text = "an mbarrier wait that no thread of the block can end (the phase it "
+                            "waits for needs arrivals or copies that never come): the kernel "
+                            "would hang on a GPU";
+                if (!fault) {
+                    std::fprintf(stderr, "ember: %s\n", text);
+                } else if (fault->raised.compare_exchange_strong(expected, true)) {
+                    fault->kind = CpuFault::Kind::tensor_op;
+                    std::snprintf(fault->message, sizeof fault->message, "%s", text);
+                    for (int d = 0; d < 3; ++d)
+                        fault->thread_idx[d] = ctx[d], fault->block_idx[d] = ctx[3 + d];
+                }
+            }
+            continue;
         }
         size_t live = 0, at_barrier = 0;
         bool released = false;
@@ -726,5 +768,209 @@ void ember_cpu_ldmatrix(int32_t count, int32_t trans, const void *row, void *out
 }
 
 void ember_cpu_barrier() { wait(*active, FiberState::AtBarrier); }
+
+namespace {
+/// Records an asynchronous tensor operation's fault (CpuFault::Kind::tensor_op) for the thread
+/// of `ctx`; false, so callers can `return tensor_fault(...)`.
+[[gnu::format(printf, 2, 3)]] bool tensor_fault(const int64_t *ctx, const char *format, ...) {
+    char text[sizeof CpuFault::message];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    auto *fault = reinterpret_cast<CpuFault *>(ctx[cpu_ctx_fault_slot]);
+    bool expected = false;
+    if (!fault) {
+        std::fprintf(stderr, "ember: %s\n", text);
+    } else if (fault->raised.compare_exchange_strong(expected, true)) {
+        fault->kind = CpuFault::Kind::tensor_op;
+        std::memcpy(fault->message, text, sizeof text);
+        for (int d = 0; d < 3; ++d) fault->thread_idx[d] = ctx[d], fault->block_idx[d] = ctx[3 + d];
+    }
+    return false;
+}
+
+/// The offset of `p` in the block's shared memory, when [p, p + bytes) lies inside it.
+bool shared_offset(const int64_t *ctx, const void *p, uint64_t bytes, uint64_t *offset) {
+    const auto base = static_cast<uintptr_t>(ctx[cpu_ctx_shared_slot]);
+    const auto size = static_cast<uint64_t>(ctx[cpu_ctx_shared_bytes_slot]);
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    if (at < base || at - base > size || size - (at - base) < bytes) return false;
+    *offset = at - base;
+    return true;
+}
+
+/// A byte offset in shared memory with CUDA's swizzle of `span` bytes (32, 64, 128; 0 none):
+/// bits 4 and up of the 16-byte chunk index, as many as span / 16 needs, exclusive-ored with the
+/// bits from 7 up (the row of 128 bytes modulo 8, 4, 2).
+uint64_t swizzled(uint64_t offset, uint32_t span) {
+    if (span == 0) return offset;
+    const uint64_t mask = span / 16 - 1; // 7, 3, 1
+    return offset ^ (((offset >> 7) & mask) << 4);
+}
+
+/// A float from f16 or bf16 bits (`input` an ir::MmaInput).
+float half_element(int32_t input, uint16_t h) {
+    if (input == 0) return half_bits_to_float(h);
+    const uint32_t bits = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+/// The CPU device's mbarrier, in the u64 of shared memory: the arrivals still expected in this
+/// phase, the count a phase expects, the phase's parity, and the bytes of copies still expected
+/// (negative when copies completed before expect_tx announced them, as on a GPU).
+struct MBarrierState {
+    int32_t tx;
+    uint16_t pending;
+    uint16_t count_and_phase; ///< the count in bits 0-14, the parity in bit 15
+};
+static_assert(sizeof(MBarrierState) == 8);
+
+void complete_if_done(MBarrierState &m) {
+    if (m.pending != 0 || m.tx != 0) return;
+    m.count_and_phase ^= 0x8000;
+    m.pending = m.count_and_phase & 0x7fff;
+}
+} // namespace
+
+void ember_cpu_wgmma(int32_t input, int32_t n, const void *a, const void *b, float *acc,
+                     const int64_t *ctx) {
+    // This thread's place in its warpgroup: warp w (rows 16w to 16w + 15), lane l.
+    const int64_t linear = ctx[0] + ctx[6] * (ctx[1] + ctx[7] * ctx[2]);
+    const int64_t w = (linear / 32) % 4, l = linear % 32;
+    // The 32 bytes of k of each row, rows 128 bytes apart: 64 of A's, n of B's.
+    uint64_t ao = 0, bo = 0;
+    const bool a_inside = shared_offset(ctx, a, 63 * 128 + 32, &ao);
+    if (!a_inside || !shared_offset(ctx, b, uint64_t(n - 1) * 128 + 32, &bo)) {
+        tensor_fault(ctx,
+                     "wgmma's %s (%d rows of 128 bytes) is not inside the block's shared memory",
+                     a_inside ? "b" : "a", a_inside ? n : 64);
+        return;
+    }
+    for (uint64_t o : {ao, bo})
+        if (o % 1024 % 32 != 0 || o % 1024 >= 128) {
+            tensor_fault(ctx,
+                         "wgmma's operand at shared offset %llu is not the start of a 128-byte "
+                         "swizzled tile's columns 0, 16, 32 or 48 (its offset modulo 1024 must be "
+                         "0, 32, 64 or 96)",
+                         static_cast<unsigned long long>(o));
+            return;
+        }
+    const auto *shared = reinterpret_cast<const unsigned char *>(ctx[cpu_ctx_shared_slot]);
+    auto element = [&](uint64_t start, int64_t row, int64_t k) {
+        uint16_t h;
+        std::memcpy(&h, shared + swizzled(start + uint64_t(row) * 128 + uint64_t(k) * 2, 128), 2);
+        return half_element(input, h);
+    };
+    for (int32_t t = 0; t < n / 8; ++t)
+        for (int e = 0; e < 4; ++e) {
+            const int64_t row = 16 * w + l / 4 + 8 * (e / 2), col = 8 * t + 2 * (l % 4) + e % 2;
+            float sum = acc[4 * t + e];
+            for (int64_t k = 0; k < 16; ++k) sum += element(ao, row, k) * element(bo, col, k);
+            acc[4 * t + e] = sum;
+        }
+}
+
+void ember_cpu_mbarrier(int32_t op, void *bar, int32_t value, const int64_t *ctx) {
+    uint64_t offset = 0;
+    if (!shared_offset(ctx, bar, 8, &offset) || offset % 8 != 0) {
+        tensor_fault(ctx, "an mbarrier must be an aligned u64 inside the block's shared memory");
+        return;
+    }
+    MBarrierState m;
+    std::memcpy(&m, bar, 8);
+    Scheduler *s = active;
+    switch (op) {
+    case 0: // init
+        if (value < 1 || value > 0x7fff) {
+            tensor_fault(ctx, "mbarrier.init with a count of %d (1 to 32767 on the CPU device)",
+                         value);
+            return;
+        }
+        m = MBarrierState{0, uint16_t(value), uint16_t(value)};
+        break;
+    case 1: // arrive
+    case 2: // expect_tx
+        if (op == 2) m.tx += value;
+        if (m.pending == 0) {
+            tensor_fault(ctx,
+                         "mbarrier arrival on a barrier that was not initialised, or more arrivals "
+                         "than its count in one phase");
+            return;
+        }
+        --m.pending;
+        complete_if_done(m);
+        break;
+    default: { // wait
+        const bool parity = (value & 1) != 0;
+        for (;;) {
+            std::memcpy(&m, bar, 8);
+            const bool phase = (m.count_and_phase & 0x8000) != 0;
+            if (phase != parity || !s || s->stuck) return;
+            wait(*s, FiberState::Spinning);
+        }
+    }
+    }
+    std::memcpy(bar, &m, 8);
+    if (s) ++s->mbarrier_epoch;
+}
+
+void ember_cpu_tma_load(void *dst, const void *map, int32_t x, int32_t y, void *bar,
+                        const int64_t *ctx) {
+    CpuTensorMap t;
+    std::memcpy(&t, map, sizeof t);
+    if (t.magic != CpuTensorMap::kMagic) {
+        tensor_fault(ctx, "tma_load's map does not point to a tensor map (make one with "
+                          "DeviceContext::create_tensor_map)");
+        return;
+    }
+    const uint64_t row_bytes = uint64_t(t.box[0]) * t.element_bytes, bytes = row_bytes * t.box[1];
+    uint64_t offset = 0;
+    if (!shared_offset(ctx, dst, bytes, &offset)) {
+        tensor_fault(ctx,
+                     "tma_load's destination (%llu bytes) is not inside the block's shared memory",
+                     static_cast<unsigned long long>(bytes));
+        return;
+    }
+    const uint64_t align = t.swizzle_bytes == 128  ? 1024
+                           : t.swizzle_bytes == 64 ? 512
+                           : t.swizzle_bytes == 32 ? 256
+                                                   : 128;
+    if (offset % align != 0) {
+        tensor_fault(
+            ctx, "tma_load's destination at shared offset %llu is not aligned to %llu bytes",
+            static_cast<unsigned long long>(offset), static_cast<unsigned long long>(align));
+        return;
+    }
+    auto *shared = reinterpret_cast<unsigned char *>(ctx[cpu_ctx_shared_slot]);
+    const auto *base = static_cast<const unsigned char *>(t.base);
+    for (uint32_t r = 0; r < t.box[1]; ++r)
+        for (uint32_t c = 0; c < t.box[0]; ++c) {
+            const int64_t gr = int64_t(y) + r, gc = int64_t(x) + c;
+            unsigned char *to = shared +
+                                swizzled(offset + r * row_bytes + uint64_t(c) * t.element_bytes,
+                                         t.swizzle_bytes);
+            if (gr < 0 || gc < 0 || uint64_t(gr) >= t.dims[1] || uint64_t(gc) >= t.dims[0])
+                std::memset(to, 0, t.element_bytes);
+            else
+                std::memcpy(
+                    to, base + uint64_t(gr) * t.row_stride_bytes + uint64_t(gc) * t.element_bytes,
+                    t.element_bytes);
+        }
+    uint64_t bar_offset = 0;
+    if (!shared_offset(ctx, bar, 8, &bar_offset) || bar_offset % 8 != 0) {
+        tensor_fault(ctx,
+                     "tma_load's mbarrier must be an aligned u64 inside the block's shared memory");
+        return;
+    }
+    MBarrierState m;
+    std::memcpy(&m, bar, 8);
+    m.tx -= static_cast<int32_t>(bytes);
+    complete_if_done(m);
+    std::memcpy(bar, &m, 8);
+    if (active) ++active->mbarrier_epoch;
+}
 
 } // namespace ember::detail

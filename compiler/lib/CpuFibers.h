@@ -105,6 +105,17 @@ void ember_cpu_mma(int32_t input, int32_t k, int32_t c_is_f16, const void *a, co
 /// ldmatrix ([Note] IR semantics: Matrix loads): posts this lane's row address, meets the other
 /// lanes of its warp, and writes this lane's 2 * `count` 16-bit elements to `out`.
 void ember_cpu_ldmatrix(int32_t count, int32_t trans, const void *row, void *out);
+/// wgmma ([Note] IR semantics: Warpgroup matrix multiply-accumulate): this thread's n / 2
+/// accumulators `acc` += its elements of A B, A and B read from the block's shared memory.
+void ember_cpu_wgmma(int32_t input, int32_t n, const void *a, const void *b, float *acc,
+                     const int64_t *ctx);
+/// An mbarrier operation (ir::MBarrierOp) on the shared u64 `bar`: a wait switches to the
+/// block's other fibers until the phase completes.
+void ember_cpu_mbarrier(int32_t op, void *bar, int32_t value, const int64_t *ctx);
+/// tma_load: the box of the CpuTensorMap `map` at (x, y) copied to `dst` at once, its bytes
+/// completed on `bar`.
+void ember_cpu_tma_load(void *dst, const void *map, int32_t x, int32_t y, void *bar,
+                        const int64_t *ctx);
 
 } // namespace ember::detail
 

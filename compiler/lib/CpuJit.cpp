@@ -258,6 +258,9 @@ llvm::Expected<std::unique_ptr<CpuModule>> load_object(const std::string &object
             {"__ember_cpu_warp", reinterpret_cast<void *>(&detail::ember_cpu_warp)},
             {"__ember_cpu_mma", reinterpret_cast<void *>(&detail::ember_cpu_mma)},
             {"__ember_cpu_ldmatrix", reinterpret_cast<void *>(&detail::ember_cpu_ldmatrix)},
+            {"__ember_cpu_wgmma", reinterpret_cast<void *>(&detail::ember_cpu_wgmma)},
+            {"__ember_cpu_mbarrier", reinterpret_cast<void *>(&detail::ember_cpu_mbarrier)},
+            {"__ember_cpu_tma_load", reinterpret_cast<void *>(&detail::ember_cpu_tma_load)},
             {"__ember_cpu_misaligned", reinterpret_cast<void *>(&ember_cpu_misaligned)},
         };
         for (const auto &[name, address] : entries)

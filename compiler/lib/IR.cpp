@@ -82,6 +82,20 @@ uint32_t deepest_child(const IRNode &n) {
         return deepest(
             {op.dst.get(), op.dst_index.get(), op.src.get(), op.src_index.get(), op.valid.get()});
     }
+    case NodeKind::Wgmma: {
+        const auto &op = static_cast<const Wgmma &>(n);
+        return deepest({op.a.get(), op.a_index.get(), op.b.get(), op.b_index.get()});
+    }
+    case NodeKind::TensorSync: return 0;
+    case NodeKind::MBarrier: {
+        const auto &op = static_cast<const MBarrier &>(n);
+        return deepest({op.ptr.get(), op.index.get(), op.value.get()});
+    }
+    case NodeKind::TmaLoad: {
+        const auto &op = static_cast<const TmaLoad &>(n);
+        return deepest({op.dst.get(), op.dst_index.get(), op.map.get(), op.x.get(), op.y.get(),
+                        op.bar.get(), op.bar_index.get()});
+    }
     case NodeKind::Unary: return static_cast<const Unary &>(n).a.depth();
     case NodeKind::Cast: return static_cast<const Cast &>(n).a.depth();
     case NodeKind::Binary: {
@@ -891,6 +905,90 @@ Stmt AsyncCopy::make(Expr dst, Expr dst_index, Expr src, Expr src_index, uint32_
                                      std::move(src_index), count, std::move(valid))));
 }
 
+constexpr std::pair<MBarrierOp, const char *> mbarrier_names[] = {
+    {MBarrierOp::Init, "init"},
+    {MBarrierOp::Arrive, "arrive"},
+    {MBarrierOp::ExpectTx, "expect_tx"},
+    {MBarrierOp::Wait, "wait"}};
+
+std::string_view to_string(MBarrierOp op) { return name_in(mbarrier_names, op, "MBarrierOp"); }
+std::optional<MBarrierOp> parse_mbarrier_op(std::string_view s) {
+    return op_named(mbarrier_names, s);
+}
+
+std::string Wgmma::problem(MmaInput input, unsigned n, Type a, Type b,
+                           const std::vector<VariableRef> &acc) {
+    if (input == MmaInput::TF32) return "wgmma takes f16 or bf16 inputs here, not tf32";
+    const std::string name = "wgmma.m64n" + std::to_string(n) + "k16." +
+                             std::string(to_string(input));
+    if (n == 0 || n > 256 || n % 8 != 0)
+        return "there is no " + name + " (N is a multiple of 8 from 8 to 256)";
+    const ScalarType e = input == MmaInput::F16 ? ScalarType::F16 : ScalarType::BF16;
+    for (auto [what, t] : {std::pair<const char *, Type>{"a", a}, {"b", b}})
+        if (!t.is_pointer() || t.space() != AddressSpace::Shared || t.element() != e)
+            return name + " reads " + what + " through a ptr<shared " + Type(e).to_string() +
+                   ">, not " + t.to_string();
+    if (acc.size() != n / 8)
+        return name + " takes " + std::to_string(n / 8) + " accumulators (f32x4 variables), not " +
+               std::to_string(acc.size());
+    const Type f32x4 = Type::vector(ScalarType::F32, 4);
+    for (const VariableRef &v : acc) {
+        if (!v || v->type != f32x4 || v->kind != VarKind::Mutable)
+            return name + "'s accumulators are f32x4 variables (var), not " +
+                   (v ? "%" + v->name + " of type " + v->type.to_string() : std::string("null"));
+    }
+    return "";
+}
+
+Stmt Wgmma::make(MmaInput input, unsigned n, Expr a, Expr a_index, Expr b, Expr b_index,
+                 std::vector<VariableRef> acc) {
+    EMBER_ASSERT(a && a_index && b && b_index, "Wgmma with a null operand");
+    EMBER_ASSERT(a_index.type().is_int() && b_index.type().is_int(), "Wgmma index not an integer");
+    const std::string p = problem(input, n, a.type(), b.type(), acc);
+    EMBER_ASSERT(p.empty(), p);
+    return Stmt(sealed(new Wgmma(input, n, std::move(a), std::move(a_index), std::move(b),
+                                 std::move(b_index), std::move(acc))));
+}
+
+Stmt TensorSync::make(TensorSyncKind sync, int32_t pending, std::vector<VariableRef> acc) {
+    EMBER_ASSERT(pending >= 0 && pending <= kMaxPending,
+                 "wgmma.wait(" + std::to_string(pending) + ")");
+    EMBER_ASSERT(acc.empty() || sync == TensorSyncKind::WgmmaFence ||
+                     sync == TensorSyncKind::WgmmaWait,
+                 "accumulators on a tensor sync that takes none");
+    return Stmt(sealed(new TensorSync(sync, pending, std::move(acc))));
+}
+
+Stmt MBarrier::make(MBarrierOp op, Expr ptr, Expr index, Expr value) {
+    EMBER_ASSERT(ptr && index, "MBarrier with a null operand");
+    EMBER_ASSERT(ptr.type().is_pointer() && ptr.type().space() == AddressSpace::Shared &&
+                     ptr.type().element() == ScalarType::U64,
+                 "mbarrier through " + ptr.type().to_string() + ", not a ptr<shared u64>");
+    EMBER_ASSERT(index.type().is_int(), "MBarrier index not an integer");
+    EMBER_ASSERT((op == MBarrierOp::Arrive) == !value, "mbarrier operand count");
+    EMBER_ASSERT(!value || value.type().is_int(), "MBarrier value not an integer");
+    return Stmt(sealed(new MBarrier(op, std::move(ptr), std::move(index), std::move(value))));
+}
+
+Stmt TmaLoad::make(Expr dst, Expr dst_index, Expr map, Expr x, Expr y, Expr bar, Expr bar_index) {
+    EMBER_ASSERT(dst && dst_index && map && x && y && bar && bar_index,
+                 "TmaLoad with a null operand");
+    EMBER_ASSERT(dst.type().is_pointer() && dst.type().space() == AddressSpace::Shared,
+                 "tma_load to " + dst.type().to_string());
+    EMBER_ASSERT(map.type().is_pointer() && map.type().space() == AddressSpace::Global &&
+                     map.type().element() == ScalarType::U64,
+                 "tma_load map " + map.type().to_string());
+    EMBER_ASSERT(bar.type().is_pointer() && bar.type().space() == AddressSpace::Shared &&
+                     bar.type().element() == ScalarType::U64,
+                 "tma_load barrier " + bar.type().to_string());
+    EMBER_ASSERT(dst_index.type().is_int() && x.type().is_int() && y.type().is_int() &&
+                     bar_index.type().is_int(),
+                 "TmaLoad index not an integer");
+    return Stmt(
+        sealed(new TmaLoad(std::move(dst), std::move(dst_index), std::move(map), std::move(x),
+                           std::move(y), std::move(bar), std::move(bar_index))));
+}
+
 Stmt AsyncGroup::commit() { return Stmt(sealed(new AsyncGroup(-1))); }
 Stmt AsyncGroup::wait_for(int32_t pending) {
     EMBER_ASSERT(pending >= 0 && pending <= kMaxPending,
@@ -1063,6 +1161,27 @@ void IRVisitor::visit(const AsyncCopy *op) {
     if (op->valid) visit(op->valid);
 }
 void IRVisitor::visit(const AsyncGroup *) {}
+void IRVisitor::visit(const Wgmma *op) {
+    visit(op->a);
+    visit(op->a_index);
+    visit(op->b);
+    visit(op->b_index);
+}
+void IRVisitor::visit(const TensorSync *) {}
+void IRVisitor::visit(const MBarrier *op) {
+    visit(op->ptr);
+    visit(op->index);
+    if (op->value) visit(op->value);
+}
+void IRVisitor::visit(const TmaLoad *op) {
+    visit(op->dst);
+    visit(op->dst_index);
+    visit(op->map);
+    visit(op->x);
+    visit(op->y);
+    visit(op->bar);
+    visit(op->bar_index);
+}
 void IRVisitor::visit(const SharedArray *) {}
 void IRVisitor::visit(const Return *op) {
     if (op->value) visit(op->value);
@@ -1281,6 +1400,28 @@ Stmt IRMutator::visit(const LocalArray *op) { return op; }
 Stmt IRMutator::visit(const ConstantArray *op) { return op; }
 Stmt IRMutator::visit(const Fence *op) { return op; }
 Stmt IRMutator::visit(const AsyncGroup *op) { return op; }
+Stmt IRMutator::visit(const Wgmma *op) {
+    Expr a = mutate(op->a), ai = mutate(op->a_index), b = mutate(op->b), bi = mutate(op->b_index);
+    if (a.same_as(op->a) && ai.same_as(op->a_index) && b.same_as(op->b) && bi.same_as(op->b_index))
+        return op;
+    return Wgmma::make(op->input, op->n, std::move(a), std::move(ai), std::move(b), std::move(bi),
+                       op->acc);
+}
+Stmt IRMutator::visit(const TensorSync *op) { return op; }
+Stmt IRMutator::visit(const MBarrier *op) {
+    Expr p = mutate(op->ptr), i = mutate(op->index), v = op->value ? mutate(op->value) : Expr();
+    if (p.same_as(op->ptr) && i.same_as(op->index) && v.same_as(op->value)) return op;
+    return MBarrier::make(op->op, std::move(p), std::move(i), std::move(v));
+}
+Stmt IRMutator::visit(const TmaLoad *op) {
+    Expr d = mutate(op->dst), di = mutate(op->dst_index), m = mutate(op->map), x = mutate(op->x),
+         y = mutate(op->y), b = mutate(op->bar), bi = mutate(op->bar_index);
+    if (d.same_as(op->dst) && di.same_as(op->dst_index) && m.same_as(op->map) && x.same_as(op->x) &&
+        y.same_as(op->y) && b.same_as(op->bar) && bi.same_as(op->bar_index))
+        return op;
+    return TmaLoad::make(std::move(d), std::move(di), std::move(m), std::move(x), std::move(y),
+                         std::move(b), std::move(bi));
+}
 Stmt IRMutator::visit(const AsyncCopy *op) {
     Expr dst = mutate(op->dst), dst_index = mutate(op->dst_index);
     Expr src = mutate(op->src), src_index = mutate(op->src_index);

@@ -212,7 +212,7 @@ private:
                 }
             }
             if (matched) continue;
-            if (std::string_view("(){}[]<>=+-*/%&|^!~,:.").find(c) != std::string_view::npos) {
+            if (std::string_view("(){}[]<>=+-*/%&|^!~,:.;").find(c) != std::string_view::npos) {
                 ++i;
                 make(Tok::Punct, begin, i);
                 continue;
@@ -696,6 +696,158 @@ private:
         return Mma::make(*shape, *input, a, b, c);
     }
 
+    /// An element `p[i]` for `what`'s operand `role`, through a pointer of `space`.
+    Expr parse_element_of(const char *what, const char *role, AddressSpace space) {
+        const Token &tok = peek();
+        Expr e = parse_expr();
+        const Load *load = e.as<Load>();
+        if (!load || load->lanes() != 1)
+            error(tok, std::string(what) + " needs an element `p[i]` as its " + role);
+        if (load->ptr.type().space() != space)
+            error(tok, std::string(what) + "'s " + role + " must point to " +
+                           std::string(to_string(space)) + " memory, found " +
+                           load->ptr.type().to_string());
+        return e;
+    }
+
+    /// `%acc, ...` up to `)`: mutable f32x4 variables.
+    std::vector<VariableRef> parse_accumulators(const char *what) {
+        std::vector<VariableRef> acc;
+        while (!is(")")) {
+            if (!acc.empty()) expect(",");
+            const Token &t = expect_kind(Tok::VarName, "an accumulator variable");
+            VariableRef v = lookup(t.text);
+            if (!v) error(t, "use of undefined variable %" + std::string(t.text));
+            if (v->kind != VarKind::Mutable || v->type != Type::vector(ScalarType::F32, 4))
+                error(t, std::string(what) + "'s accumulators are f32x4 variables (var), not %" +
+                             v->name + " of type " + v->type.to_string());
+            acc.push_back(v);
+        }
+        return acc;
+    }
+
+    /// `wgmma.m64n<N>k16.<input>(a[i], b[j]; %acc...)`, `wgmma.fence(%acc...)`, `wgmma.commit`,
+    /// `wgmma.wait(n; %acc...)`.
+    Stmt parse_wgmma() {
+        take();
+        expect(".");
+        const Token &what = expect_kind(Tok::Ident,
+                                        "a wgmma shape (m64n128k16), fence, commit or wait");
+        if (what.text == "commit") return TensorSync::make(TensorSyncKind::WgmmaCommit);
+        if (what.text == "fence") {
+            expect("(");
+            std::vector<VariableRef> acc = parse_accumulators("wgmma.fence");
+            expect(")");
+            return TensorSync::make(TensorSyncKind::WgmmaFence, 0, std::move(acc));
+        }
+        if (what.text == "wait") {
+            expect("(");
+            const Token &n = peek();
+            if (n.kind != Tok::Number || n.text.size() != 1 || !is_digit(n.text[0]) ||
+                n.text[0] - '0' > TensorSync::kMaxPending)
+                error(n, "expected the number of groups wgmma.wait leaves in flight (0 to " +
+                             std::to_string(TensorSync::kMaxPending) + "), found " + describe(n));
+            take();
+            std::vector<VariableRef> acc;
+            if (accept(";")) acc = parse_accumulators("wgmma.wait");
+            expect(")");
+            return TensorSync::make(TensorSyncKind::WgmmaWait, n.text[0] - '0', std::move(acc));
+        }
+        std::optional<MmaShape> shape = MmaShape::parse(what.text);
+        if (!shape || shape->m != 64 || shape->k != 16)
+            error(what, "expected a wgmma shape m64n<N>k16, fence, commit or wait, found " +
+                            describe(what));
+        expect(".");
+        const Token &input_tok = expect_kind(Tok::Ident, "the wgmma input type (f16, bf16)");
+        std::optional<MmaInput> input = parse_mma_input(input_tok.text);
+        if (!input || *input == MmaInput::TF32)
+            error(input_tok,
+                  "expected the wgmma input type (f16 or bf16), found " + describe(input_tok));
+        expect("(");
+        const Token &a_tok = peek();
+        const Expr a_e = parse_element_of("wgmma", "a", AddressSpace::Shared);
+        const Load *a = a_e.as<Load>();
+        expect(",");
+        const Token &b_tok = peek();
+        const Expr b_e = parse_element_of("wgmma", "b", AddressSpace::Shared);
+        const Load *b = b_e.as<Load>();
+        expect(";");
+        const Token &acc_tok = peek();
+        std::vector<VariableRef> acc = parse_accumulators("wgmma");
+        expect(")");
+        const unsigned n = shape->n;
+        if (std::string p = Wgmma::problem(*input, n, a->ptr.type(), b->ptr.type(), acc);
+            !p.empty()) {
+            const Type e = Type(*input == MmaInput::F16 ? ScalarType::F16 : ScalarType::BF16);
+            error(n == 0 || n > 256 || n % 8 ? what
+                  : a->type != e             ? a_tok
+                  : b->type != e             ? b_tok
+                                             : acc_tok,
+                  p);
+        }
+        return Wgmma::make(*input, n, a->ptr, a->index, b->ptr, b->index, std::move(acc));
+    }
+
+    /// `mbarrier.<op>(bar[i])`, `mbarrier.<op>(bar[i], value)`.
+    Stmt parse_mbarrier() {
+        take();
+        expect(".");
+        const Token &op_tok = expect_kind(Tok::Ident, "an mbarrier operation");
+        std::optional<MBarrierOp> op = parse_mbarrier_op(op_tok.text);
+        if (!op)
+            error(op_tok, "expected an mbarrier operation (init, arrive, expect_tx, wait), found " +
+                              describe(op_tok));
+        expect("(");
+        const Token &bar_tok = peek();
+        const Expr bar_e = parse_element_of("mbarrier", "barrier", AddressSpace::Shared);
+        const Load *bar = bar_e.as<Load>();
+        if (bar->type != Type(ScalarType::U64))
+            error(bar_tok, "an mbarrier is a u64 in shared memory, not " + bar->type.to_string());
+        Expr value;
+        if (*op != MBarrierOp::Arrive) {
+            expect(",");
+            const Token &v_tok = peek();
+            value = parse_expr();
+            if (!value.type().is_int() || !value.type().is_scalar())
+                error(v_tok, "mbarrier." + std::string(to_string(*op)) + " takes an integer, not " +
+                                 value.type().to_string());
+        }
+        expect(")");
+        return MBarrier::make(*op, bar->ptr, bar->index, value);
+    }
+
+    /// `tma_load(dst[i], map, x, y, bar[j])`.
+    Stmt parse_tma_load() {
+        take();
+        expect("(");
+        const Expr dst_e = parse_element_of("tma_load", "destination", AddressSpace::Shared);
+        const Load *dst = dst_e.as<Load>();
+        expect(",");
+        const Token &map_tok = peek();
+        Expr map = parse_expr();
+        if (!map.type().is_pointer() || map.type().space() != AddressSpace::Global ||
+            map.type().element() != ScalarType::U64)
+            error(map_tok,
+                  "tma_load's map is a ptr<global const u64> (the 128-byte tensor map), not " +
+                      map.type().to_string());
+        Expr coord[2];
+        for (Expr &c : coord) {
+            expect(",");
+            const Token &tok = peek();
+            c = parse_expr();
+            if (!c.type().is_int() || !c.type().is_scalar())
+                error(tok, "tma_load's coordinates are integers, not " + c.type().to_string());
+        }
+        expect(",");
+        const Token &bar_tok = peek();
+        const Expr bar_e = parse_element_of("tma_load", "barrier", AddressSpace::Shared);
+        const Load *bar = bar_e.as<Load>();
+        if (bar->type != Type(ScalarType::U64))
+            error(bar_tok, "an mbarrier is a u64 in shared memory, not " + bar->type.to_string());
+        expect(")");
+        return TmaLoad::make(dst->ptr, dst->index, map, coord[0], coord[1], bar->ptr, bar->index);
+    }
+
     /// `ldmatrix.xN(%p[i])` or `ldmatrix.xN.trans(%p[i])`.
     Expr parse_matrix_load() {
         take();
@@ -998,12 +1150,25 @@ private:
             if (t.text == "constant") return parse_constant();
             if (t.text == "fence") {
                 take();
+                if (accept(".")) {
+                    const Token &proxy = expect_kind(Tok::Ident, "proxy");
+                    if (proxy.text != "proxy")
+                        error(proxy, "expected fence.proxy.async, found " + describe(proxy));
+                    expect(".");
+                    const Token &async = expect_kind(Tok::Ident, "async");
+                    if (async.text != "async")
+                        error(async, "expected fence.proxy.async, found " + describe(async));
+                    return TensorSync::make(TensorSyncKind::ProxyFence);
+                }
                 const Token &scope = expect_kind(Tok::Ident, "fence scope");
                 std::optional<FenceScope> f = parse_fence_scope(scope.text);
                 if (!f) error(scope, "expected a fence scope (block, device or system), found " + describe(scope));
                 return Fence::make(*f);
             }
             if (t.text == "async_copy") return parse_async_copy();
+            if (t.text == "wgmma") return parse_wgmma();
+            if (t.text == "mbarrier") return parse_mbarrier();
+            if (t.text == "tma_load") return parse_tma_load();
             if (t.text == "async_commit") {
                 take();
                 return AsyncGroup::commit();

@@ -403,6 +403,79 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
         out += ')';
         break;
     }
+    case NodeKind::Wgmma: {
+        const auto *op = s.as<Wgmma>();
+        out += "wgmma.m64n";
+        out += std::to_string(op->n);
+        out += "k16.";
+        out += to_string(op->input);
+        out += '(';
+        print_element(out, op->a, op->a_index);
+        out += ", ";
+        print_element(out, op->b, op->b_index);
+        out += ';';
+        for (const VariableRef &v : op->acc) {
+            out += ' ';
+            out += name(v.get());
+            if (&v != &op->acc.back()) out += ',';
+        }
+        out += ')';
+        break;
+    }
+    case NodeKind::TensorSync: {
+        const auto *op = s.as<TensorSync>();
+        auto accs = [&] {
+            for (const VariableRef &v : op->acc) {
+                if (&v != &op->acc.front()) out += ", ";
+                out += name(v.get());
+            }
+        };
+        switch (op->sync) {
+        case TensorSyncKind::WgmmaFence:
+            out += "wgmma.fence(";
+            accs();
+            out += ')';
+            break;
+        case TensorSyncKind::WgmmaCommit: out += "wgmma.commit"; break;
+        case TensorSyncKind::WgmmaWait:
+            out += "wgmma.wait(";
+            out += std::to_string(op->pending);
+            if (!op->acc.empty()) out += "; ";
+            accs();
+            out += ')';
+            break;
+        case TensorSyncKind::ProxyFence: out += "fence.proxy.async"; break;
+        }
+        break;
+    }
+    case NodeKind::MBarrier: {
+        const auto *op = s.as<MBarrier>();
+        out += "mbarrier.";
+        out += to_string(op->op);
+        out += '(';
+        print_element(out, op->ptr, op->index);
+        if (op->value) {
+            out += ", ";
+            print_expr(out, op->value);
+        }
+        out += ')';
+        break;
+    }
+    case NodeKind::TmaLoad: {
+        const auto *op = s.as<TmaLoad>();
+        out += "tma_load(";
+        print_element(out, op->dst, op->dst_index);
+        out += ", ";
+        print_expr(out, op->map);
+        out += ", ";
+        print_expr(out, op->x);
+        out += ", ";
+        print_expr(out, op->y);
+        out += ", ";
+        print_element(out, op->bar, op->bar_index);
+        out += ')';
+        break;
+    }
     case NodeKind::AsyncGroup: {
         const auto *op = s.as<AsyncGroup>();
         if (op->is_commit()) {

@@ -97,17 +97,22 @@ TargetSpec TargetSpec::host() {
     return out;
 }
 
-// The processor is the newest `sm_NN` that this LLVM's NVPTX back end lists (through its
-// MCSubtargetInfo, so a newer LLVM picks up new processors without a change here) and that is
-// not newer than the device: PTX is forward compatible, so the driver JIT-compiles sm_90 PTX for
-// a compute capability 10.0 device. Arch-specific names (`sm_90a`) are skipped: their PTX runs
-// only on exactly that architecture. Without an NVPTX back end, or for a device older than every
-// known processor, the result is the device's own `sm_<major><minor>`, and compiling for it
-// reports the problem.
+// The processor is the device's own arch-specific one (`sm_90a` for compute capability 9.0) when
+// this LLVM's NVPTX back end lists it (through its MCSubtargetInfo, so a newer LLVM picks up new
+// processors without a change here): the runtime compiles for the device it runs on, and only
+// there are the instructions of that architecture alone (wgmma, setmaxnreg) available. Otherwise
+// it is the newest `sm_NN` not newer than the device: PTX is forward compatible, so the driver
+// JIT-compiles sm_90 PTX for a compute capability 10.0 device (arch-specific names of other
+// devices are skipped: their PTX runs only on exactly that architecture). Without an NVPTX back
+// end, or for a device older than every known processor, the result is the device's own
+// `sm_<major><minor>`, and compiling for it reports the problem.
 TargetSpec TargetSpec::nvptx_for(int cc_major, int cc_minor) {
     const int device = cc_major * 10 + cc_minor;
+    const std::string own_specific = "sm_" + std::to_string(device) + "a";
     int best = -1;
+    bool has_specific = false;
     for (const std::string &name : detail::known_llvm_cpus("nvptx64-nvidia-cuda")) {
+        if (name == own_specific) has_specific = true;
         if (name.size() < 4 || name.compare(0, 3, "sm_") != 0) continue;
         const std::string digits = name.substr(3);
         if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -116,7 +121,7 @@ TargetSpec TargetSpec::nvptx_for(int cc_major, int cc_minor) {
     }
     TargetSpec out;
     out.arch = Arch::NVPTX;
-    out.cpu = "sm_" + std::to_string(best >= 0 ? best : device);
+    out.cpu = has_specific ? own_specific : "sm_" + std::to_string(best >= 0 ? best : device);
     return out;
 }
 

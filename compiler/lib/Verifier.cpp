@@ -335,6 +335,47 @@ private:
         }
         case NodeKind::Fence: return;
         case NodeKind::AsyncGroup: return;
+        case NodeKind::Wgmma: {
+            const auto *op = s.as<Wgmma>();
+            expr(op->a, s);
+            expr(op->a_index, s);
+            expr(op->b, s);
+            expr(op->b_index, s);
+            check_index(op->a_index, s);
+            check_index(op->b_index, s);
+            for (const VariableRef &v : op->acc) check_use(v);
+            if (std::string p = Wgmma::problem(op->input, op->n, op->a.type(), op->b.type(),
+                                               op->acc);
+                !p.empty())
+                report(p, s);
+            return;
+        }
+        case NodeKind::TensorSync:
+            for (const VariableRef &v : s.as<TensorSync>()->acc) {
+                check_use(v);
+                if (v->kind != VarKind::Mutable)
+                    report("wgmma accumulator " + name(v) + " is not a var", s);
+            }
+            return;
+        case NodeKind::MBarrier: {
+            const auto *op = s.as<MBarrier>();
+            expr(op->ptr, s);
+            expr(op->index, s);
+            check_index(op->index, s);
+            if (op->value) expr(op->value, s);
+            if (op->ptr.type().readonly()) report("mbarrier through a read-only pointer", s);
+            return;
+        }
+        case NodeKind::TmaLoad: {
+            const auto *op = s.as<TmaLoad>();
+            for (const Expr *e :
+                 {&op->dst, &op->dst_index, &op->map, &op->x, &op->y, &op->bar, &op->bar_index})
+                expr(*e, s);
+            check_index(op->dst_index, s);
+            check_index(op->bar_index, s);
+            if (op->dst.type().readonly()) report("tma_load to a read-only pointer", s);
+            return;
+        }
         case NodeKind::AsyncCopy: {
             const auto *op = s.as<AsyncCopy>();
             expr(op->dst, s);

@@ -79,6 +79,8 @@ void Builder::emit(ir::Stmt s, const std::source_location &loc) {
         var = a->var.get();
         dependent = thread_dependent(a->value);
     }
+    if (const auto *w = s.as<ir::Wgmma>()) // the accumulators hold each thread's own elements
+        for (const ir::VariableRef &v : w->acc) thread_dependent_vars_.insert(v.get());
     if (var) {
         if (dependent || divergence())
             thread_dependent_vars_.insert(var);

@@ -15,6 +15,7 @@
 #include "ember/runtime/Function.h"
 #include "ember/runtime/Memory.h"
 #include "ember/runtime/Module.h"
+#include "ember/runtime/TensorMap.h"
 #include "ember/runtime/TileTensor.h"
 #include "ember/runtime/Trace.h"
 

@@ -22,6 +22,7 @@
 #include "ember/compiler/KernelBuild.h"
 #include "ember/compiler/Target.h"
 #include "ember/runtime/DeviceAttribute.h"
+#include "ember/runtime/TensorMap.h"
 
 #include <array>
 #include <atomic>
@@ -86,6 +87,28 @@ struct EventOptions {
     bool blocking_sync = false;
     /// Shareable with another process (CU_EVENT_INTERPROCESS; needs timing off).
     bool interprocess = false;
+};
+
+/// A 2-D tensor map to encode ([Note] Tensor maps in ember/runtime/TensorMap.h), in the terms of
+/// cuTensorMapEncodeTiled. runtime/lib/TensorMap.cpp has checked it against the driver's rules:
+/// extents 1 to 2^32, a box of 1 to 256 each way whose rows are a multiple of 16 bytes (and at
+/// most `swizzle_bytes` when swizzled), a row stride that is a multiple of 16 bytes below 2^40,
+/// and `base` 16-byte aligned.
+struct TensorMapDesc {
+    /// The device address of element (0, 0).
+    DeviceAddress base = 0;
+    uint64_t rows = 0, cols = 0;
+    uint64_t row_stride_bytes = 0;
+    uint32_t box_rows = 0, box_cols = 0;
+    uint32_t element_bytes = 0;
+    TensorMapElement element = TensorMapElement::u8;
+    /// 0 (no swizzle), 32, 64 or 128.
+    uint32_t swizzle_bytes = 0;
+};
+
+/// A tensor map's 128 bytes, 64-byte aligned (as cuTensorMapEncodeTiled writes them).
+struct alignas(64) TensorMapBytes {
+    uint64_t words[16] = {};
 };
 
 /// A point in a stream's work: a CUevent, or a timestamp on the CPU device.
@@ -297,6 +320,13 @@ public:
     virtual void enable_peer_access(Backend &peer) = 0;
     /// Undoes enable_peer_access (cuCtxDisablePeerAccess); not an error when it is not enabled.
     virtual void disable_peer_access(Backend &peer) = 0;
+
+    // Tensor maps.
+    /// The 128 bytes of the tensor map `d` (CUDA: cuTensorMapEncodeTiled's CUtensorMap; the CPU
+    /// device: an ember::CpuTensorMap). LogicError on a device without a tensor memory
+    /// accelerator (below compute capability 9.0, AMD GPUs); the driver's own failures are
+    /// thrown as for any driver call.
+    virtual TensorMapBytes encode_tensor_map(const TensorMapDesc &d) = 0;
 
     // Function attributes, launch attributes, clusters, occupancy.
 

@@ -258,6 +258,64 @@ public:
         return b.CreateAlignedLoad(c->getType(), d, llvm::Align(16));
     }
 
+    /// Hopper's asynchronous tensor operations run in the CPU device's runtime, at once.
+    std::string async_tensor_problem(const ir::StmtNode &) const override { return ""; }
+
+    /// The kernel's launch context (the last parameter of the thread function).
+    static llvm::Value *context(llvm::IRBuilderBase &b) {
+        llvm::Function *f = b.GetInsertBlock()->getParent();
+        return f->getArg(f->arg_size() - 1);
+    }
+
+    /// `__ember_cpu_wgmma(input, n, a, b, acc, ctx)`: this thread's accumulators (n / 2 floats
+    /// in memory) updated from A and B in shared memory.
+    void emit_wgmma(llvm::IRBuilderBase &b, const ir::Wgmma &op, llvm::Value *a, llvm::Value *bv,
+                    std::vector<llvm::Value *> &acc) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::Type *i32 = b.getInt32Ty(), *ptr = b.getPtrTy();
+        llvm::FunctionCallee fn = m.getOrInsertFunction(
+            "__ember_cpu_wgmma",
+            llvm::FunctionType::get(b.getVoidTy(), {i32, i32, ptr, ptr, ptr, ptr}, false));
+        llvm::Type *f32x4 = llvm::FixedVectorType::get(b.getFloatTy(), 4);
+        llvm::Value *slot = fragment_slot(b, llvm::ArrayType::get(f32x4, acc.size()), nullptr);
+        for (size_t t = 0; t < acc.size(); ++t)
+            b.CreateAlignedStore(acc[t], b.CreateConstInBoundsGEP1_64(f32x4, slot, t),
+                                 llvm::Align(16));
+        b.CreateCall(fn, {b.getInt32(static_cast<int32_t>(op.input)), b.getInt32(op.n), a, bv, slot,
+                          context(b)});
+        for (size_t t = 0; t < acc.size(); ++t)
+            acc[t] = b.CreateAlignedLoad(f32x4, b.CreateConstInBoundsGEP1_64(f32x4, slot, t),
+                                         llvm::Align(16));
+    }
+
+    /// Nothing to order: every wgmma and copy has completed when it returns.
+    void emit_tensor_sync(llvm::IRBuilderBase &, const ir::TensorSync &,
+                          std::vector<llvm::Value *> &) const override {}
+
+    /// `__ember_cpu_mbarrier(op, bar, value, ctx)`; a wait switches fibers until the phase
+    /// completes ([Note] CPU fibers).
+    void emit_mbarrier(llvm::IRBuilderBase &b, ir::MBarrierOp op, llvm::Value *bar,
+                       llvm::Value *value) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::Type *i32 = b.getInt32Ty(), *ptr = b.getPtrTy();
+        llvm::FunctionCallee fn = m.getOrInsertFunction(
+            "__ember_cpu_mbarrier",
+            llvm::FunctionType::get(b.getVoidTy(), {i32, ptr, i32, ptr}, false));
+        b.CreateCall(fn, {b.getInt32(static_cast<int32_t>(op)), bar, value ? value : b.getInt32(0),
+                          context(b)});
+    }
+
+    /// `__ember_cpu_tma_load(dst, map, x, y, bar, ctx)`: the box copied at once.
+    void emit_tma_load(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *map, llvm::Value *x,
+                       llvm::Value *y, llvm::Value *bar) const override {
+        llvm::Module &m = *b.GetInsertBlock()->getModule();
+        llvm::Type *i32 = b.getInt32Ty(), *ptr = b.getPtrTy();
+        llvm::FunctionCallee fn = m.getOrInsertFunction(
+            "__ember_cpu_tma_load",
+            llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i32, i32, ptr, ptr}, false));
+        b.CreateCall(fn, {dst, map, x, y, bar, context(b)});
+    }
+
     /// `__ember_cpu_ldmatrix(count, trans, row, out)`: the lanes meet in the fiber runtime, which
     /// checks every row address used against the block's shared memory and its alignment.
     llvm::Value *emit_matrix_load(llvm::IRBuilderBase &b, const ir::MatrixLoad &op,

@@ -1464,6 +1464,176 @@ public:
         return "needs sm_" + std::to_string(need) + " or later, and the target is " + spec().cpu;
     }
 
+    /// wgmma needs sm_90a (an architecture-specific feature of Hopper); mbarriers with
+    /// transaction counts, cp.async.bulk.tensor and the async proxy fence need sm_90.
+    std::string async_tensor_problem(const ir::StmtNode &op) const override {
+        const bool wgmma = op.kind == ir::NodeKind::Wgmma ||
+                           (op.kind == ir::NodeKind::TensorSync &&
+                            static_cast<const ir::TensorSync &>(op).sync !=
+                                ir::TensorSyncKind::ProxyFence);
+        if (wgmma) {
+            if (spec().cpu == "sm_90a") return "";
+            return "needs sm_90a (the runtime compiles for it on a compute capability 9.0 device; "
+                   "ember-compile --target nvptx:sm_90a), and the target is " +
+                   spec().cpu;
+        }
+        if (sm_version() >= 90) return "";
+        return "needs sm_90 or later, and the target is " + spec().cpu;
+    }
+
+    /// [Note] Accumulators through inline assembly
+    /// ===========================================
+    /// LLVM 19 has no intrinsics for wgmma.mma_async, so it and its fence and wait are inline
+    /// assembly. The accumulators go in and come out of each as "+f" operands (an output and its
+    /// tied input): the wgmma writes them, and the fence and the wait pass them through, so every
+    /// use of an accumulator depends on the wait that completes it and cannot move above it, and
+    /// none of the values of a wgmma in flight is copied or read by other code (which would make
+    /// ptxas serialise the wgmmas).
+    static void pinned_asm(llvm::IRBuilderBase &b, const std::string &text,
+                           std::vector<llvm::Value *> &acc, const std::string &inputs,
+                           const std::vector<llvm::Value *> &input_values) {
+        const unsigned n = static_cast<unsigned>(acc.size()) * 4;
+        std::vector<llvm::Type *> params, outs(n, b.getFloatTy());
+        std::vector<llvm::Value *> args;
+        std::string constraints;
+        for (unsigned i = 0; i < n; ++i) constraints += (i ? ",=f" : "=f");
+        for (llvm::Value *v : input_values) {
+            params.push_back(v->getType());
+            args.push_back(v);
+        }
+        if (!inputs.empty()) constraints += (constraints.empty() ? "" : ",") + inputs;
+        for (unsigned i = 0; i < n; ++i) {
+            params.push_back(b.getFloatTy());
+            args.push_back(b.CreateExtractElement(acc[i / 4], uint64_t(i % 4)));
+            constraints += (constraints.empty() ? "" : ",") + std::to_string(i);
+        }
+        constraints += constraints.empty() ? "~{memory}" : ",~{memory}";
+        llvm::Type *ret = n == 0   ? b.getVoidTy()
+                          : n == 1 ? b.getFloatTy()
+                                   : static_cast<llvm::Type *>(
+                                         llvm::StructType::get(b.getContext(), outs));
+        auto *fn_ty = llvm::FunctionType::get(ret, params, false);
+        llvm::Value *r = b.CreateCall(
+            llvm::InlineAsm::get(fn_ty, text, constraints, /*hasSideEffects=*/true), args);
+        llvm::Type *f32x4 = llvm::FixedVectorType::get(b.getFloatTy(), 4);
+        for (unsigned t = 0; t < acc.size(); ++t) {
+            llvm::Value *v = llvm::PoisonValue::get(f32x4);
+            for (unsigned e = 0; e < 4; ++e)
+                v = b.CreateInsertElement(v, n == 1 ? r : b.CreateExtractValue(r, 4 * t + e),
+                                          uint64_t(e));
+            acc[t] = v;
+        }
+    }
+
+    /// A shared-memory address as the 32-bit register PTX takes ([Note] 32-bit shared memory
+    /// addresses).
+    static llvm::Value *shared_u32(llvm::IRBuilderBase &b, llvm::Value *p) {
+        return b.CreatePtrToInt(b.CreateAddrSpaceCast(p, b.getPtrTy(3)), b.getInt32Ty());
+    }
+
+    /// The wgmma shared-memory matrix descriptor of a 128-byte swizzled K-major operand at `p`:
+    /// the address (bits 4 to 17 of it) in bits 0-13, the leading-dimension byte offset (unused
+    /// by this layout: 1) in bits 16-29, the stride between groups of 8 rows (1024 bytes) in bits
+    /// 32-45, both in units of 16 bytes, and the layout (1: 128-byte swizzle) in bits 62-63.
+    static llvm::Value *matrix_descriptor(llvm::IRBuilderBase &b, llvm::Value *p) {
+        llvm::Value *addr = b.CreateZExt(shared_u32(b, p), b.getInt64Ty());
+        llvm::Value *start = b.CreateLShr(b.CreateAnd(addr, b.getInt64(0x3FFFF)), b.getInt64(4));
+        const uint64_t fixed = (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+                               (uint64_t(1) << 62);
+        return b.CreateOr(start, b.getInt64(fixed));
+    }
+
+    /// `wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<in>.<in>` with both operands' descriptors,
+    /// scale-d true (D = A B + D), A and B not transposed ([Note] Accumulators through inline
+    /// assembly).
+    void emit_wgmma(llvm::IRBuilderBase &b, const ir::Wgmma &op, llvm::Value *a, llvm::Value *bv,
+                    std::vector<llvm::Value *> &acc) const override {
+        const unsigned n = static_cast<unsigned>(acc.size()) * 4;
+        const std::string in(ir::to_string(op.input));
+        std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 2) +
+                           ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(op.n) +
+                           "k16.f32." + in + "." + in + " {";
+        for (unsigned i = 0; i < n; ++i) text += (i ? ", $" : "$") + std::to_string(i);
+        text += "}, $" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", p, 1, 1, 0, 0;\n}";
+        pinned_asm(b, text, acc, "l,l,r",
+                   {matrix_descriptor(b, a), matrix_descriptor(b, bv), b.getInt32(1)});
+    }
+
+    void emit_tensor_sync(llvm::IRBuilderBase &b, const ir::TensorSync &op,
+                          std::vector<llvm::Value *> &acc) const override {
+        switch (op.sync) {
+        case ir::TensorSyncKind::WgmmaFence:
+            return pinned_asm(b, "wgmma.fence.sync.aligned;", acc, "", {});
+        case ir::TensorSyncKind::WgmmaCommit:
+            return pinned_asm(b, "wgmma.commit_group.sync.aligned;", acc, "", {});
+        case ir::TensorSyncKind::WgmmaWait:
+            return pinned_asm(b,
+                              "wgmma.wait_group.sync.aligned " + std::to_string(op.pending) + ";",
+                              acc, "", {});
+        case ir::TensorSyncKind::ProxyFence:
+            return pinned_asm(b, "fence.proxy.async.shared::cta;", acc, "", {});
+        }
+    }
+
+    /// mbarrier.init / arrive / arrive.expect_tx, and a loop of mbarrier.try_wait.parity (which
+    /// itself waits a while before it gives up) until the phase has completed.
+    void emit_mbarrier(llvm::IRBuilderBase &b, ir::MBarrierOp op, llvm::Value *bar,
+                       llvm::Value *value) const override {
+        llvm::Value *addr = shared_u32(b, bar);
+        llvm::Type *i32 = b.getInt32Ty();
+        auto run = [&](const char *text, const char *constraints, std::vector<llvm::Value *> args,
+                       llvm::Type *ret) -> llvm::Value * {
+            std::vector<llvm::Type *> params;
+            for (llvm::Value *v : args) params.push_back(v->getType());
+            auto *fn_ty = llvm::FunctionType::get(ret, params, false);
+            return b.CreateCall(
+                llvm::InlineAsm::get(fn_ty, text, constraints, /*hasSideEffects=*/true), args);
+        };
+        switch (op) {
+        case ir::MBarrierOp::Init:
+            run("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", {addr, value},
+                b.getVoidTy());
+            return;
+        case ir::MBarrierOp::Arrive:
+            run("mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", {addr}, b.getVoidTy());
+            return;
+        case ir::MBarrierOp::ExpectTx:
+            run("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
+                {addr, value}, b.getVoidTy());
+            return;
+        case ir::MBarrierOp::Wait: {
+            llvm::Function *f = b.GetInsertBlock()->getParent();
+            llvm::BasicBlock *loop = llvm::BasicBlock::Create(b.getContext(), "mbarrier.wait", f);
+            llvm::BasicBlock *done = llvm::BasicBlock::Create(b.getContext(), "mbarrier.done", f);
+            b.CreateBr(loop);
+            b.SetInsertPoint(loop);
+            llvm::Value *ok = run(
+                "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
+                "selp.u32 $0, 1, 0, p;\n}",
+                "=r,r,r,~{memory}", {addr, b.CreateAnd(value, b.getInt32(1))}, i32);
+            b.CreateCondBr(b.CreateICmpNE(ok, b.getInt32(0)), done, loop);
+            b.SetInsertPoint(done);
+            return;
+        }
+        }
+    }
+
+    void emit_tma_load(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *map, llvm::Value *x,
+                       llvm::Value *y, llvm::Value *bar) const override {
+        llvm::Value *generic_map = b.CreatePtrToInt(
+            b.CreateAddrSpaceCast(map, llvm::PointerType::get(b.getContext(), 0)), b.getInt64Ty());
+        std::vector<llvm::Value *> args{shared_u32(b, dst), generic_map, x, y, shared_u32(b, bar)};
+        std::vector<llvm::Type *> params;
+        for (llvm::Value *v : args) params.push_back(v->getType());
+        auto *fn_ty = llvm::FunctionType::get(b.getVoidTy(), params, false);
+        b.CreateCall(
+            llvm::InlineAsm::get(fn_ty,
+                                 "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+                                 "complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+                                 "r,l,r,r,r,~{memory}", /*hasSideEffects=*/true),
+            args);
+    }
+
     /// [Note] Fragments as PTX registers: the mma and ldmatrix intrinsics take and return the
     /// fragments as 32-bit registers (i32, <2 x half>, float), several per operand; ember's
     /// fragments are vectors. `pieces` splits a vector into the intrinsic's next parameters, and

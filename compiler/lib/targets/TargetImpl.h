@@ -163,6 +163,45 @@ public:
     virtual llvm::Value *emit_warp(llvm::IRBuilderBase &b, ir::WarpOp op, llvm::Value *value,
                                    llvm::Value *lane) const = 0;
 
+    /// Why the target cannot run the asynchronous tensor operation `op` (an ir::Wgmma,
+    /// ir::TensorSync, ir::MBarrier or ir::TmaLoad), "" when it can; asked before emission, as
+    /// matrix_op_problem. By default none runs: they need Hopper's tensor cores and tensor memory
+    /// accelerator, or the CPU device's emulation.
+    virtual std::string async_tensor_problem(const ir::StmtNode &op) const {
+        (void)op;
+        return "needs an NVIDIA GPU of compute capability 9.0 (sm_90a) or the CPU device, and the "
+               "target is " +
+               spec().to_string();
+    }
+    /// wgmma ([Note] IR semantics: Warpgroup matrix multiply-accumulate): `a` and `bv` are the
+    /// shared-memory addresses of A and B; `acc` holds the accumulators' values (f32x4) and
+    /// receives the new ones.
+    virtual void emit_wgmma(llvm::IRBuilderBase &b, const ir::Wgmma &op, llvm::Value *a,
+                            llvm::Value *bv, std::vector<llvm::Value *> &acc) const {
+        (void)b, (void)op, (void)a, (void)bv, (void)acc;
+        EMBER_UNREACHABLE("emit_wgmma on a target without wgmma");
+    }
+    /// wgmma.fence, commit, wait and fence.proxy.async; `acc` as for emit_wgmma (the values pass
+    /// through, ordered after the operation).
+    virtual void emit_tensor_sync(llvm::IRBuilderBase &b, const ir::TensorSync &op,
+                                  std::vector<llvm::Value *> &acc) const {
+        (void)b, (void)op, (void)acc;
+        EMBER_UNREACHABLE("emit_tensor_sync on a target without it");
+    }
+    /// An mbarrier operation on the shared u64 at `bar`; `value` an i32 (null for arrive).
+    virtual void emit_mbarrier(llvm::IRBuilderBase &b, ir::MBarrierOp op, llvm::Value *bar,
+                               llvm::Value *value) const {
+        (void)b, (void)op, (void)bar, (void)value;
+        EMBER_UNREACHABLE("emit_mbarrier on a target without mbarriers");
+    }
+    /// tma_load: `dst` and `bar` shared addresses, `map` the tensor map's global address, `x`
+    /// and `y` i32 coordinates.
+    virtual void emit_tma_load(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *map,
+                               llvm::Value *x, llvm::Value *y, llvm::Value *bar) const {
+        (void)b, (void)dst, (void)map, (void)x, (void)y, (void)bar;
+        EMBER_UNREACHABLE("emit_tma_load on a target without a tensor memory accelerator");
+    }
+
     /// Why the target cannot run the warp matrix operation `op` (an ir::Mma or ir::MatrixLoad),
     /// "" when it can: the processor it needs. The code generator asks before emitting a kernel
     /// and fails its compile with the answer. Every target can by default: where emit_mma and

@@ -415,6 +415,26 @@ public:
     }
     void disable_peer_access(Backend &) override {}
 
+    // Tensor maps.
+
+    /// The CpuTensorMap that tma_load of the CPU device reads ([Note] CPU kernel ABI): the
+    /// matrix's device address is its host address.
+    TensorMapBytes encode_tensor_map(const TensorMapDesc &d) override {
+        CpuTensorMap m;
+        m.base = reinterpret_cast<const void *>(d.base);
+        m.dims[0] = d.cols;
+        m.dims[1] = d.rows;
+        m.row_stride_bytes = d.row_stride_bytes;
+        m.box[0] = d.box_cols;
+        m.box[1] = d.box_rows;
+        m.element_bytes = d.element_bytes;
+        m.swizzle_bytes = d.swizzle_bytes;
+        TensorMapBytes bytes;
+        static_assert(sizeof(CpuTensorMap) <= sizeof(bytes.words));
+        std::memcpy(bytes.words, &m, sizeof m);
+        return bytes;
+    }
+
     // Function attributes, launch attributes, clusters, occupancy.
 
     /// The CPU device's answers (docs/runtime.md, "Functions"): what ember knows from the IR,
@@ -533,6 +553,9 @@ private:
                               std::strerror(f.error) +
                               "); the launch did not run completely. Lower Limit::stack_size, the kernel's local "
                               "arrays or its shared memory");
+        if (f.kind == CpuFault::Kind::tensor_op)
+            throw LaunchError("kernel '" + kernel + "': thread " + triple(f.thread_idx) +
+                              " of block " + triple(f.block_idx) + ": " + f.message);
         if (f.kind == CpuFault::Kind::incomplete_warp)
             throw LaunchError(
                 "kernel '" + kernel + "': a warp matrix operation (mma or ldmatrix) in thread " +

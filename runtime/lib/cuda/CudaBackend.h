@@ -3,8 +3,9 @@
 /// includes this): one device's primary context and ScopedCurrent, events, the state the streams
 /// share, streams and CudaBackend itself. Their bodies live by concept in CudaContext.cpp
 /// (construction, device information, the helper thread), CudaStreams.cpp, CudaMemory.cpp,
-/// CudaGraphs.cpp, CudaModules.cpp (attributes, occupancy, external modules) and CudaLoader.cpp
-/// (PTX loaded by the driver's JIT; the image cache's hooks: cubins linked and loaded).
+/// CudaGraphs.cpp, CudaModules.cpp (attributes, occupancy, external modules), CudaTensorMap.cpp
+/// and CudaLoader.cpp (PTX loaded by the driver's JIT; the image cache's hooks: cubins linked and
+/// loaded).
 ///
 /// [Note] CUDA contexts and threads
 /// ================================
@@ -370,6 +371,9 @@ public:
     void set_pool_access(CudaBackend &other, int flags, const char *verb);
 
     void disable_peer_access(Backend &peer) override;
+
+    // Tensor maps (CudaTensorMap.cpp).
+    TensorMapBytes encode_tensor_map(const TensorMapDesc &d) override;
 
     // Function attributes, launch attributes, clusters, occupancy.
 

@@ -439,6 +439,8 @@ void CudaDriver::load() noexcept {
         sym(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2", false);
         if (!cuGraphExecKernelNodeSetParams)
             sym(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", false);
+        // Tensor maps (CUDA 12.0+).
+        sym(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", /*required=*/false);
         sym(cuMemAllocAsync, "cuMemAllocAsync", /*required=*/false);
         sym(cuMemFreeAsync, "cuMemFreeAsync", /*required=*/false);
         if (!cuMemAllocAsync || !cuMemFreeAsync) {

@@ -237,6 +237,46 @@ struct CUDA_KERNEL_NODE_PARAMS {
 };
 } // namespace cu
 
+// Tensor maps (cuTensorMapEncodeTiled, CUDA 12.0+; [Note] Tensor maps in
+// ember/runtime/TensorMap.h).
+namespace cu {
+using cuuint32_t = unsigned;
+using cuuint64_t = unsigned long long;
+/// CUtensorMap: 128 opaque bytes, 64-byte aligned.
+struct alignas(64) CUtensorMap {
+    cuuint64_t opaque[16];
+};
+/// CUtensorMapDataType.
+enum : int {
+    CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
+    CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+    CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2,
+    CU_TENSOR_MAP_DATA_TYPE_INT32 = 3,
+    CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4,
+    CU_TENSOR_MAP_DATA_TYPE_INT64 = 5,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,
+    CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+};
+/// CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill.
+enum : int { CU_TENSOR_MAP_INTERLEAVE_NONE = 0 };
+enum : int {
+    CU_TENSOR_MAP_SWIZZLE_NONE = 0,
+    CU_TENSOR_MAP_SWIZZLE_32B = 1,
+    CU_TENSOR_MAP_SWIZZLE_64B = 2,
+    CU_TENSOR_MAP_SWIZZLE_128B = 3,
+};
+enum : int {
+    CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
+    CU_TENSOR_MAP_L2_PROMOTION_L2_64B = 1,
+    CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+    CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+};
+/// Elements outside the tensor read as zeros.
+enum : int { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0 };
+} // namespace cu
+
 /// Which public exception a CUresult becomes; see [Note] CUDA errors.
 enum class CudaErrorClass { Memory, Logic, Launch, Runtime };
 
@@ -468,6 +508,15 @@ public:
     /// v1 prefix of the same struct.
     cu::CUresult (*cuGraphExecKernelNodeSetParams)(cu::CUgraphExec exec, cu::CUgraphNode node,
                                                    const cu::CUDA_KERNEL_NODE_PARAMS *params) = nullptr;
+
+    // Tensor maps.
+    /// Optional (CUDA 12.0+): the tensor maps of create_tensor_map. The enums are passed as the
+    /// ints of cu:: above.
+    cu::CUresult (*cuTensorMapEncodeTiled)(cu::CUtensorMap *map, int data_type, cu::cuuint32_t rank,
+                                           void *address, const cu::cuuint64_t *dims,
+                                           const cu::cuuint64_t *strides, const cu::cuuint32_t *box,
+                                           const cu::cuuint32_t *element_strides, int interleave,
+                                           int swizzle, int l2_promotion, int oob_fill) = nullptr;
 
     // Optional entry points (CUDA 11.2+): nullptr when the driver lacks them.
     cu::CUresult (*cuMemAllocAsync)(cu::CUdeviceptr *p, size_t bytes,

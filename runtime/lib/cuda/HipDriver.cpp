@@ -468,7 +468,8 @@ void CudaDriver::load_hip() noexcept {
         cuGraphExecKernelNodeSetParams = kernel_node_set_params;
         cuMemAllocAsync = mem_alloc_async;
         cuMemFreeAsync = mem_free_async;
-        // Left empty: cuLaunchKernelEx (clusters), the module listing of CUDA 12.4, the linker.
+        // Left empty: cuLaunchKernelEx (clusters), the module listing of CUDA 12.4, the linker,
+        // cuTensorMapEncodeTiled (CudaTensorMap.cpp refuses tensor maps on HIP before it).
 
         if (cu::CUresult rc = cuInit(0); rc != hipSuccess) {
             // Without a device hipInit fails too (ROCm 5.2: hipErrorInvalidDevice); the count's

@@ -97,14 +97,15 @@ TEST_P(DeviceInfoTest, ComputeCapabilityMatchesTheTarget) {
     EXPECT_EQ(minor, ctx().get_attribute(DeviceAttribute::compute_capability_minor));
     const std::string target = ctx().target();
     if (cuda()) {
-        // The target is the newest sm_XX LLVM knows that is not newer than the device.
+        // The target is the device's own arch-specific sm_XXa where LLVM knows it, else the
+        // newest sm_XX LLVM knows that is not newer than the device.
         std::smatch m;
-        ASSERT_TRUE(std::regex_match(target, m, std::regex("nvptx:sm_([0-9]+)"))) << target;
+        ASSERT_TRUE(std::regex_match(target, m, std::regex("nvptx:sm_([0-9]+)a?"))) << target;
         const int sm = std::stoi(m[1]);
         EXPECT_LE(sm, major * 10 + minor) << target;
         EXPECT_GE(major, 7);
         if (major == 9 && minor == 0) {
-            EXPECT_EQ(target, "nvptx:sm_90");
+            EXPECT_EQ(target, "nvptx:sm_90a");
         }
     } else {
         EXPECT_EQ(major, 0);

@@ -35,9 +35,19 @@ namespace ember {
 /// * memory the CPU device could not reserve for the launch (a kernel stack, fiber stacks, shared
 ///   memory): the blocks concerned do not run (MemoryError);
 /// * a warp matrix operation (mma, ldmatrix) that ran without all 32 lanes of its warp (a partial
-///   last warp, or lanes that returned before it): its result is zeros (LaunchError).
+///   last warp, or lanes that returned before it): its result is zeros (LaunchError);
+/// * an asynchronous tensor operation (wgmma, mbarrier, tma_load) the CPU device cannot carry
+///   out as the IR's semantics say (an operand outside shared memory or not laid out as
+///   required, a pointer that is not a tensor map, an mbarrier wait no thread can end):
+///   `message` says which and why (LaunchError).
 struct CpuFault {
-    enum class Kind : uint8_t { misaligned, shared_out_of_bounds, out_of_memory, incomplete_warp };
+    enum class Kind : uint8_t {
+        misaligned,
+        shared_out_of_bounds,
+        out_of_memory,
+        incomplete_warp,
+        tensor_op
+    };
     std::atomic<bool> raised{false};
     Kind kind = Kind::misaligned;
     uint64_t address = 0;
@@ -55,6 +65,8 @@ struct CpuFault {
     const char *resource = nullptr;
     uint64_t resource_bytes = 0;
     int error = 0;
+    /// tensor_op: what went wrong.
+    char message[240] = {};
 };
 
 struct CpuLaunch {
@@ -73,6 +85,26 @@ struct CpuLaunch {
 };
 
 using CpuKernelFn = void (*)(void **args, const CpuLaunch *launch);
+
+/// The CPU device's tensor map: the 128 bytes a `TensorMap<T>` kernel parameter points to on the
+/// CPU device, which `tma_load` reads ([Note] IR semantics: Tensor memory accelerator). On an
+/// NVIDIA GPU the same 128 bytes hold the driver's CUtensorMap (cuTensorMapEncodeTiled). A
+/// row-major matrix of `dims[1]` rows of `dims[0]` elements of `element_bytes` bytes, rows
+/// `row_stride_bytes` apart from `base`; one load copies a box of `box[1]` rows of `box[0]`
+/// elements to shared memory, rows of box[0] * element_bytes bytes one after the other, the 16-byte
+/// chunks of each row permuted by `swizzle_bytes` (0: none; 32, 64, 128: CUDA's
+/// CU_TENSOR_MAP_SWIZZLE_32B/64B/128B). Elements outside the matrix read as zeros.
+struct CpuTensorMap {
+    static constexpr uint64_t kMagic = 0x70616d726f736e65; ///< "ensormap" (little-endian)
+    uint64_t magic = kMagic;
+    const void *base = nullptr;
+    uint64_t dims[2] = {0, 0};
+    uint64_t row_stride_bytes = 0;
+    uint32_t box[2] = {0, 0};
+    uint32_t element_bytes = 0;
+    uint32_t swizzle_bytes = 0;
+};
+static_assert(sizeof(CpuTensorMap) <= 128, "a tensor map is 128 bytes on every device");
 
 /// The symbol of constant array `name` in a CPU kernel's object: an ordinary writable global,
 /// prefixed so that it cannot take the name of a C library function the code calls (`fmod`,

@@ -145,6 +145,40 @@
 ///   column l / 4, rows 2 * (l % 4) and 2 * (l % 4) + 1 (the matrix transposed). These are the
 ///   fragments mma takes: one x4 gives a m16n8k16 A fragment, one x2.trans of a row-major k x n
 ///   tile a B fragment. NVIDIA sm_75 and later (`ldmatrix.sync.aligned.m8n8`).
+/// * Warpgroup matrix multiply-accumulate. `wgmma.m64n<N>k16.<f16|bf16>(a[i], b[j]; acc...)` is
+///   an operation of a warpgroup: the four warps of threads 128g to 128g + 127 of a block run it
+///   together (all 128 threads, the same operands). A is a 64 x 16 matrix, B a 16 x N one (N a
+///   multiple of 8 up to 256), both in shared memory in the 128-byte swizzled K-major layout:
+///   A(m, k) is the element at byte offset `o(a + i) + 128 m + 2 k` and B(k, n) the one at
+///   `o(b + j) + 128 n + 2 k`, where o(p) is p's offset from the start of the block's shared
+///   memory, and a byte offset x stands for x with its bits 4-6 exclusive-ored with its bits 7-9
+///   (CUDA's 128-byte swizzle: rows of 128 bytes, the 16-byte chunks of row r permuted by r % 8).
+///   o(a + i) and o(b + j) modulo 1024 must be 0, 32, 64 or 96 (the first 16 columns of a tile
+///   of 64-element rows starting on a 1024-byte boundary, or the next 16, 32 or 48). D = A B +
+///   D, in f32, lives in the `acc` variables (N / 8 of them, f32x4): warp w of the warpgroup
+///   holds rows 16w to 16w + 15, and in each warp acc[t] is the m16n8 accumulator fragment (as
+///   mma's c) of columns 8t to 8t + 7. wgmma is asynchronous: it starts the multiplication, and
+///   the accumulators may be read or written only after `wgmma.commit` and a `wgmma.wait` that
+///   leaves its group complete; `wgmma.fence(acc...)` must come before the first wgmma after the
+///   accumulators or the operands in shared memory were written otherwise, and shared memory
+///   written by ordinary stores needs `fence.proxy.async` and a barrier before a wgmma reads it.
+///   The products are summed in f32 in an order the hardware chooses. NVIDIA sm_90a
+///   (`wgmma.mma_async`); the CPU device and other targets compute it at once, each thread its
+///   own elements, in k order.
+/// * Memory barriers and the tensor memory accelerator. An mbarrier is a u64 in shared memory
+///   that counts the arrivals of a phase: `mbarrier.init(bar[i], count)` (one thread, before
+///   any other use, then a barrier) sets the count a phase waits for; `mbarrier.arrive` arrives;
+///   `mbarrier.expect_tx(bar[i], bytes)` arrives and adds `bytes` that asynchronous copies must
+///   also complete in this phase. When both reach zero the phase completes and the next begins
+///   (phases alternate parity 0, 1, 0, ...); `mbarrier.wait(bar[i], parity)` waits until the
+///   phase of that parity has completed (the current phase, when it has that parity; waiting for
+///   a phase two back returns at once). `tma_load(dst[i], map, x, y, bar[j])` starts copying the
+///   box of the 2-D tensor map `map` whose first element is (column x, row y) into shared memory
+///   at dst[i] (128-byte aligned; 1024 for the 128-byte swizzle): the box's rows one after the
+///   other, swizzled as the map says, elements outside the matrix zero, and completes the copy's
+///   bytes on bar[j]. One thread issues it. NVIDIA sm_90 (`cp.async.bulk.tensor`,
+///   `mbarrier.try_wait.parity`); on the CPU device a copy done at once, and a wait that no
+///   other thread can ever end is a LaunchError.
 /// * Return ends the thread's kernel early (a kernel returns no value), or ends a device
 ///   function call, with the function's value when it returns one.
 /// * Device functions. `func @f(%a: T, ...) -> R { ... }` defines a function that kernels and
@@ -1009,6 +1043,92 @@ struct AsyncGroup final : StmtNode {
 
 private:
     explicit AsyncGroup(int32_t w) : StmtNode(static_kind), wait(w) {}
+};
+
+/// `wgmma.m64n<N>k16.<input>(a[i], b[j]; acc...)`: a warpgroup's (four warps', 128 threads')
+/// asynchronous matrix multiply-accumulate, D (64 x N, f32) += A (64 x 16) * B (16 x N), with A
+/// and B read from shared memory in the 128-byte swizzled K-major layout and D held in the
+/// warpgroup's registers as N / 8 f32x4 variables per thread `acc`, each an m16n8 accumulator
+/// fragment ([Note] IR semantics: Warpgroup matrix multiply-accumulate). NVIDIA sm_90a.
+struct Wgmma final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::Wgmma;
+    MmaInput input;               ///< f16 or bf16
+    uint16_t n;                   ///< 8 to 256, a multiple of 8
+    Expr a, a_index, b, b_index;  ///< ptr<shared T> (T f16 or bf16) and integers
+    std::vector<VariableRef> acc; ///< n / 8 mutable f32x4 variables
+    static Stmt make(MmaInput input, unsigned n, Expr a, Expr a_index, Expr b, Expr b_index,
+                     std::vector<VariableRef> acc);
+    /// What is wrong with a wgmma of these operands ("" when nothing).
+    static std::string problem(MmaInput input, unsigned n, Type a, Type b,
+                               const std::vector<VariableRef> &acc);
+
+private:
+    Wgmma(MmaInput in, unsigned n_, Expr a_, Expr ai, Expr b_, Expr bi,
+          std::vector<VariableRef> acc_)
+        : StmtNode(static_kind), input(in), n(static_cast<uint16_t>(n_)), a(std::move(a_)),
+          a_index(std::move(ai)), b(std::move(b_)), b_index(std::move(bi)), acc(std::move(acc_)) {}
+};
+
+/// The orderings of the asynchronous tensor-core operations ([Note] IR semantics: Warpgroup
+/// matrix multiply-accumulate):
+/// * `wgmma.fence(acc...)`: before the first wgmma, and between writing the accumulators (or the
+///   shared memory a wgmma reads) by other means and a wgmma;
+/// * `wgmma.commit`: closes the warpgroup's group of wgmmas issued since the last commit;
+/// * `wgmma.wait(n; acc...)`: waits until at most n groups are in flight; the accumulators listed
+///   are the ones the code reads or writes after it;
+/// * `fence.proxy.async`: orders this thread's shared-memory writes before later asynchronous
+///   reads of it (wgmma, tma) and asynchronous writes before its later reads.
+enum class TensorSyncKind : uint8_t { WgmmaFence, WgmmaCommit, WgmmaWait, ProxyFence };
+struct TensorSync final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::TensorSync;
+    static constexpr int32_t kMaxPending = 7; ///< the largest n of wgmma.wait(n)
+    TensorSyncKind sync;
+    int32_t pending;              ///< WgmmaWait: the groups left in flight
+    std::vector<VariableRef> acc; ///< WgmmaFence, WgmmaWait: the accumulators ordered
+    static Stmt make(TensorSyncKind sync, int32_t pending = 0, std::vector<VariableRef> acc = {});
+
+private:
+    TensorSync(TensorSyncKind k, int32_t p, std::vector<VariableRef> a)
+        : StmtNode(static_kind), sync(k), pending(p), acc(std::move(a)) {}
+};
+
+/// A memory barrier object of shared memory (a u64): `mbarrier.init(bar[i], count)` (expects
+/// `count` arrivals per phase), `mbarrier.arrive(bar[i])`, `mbarrier.expect_tx(bar[i], bytes)`
+/// (arrives, and the phase also waits for `bytes` of asynchronous copies), `mbarrier.wait(bar[i],
+/// parity)` (waits until the phase of that parity has completed) ([Note] IR semantics: Memory
+/// barriers and the tensor memory accelerator). NVIDIA sm_90; the CPU device.
+enum class MBarrierOp : uint8_t { Init, Arrive, ExpectTx, Wait };
+std::string_view to_string(MBarrierOp op); // "init", "arrive", "expect_tx", "wait"
+std::optional<MBarrierOp> parse_mbarrier_op(std::string_view s);
+struct MBarrier final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::MBarrier;
+    MBarrierOp op;
+    Expr ptr, index; ///< ptr<shared u64> and an integer
+    Expr value;      ///< Init: count; ExpectTx: bytes; Wait: parity (integers); Arrive: null
+    static Stmt make(MBarrierOp op, Expr ptr, Expr index, Expr value = Expr());
+
+private:
+    MBarrier(MBarrierOp o, Expr p, Expr i, Expr v)
+        : StmtNode(static_kind), op(o), ptr(std::move(p)), index(std::move(i)),
+          value(std::move(v)) {}
+};
+
+/// `tma_load(dst[i], map, x, y, bar[j])`: starts the tensor memory accelerator's copy of the box
+/// of the 2-D tensor map `map` (a ptr<global const u64> to its 128 bytes) whose first element is
+/// column x, row y, to shared memory at dst[i]; the copy's bytes complete on the memory barrier
+/// bar[j] ([Note] IR semantics: Memory barriers and the tensor memory accelerator).
+struct TmaLoad final : StmtNode {
+    static constexpr NodeKind static_kind = NodeKind::TmaLoad;
+    Expr dst, dst_index; ///< ptr<shared T> and an integer
+    Expr map;            ///< ptr<global const u64>
+    Expr x, y;           ///< integers: column and row of the box's first element
+    Expr bar, bar_index; ///< ptr<shared u64> and an integer
+    static Stmt make(Expr dst, Expr dst_index, Expr map, Expr x, Expr y, Expr bar, Expr bar_index);
+
+private:
+    TmaLoad(Expr d, Expr di, Expr m, Expr x_, Expr y_, Expr b, Expr bi)
+        : StmtNode(static_kind), dst(std::move(d)), dst_index(std::move(di)), map(std::move(m)),
+          x(std::move(x_)), y(std::move(y_)), bar(std::move(b)), bar_index(std::move(bi)) {}
 };
 
 /// Ends the kernel for this thread, or the device function call (with `value`, null for none).

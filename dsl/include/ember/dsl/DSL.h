@@ -12,7 +12,9 @@
 #include "ember/dsl/Print.h"
 #include "ember/dsl/SIMD.h"
 #include "ember/dsl/Struct.h"
+#include "ember/dsl/TensorMap.h"
 #include "ember/dsl/TileTensor.h"
 #include "ember/dsl/Value.h"
+#include "ember/dsl/Warpgroup.h"
 
 #endif // EMBER_DSL_DSL_H

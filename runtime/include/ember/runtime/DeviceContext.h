@@ -7,12 +7,13 @@
 #include "ember/dsl/Kernel.h"
 #include "ember/runtime/Buffer.h"
 #include "ember/runtime/CompileReport.h"
-#include "ember/runtime/DeviceAttribute.h"
 #include "ember/runtime/ConstantMemory.h"
+#include "ember/runtime/DeviceAttribute.h"
 #include "ember/runtime/DevicePassable.h"
-#include "ember/runtime/Memory2D.h"
 #include "ember/runtime/Function.h"
 #include "ember/runtime/Launch.h"
+#include "ember/runtime/Memory2D.h"
+#include "ember/runtime/TensorMap.h"
 
 #include <array>
 #include <cstdint>
@@ -514,6 +515,39 @@ public:
     /// own handles.
     template <class T> DeviceBuffer<T> open_ipc_buffer(const IpcMemHandle &handle, size_t n) const {
         return DeviceBuffer<T>(detail::open_ipc(live_ptr("open_ipc_buffer"), handle, n, sizeof(T)), n);
+    }
+
+    // Tensor maps (ember/runtime/TensorMap.h).
+
+    /// A tensor map of `buffer` (a buffer of this context) as a row-major `rows` x `cols` matrix,
+    /// rows `row_stride` elements apart (`cols` when negative), from which one load copies a box
+    /// of `box_rows` x `box_cols` elements, laid out by `swizzle` ([Note] Tensor maps): for a
+    /// `TensorMap<T>` kernel parameter. The map is written by a copy enqueued on this context's
+    /// stream. T is an 8-, 16-, 32- or 64-bit integer, half, bfloat16, float or double (others do
+    /// not compile). LogicError, naming the value and its limit, unless: rows and cols are 1 to
+    /// 2^32; box_rows and box_cols 1 to 256; a box row (box_cols * sizeof(T) bytes) a multiple of
+    /// 16 bytes, and at most 32, 64 or 128 bytes with the swizzle of that size; row_stride at
+    /// least cols, its bytes a multiple of 16 and less than 2^40; the buffer's address a multiple
+    /// of 16; the matrix within the buffer ((rows - 1) * row_stride + cols elements at most). Also
+    /// a LogicError on a device without a tensor memory accelerator (an NVIDIA GPU below compute
+    /// capability 9.0, an AMD GPU) and while the context's stream captures a graph.
+    template <class T>
+    DeviceTensorMap<T> create_tensor_map(const DeviceBuffer<T> &buffer, int64_t rows, int64_t cols,
+                                         int64_t box_rows, int64_t box_cols,
+                                         TensorMapSwizzle swizzle = TensorMapSwizzle::none,
+                                         int64_t row_stride = -1) const {
+        if constexpr (!detail::tensor_map_element_supported<T>) {
+            (void)detail::create_tensor_map_element_type_is_not_supported<T>{};
+            return {};
+        } else {
+            const detail::TensorMapShape shape{
+                rows, cols, row_stride < 0 ? cols : row_stride, box_rows, box_cols, swizzle};
+            return DeviceTensorMap<T>(
+                detail::create_tensor_map(live_ptr("create_tensor_map"), buffer.raw(),
+                                          buffer.address(), buffer.size(), sizeof(T),
+                                          detail::tensor_map_element<T>(), shape),
+                shape);
+        }
     }
 
     // Function attributes, launch attributes, clusters, occupancy.
