@@ -62,9 +62,12 @@ constexpr int64_t shared_bytes(int64_t stages, int64_t bn) {
 /// The kernel with `Stages` (2 to 6) buffers, tiles of 128 x `kBN` (128 or 256), in groups of
 /// `Group` rows (0: row by row). Arguments (a, b, c, m, n, k): TensorMap<bfloat16>s of A (m x k,
 /// boxes of 128 x 64) and B (n x k, boxes of kBN x 64), both with TensorMapSwizzle::b128; m a
-/// multiple of 128, n of kBN, k of 64. Launch with grid_dim(n / kBN, m / 128),
-/// block_dim(kThreads) and shared_mem_bytes(shared_bytes(Stages, kBN)).
-template <int64_t Stages = 4, int64_t kBN = 256, int64_t Group = 8>
+/// multiple of 128, n of kBN, k of 64. Launch with block_dim(kThreads) and
+/// shared_mem_bytes(shared_bytes(Stages, kBN)), and grid_dim(n / kBN, m / 128) or, `Persistent`,
+/// grid_dim(blocks) for any number of blocks (one per multiprocessor), each of which takes the
+/// tiles blocks apart in turn: its producer then copies the next tile's first slices while the
+/// consumers store the last one's results.
+template <int64_t Stages = 4, int64_t kBN = 256, int64_t Group = 8, bool Persistent = false>
 auto make_gemm_wgmma(const char *name) {
     static_assert(Stages >= 2 && Stages <= 6, "2 to 6 stages");
     static_assert(kBN == 128 || kBN == 256, "tiles of 128 x 128 or 128 x 256");
@@ -75,22 +78,30 @@ auto make_gemm_wgmma(const char *name) {
     return kernel(
         name, {"a", "b", "c", "m", "n", "k"},
         [](TensorMap<bfloat16> a, TensorMap<bfloat16> b, Ptr<bfloat16> c, Int m, Int n, Int k) {
-            (void)m;
             auto smem = dynamic_shared<bfloat16>();
             auto bar =
                 dynamic_shared<uint64_t>(); // full[s] at bars + s, empty[s] at bars + Stages + s
             Int t = thread_idx.x;
             Int wg = t / 128;
-            // Blocks in groups of `Group` rows of tiles, column by column inside a group.
-            Int gx = grid_dim.x, gy = grid_dim.y;
-            Int pid = block_idx.y * gx + block_idx.x;
-            Int first = pid / (std::max<int64_t>(Group, 1) * gx) * Group;
-            Int rows = min(gy - first, Int(Group));
-            Int in_group = pid % (std::max<int64_t>(Group, 1) * gx);
-            Var<int64_t> tile_row(Group == 0 ? block_idx.y * kBM : (first + in_group % rows) * kBM);
-            Var<int64_t> tile_col(Group == 0 ? block_idx.x * kBN : in_group / rows * kBN);
-            Int row0 = tile_row, col0 = tile_col;
             Var<int64_t> slices(k / kBK);
+            Var<int64_t> cols(n / kBN), tiles(m / kBM * (n / kBN));
+            Int first_tile = Persistent ? Int(block_idx.x) : block_idx.y * grid_dim.x + block_idx.x;
+            Int tile_step = Persistent ? Int(grid_dim.x) : Int(tiles);
+            // Tile `pid`'s first row and column: tiles in groups of `Group` rows, column by column
+            // inside a group, so that the blocks running at once share slices in the L2 cache.
+            auto corner = [&](const Int &pid, Var<int64_t> &row0, Var<int64_t> &col0) {
+                if constexpr (Group == 0) {
+                    row0 = pid / cols * kBM;
+                    col0 = pid % cols * kBN;
+                } else {
+                    Int gy = m / kBM;
+                    Int first = pid / (Group * cols) * Group;
+                    Int rows = min(gy - first, Int(Group));
+                    Int in_group = pid % (Group * cols);
+                    row0 = (first + in_group % rows) * kBM;
+                    col0 = in_group / rows * kBN;
+                }
+            };
 
             if_(t == 0, [&] {
                 for (int64_t s = 0; s < Stages; ++s) {
@@ -101,50 +112,68 @@ auto make_gemm_wgmma(const char *name) {
             });
             barrier();
 
+            // Slices are numbered across the block's tiles: slice i uses buffer i % Stages for
+            // the (i / Stages)-th time, phase parity (i / Stages) % 2.
+            Var<int64_t> i(0);
+            Var<int64_t> row0(0), col0(0);
             if_(wg == 0, [&] {
                 // The producer: one thread issues every copy.
                 if_(t == 0, [&] {
-                    for_(0, slices, [&](Int kt) {
-                        Var<int64_t> stage(kt % Stages);
-                        Int round = kt / Stages;
-                        if_(kt >= Stages,
-                            [&] { mbarrier_wait(bar, bars + Stages + stage, (round - 1) % 2); });
-                        mbarrier_expect_tx(bar, bars + stage, tx_bytes);
-                        tma_load(smem, stage * a_stage, a, kt * kBK, row0, bar, bars + stage);
-                        tma_load(smem, b_base + stage * b_stage, b, kt * kBK, col0, bar,
-                                 bars + stage);
+                    for_(first_tile, tiles, tile_step, [&](Int pid) {
+                        corner(pid, row0, col0);
+                        for_(0, slices, [&](Int kt) {
+                            Var<int64_t> stage(i % Stages);
+                            Int round = i / Stages;
+                            if_(i >= Stages, [&] {
+                                mbarrier_wait(bar, bars + Stages + stage, (round - 1) % 2);
+                            });
+                            mbarrier_expect_tx(bar, bars + stage, tx_bytes);
+                            tma_load(smem, stage * a_stage, a, kt * kBK, row0, bar, bars + stage);
+                            tma_load(smem, b_base + stage * b_stage, b, kt * kBK, col0, bar,
+                                     bars + stage);
+                            i = i + 1;
+                        });
                     });
                 });
             }).else_([&] {
-                // A consumer: rows 64 (wg - 1) to 64 wg - 1 of the tile.
+                // A consumer: rows 64 (wg - 1) to 64 wg - 1 of each tile.
                 Int consumer = wg - 1;
+                auto leader = t % 128 == 0;
                 WarpgroupAccumulator<kBN> acc;
-                for_(0, slices, [&](Int kt) {
-                    Var<int64_t> stage(kt % Stages);
-                    mbarrier_wait(bar, bars + stage, (kt / Stages) % 2);
-                    Int a_tile = stage * a_stage + consumer * 64 * kBK;
-                    Int b_tile = b_base + stage * b_stage;
-                    wgmma_fence(acc);
-                    for (int64_t kk = 0; kk < kBK / 16; ++kk)
-                        wgmma(smem, a_tile + kk * 16, smem, b_tile + kk * 16, acc);
-                    wgmma_commit();
-                    wgmma_wait<1>(acc); // the previous slice's group has completed: release it
-                    if_(kt > 0 && t % 128 == 0, [&] {
-                        mbarrier_arrive(bar, bars + Stages + (kt + (Stages - 1)) % Stages);
+                for_(first_tile, tiles, tile_step, [&](Int pid) {
+                    corner(pid, row0, col0);
+                    acc.clear();
+                    for_(0, slices, [&](Int kt) {
+                        Var<int64_t> stage(i % Stages);
+                        mbarrier_wait(bar, bars + stage, (i / Stages) % 2);
+                        Int a_tile = stage * a_stage + consumer * 64 * kBK;
+                        Int b_tile = b_base + stage * b_stage;
+                        wgmma_fence(acc);
+                        for (int64_t kk = 0; kk < kBK / 16; ++kk)
+                            wgmma(smem, a_tile + kk * 16, smem, b_tile + kk * 16, acc);
+                        wgmma_commit();
+                        wgmma_wait<1>(acc); // the previous slice's group has completed: release it
+                        if_(kt > 0 && leader, [&] {
+                            mbarrier_arrive(bar, bars + Stages + (i + (Stages - 1)) % Stages);
+                        });
+                        i = i + 1;
                     });
-                });
-                wgmma_wait<0>(acc);
+                    wgmma_wait<0>(acc);
+                    // The tile's last slice too (a later tile's first does not release it).
+                    if_(leader,
+                        [&] { mbarrier_arrive(bar, bars + Stages + (i + (Stages - 1)) % Stages); });
 
-                // Fragment j: rows g and g + 8 of the warp's 16, columns 8j + 2 tq and + 1.
-                Int lane = t % 32, warp = (t % 128) / 32;
-                Int g = lane / 4, tq = lane % 4;
-                Int r = row0 + consumer * 64 + warp * 16 + g;
-                for (int64_t j = 0; j < kBN / 8; ++j) {
-                    SIMD<float, 4> v = acc[static_cast<int>(j)].value();
-                    Int col = col0 + j * 8 + 2 * tq;
-                    c.store(r * n + col, cast<bfloat16>(SIMD<float, 2>{v[0], v[1]}));
-                    c.store((r + 8) * n + col, cast<bfloat16>(SIMD<float, 2>{v[2], v[3]}));
-                }
+                    // Fragment j: rows g and g + 8 of the warp's 16, columns 8j + 2 tq and + 1.
+                    Int lane = t % 32, warp = (t % 128) / 32;
+                    Int g = lane / 4, tq = lane % 4;
+                    Int r = row0 + consumer * 64 + warp * 16 + g;
+                    for (int64_t j = 0; j < kBN / 8; ++j) {
+                        SIMD<float, 4> v = acc[static_cast<int>(j)].value();
+                        Int col = col0 + j * 8 + 2 * tq;
+                        c.store(r * n + col, cast<bfloat16>(SIMD<float, 2>{v[0], v[1]}));
+                        c.store((r + 8) * n + col, cast<bfloat16>(SIMD<float, 2>{v[2], v[3]}));
+                    }
+                });
             });
         },
         LaunchBounds{.max_threads = kThreads, .min_blocks = 1});

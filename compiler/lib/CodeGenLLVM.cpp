@@ -160,6 +160,9 @@ private:
 
     /// Params, lets and loop indices map to their SSA value; mutable vars to their alloca.
     /// Looked up only, never iterated, so pointer keys cannot make the output nondeterministic.
+    /// Whether the kernel has asynchronous tensor operations, whose tiles want the dynamic shared
+    /// memory aligned to 1024 bytes.
+    bool aligned_dynamic_shared_ = false;
     std::unordered_map<const ir::Variable *, llvm::Value *> values_;
     /// Every block new_block made; all of them are in the function once emission succeeds.
     std::vector<llvm::BasicBlock *> blocks_;
@@ -1135,7 +1138,13 @@ llvm::Error CodeGenLLVM::visit(const ir::Let *op) {
     if (op->count == 0) {
         facts_.uses_dynamic_shared = true;
         // An external symbol keeps its name in PTX, where "." is not allowed.
-        bind(op->var, target_.emit_dynamic_shared(b_, kernel_.name + "_dynamic_shared"));
+        llvm::Value *dynamic = target_.emit_dynamic_shared(b_, kernel_.name + "_dynamic_shared");
+        // Tiles that wgmma and the TMA use start on 1024-byte boundaries of shared memory: the
+        // dynamic shared memory of a kernel with such operations starts on one too, also after
+        // static arrays.
+        if (auto *g = llvm::dyn_cast<llvm::GlobalVariable>(dynamic); g && aligned_dynamic_shared_)
+            g->setAlignment(llvm::Align(1024));
+        bind(op->var, dynamic);
         return llvm::Error::success();
     }
     const uint64_t offset = (facts_.static_shared_bytes + 15) / 16 * 16;
@@ -1784,7 +1793,9 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
                 check(*op, "ldmatrix.x" + std::to_string(op->count) + (op->trans ? ".trans" : ""));
                 ir::IRVisitor::visit(op);
             }
+            bool any_async = false;
             void async_op(const ir::StmtNode &op, const std::string &name) {
+                any_async = true;
                 if (problem.empty())
                     if (std::string p = target.async_tensor_problem(op); !p.empty())
                         problem = name + ": " + p;
@@ -1811,6 +1822,7 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
         ops.visit(kernel_.body);
         for (const ir::FunctionRef &f : ir::called_functions(kernel_.body)) ops.visit(f->body);
         if (!ops.problem.empty()) return make_compile_failure(where + ": " + ops.problem);
+        aligned_dynamic_shared_ = ops.any_async;
     }
 
     auto module = std::make_unique<llvm::Module>(kernel_.name, ctx_);

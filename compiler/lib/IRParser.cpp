@@ -753,10 +753,20 @@ private:
             expect(")");
             return TensorSync::make(TensorSyncKind::WgmmaWait, n.text[0] - '0', std::move(acc));
         }
-        std::optional<MmaShape> shape = MmaShape::parse(what.text);
-        if (!shape || shape->m != 64 || shape->k != 16)
-            error(what, "expected a wgmma shape m64n<N>k16, fence, commit or wait, found " +
-                            describe(what));
+        // m64n<N>k16, N up to 256 (MmaShape's fields are 8 bits).
+        unsigned n = 0;
+        {
+            const std::string_view text = what.text;
+            const bool framed = text.size() > 7 && text.substr(0, 4) == "m64n" &&
+                                text.substr(text.size() - 3) == "k16";
+            const std::string_view digits = framed ? text.substr(4, text.size() - 7)
+                                                   : std::string_view();
+            if (digits.empty() || digits.size() > 3 || digits[0] == '0' ||
+                digits.find_first_not_of("0123456789") != std::string_view::npos)
+                error(what, "expected a wgmma shape m64n<N>k16, fence, commit or wait, found " +
+                                describe(what));
+            for (char c : digits) n = n * 10 + unsigned(c - '0');
+        }
         expect(".");
         const Token &input_tok = expect_kind(Tok::Ident, "the wgmma input type (f16, bf16)");
         std::optional<MmaInput> input = parse_mma_input(input_tok.text);
@@ -775,7 +785,7 @@ private:
         const Token &acc_tok = peek();
         std::vector<VariableRef> acc = parse_accumulators("wgmma");
         expect(")");
-        const unsigned n = shape->n;
+
         if (std::string p = Wgmma::problem(*input, n, a->ptr.type(), b->ptr.type(), acc);
             !p.empty()) {
             const Type e = Type(*input == MmaInput::F16 ? ScalarType::F16 : ScalarType::BF16);
