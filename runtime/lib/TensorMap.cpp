@@ -47,7 +47,8 @@ uint32_t swizzle_bytes(TensorMapSwizzle s) {
 
 /// Throws LogicError unless the request is one cuTensorMapEncodeTiled accepts (and fits its
 /// buffer); `e` is the element's size in bytes.
-void check_request(const TensorMapShape &s, int64_t e, uint64_t address, size_t size) {
+void check_request(const TensorMapShape &s, int64_t e, uint64_t address, size_t size,
+                   int64_t max_shared) {
     if (s.rows < 1 || s.cols < 1)
         fail("the matrix is " + extent_pair(s.rows, s.cols) +
              "; a tensor map needs at least one row and one column");
@@ -65,6 +66,11 @@ void check_request(const TensorMapShape &s, int64_t e, uint64_t address, size_t 
         fail("with the " + str(span) + "-byte swizzle a row of the box may have at most " +
              str(span) + " bytes, and " + str(s.box_cols) + " elements of " + str(e) +
              " bytes are " + str(box_row_bytes));
+    // One load of the box lands in one block's shared memory (the driver refuses a 256 KiB box).
+    if (const int64_t box_bytes = s.box_rows * box_row_bytes; box_bytes > max_shared)
+        fail("the box, " + extent_pair(s.box_rows, s.box_cols) + " elements of " + str(e) +
+             " bytes, is " + str(box_bytes) + " bytes, more than the " + str(max_shared) +
+             " bytes of shared memory a block can have on this device");
     if (s.row_stride < s.cols)
         fail("the row stride " + str(s.row_stride) + " is less than the " + str(s.cols) +
              " columns (rows would overlap)");
@@ -102,7 +108,8 @@ DeviceBuffer<uint64_t> create_tensor_map(const std::shared_ptr<ContextImpl> &ctx
                                          TensorMapElement element, const TensorMapShape &shape) {
     if (!matrix) throw_empty_buffer(kCall, "DeviceBuffer");
     check_same_context(*ctx, *matrix, kCall);
-    check_request(shape, static_cast<int64_t>(element_bytes), address, size);
+    check_request(shape, static_cast<int64_t>(element_bytes), address, size,
+                  ctx->backend->max_shared_memory_per_block_optin());
     BackendStream &stream = *ctx->backend->default_stream();
     reject_while_capturing(stream, *ctx, kCall);
 

@@ -163,6 +163,9 @@ TEST_P(TensorMapTest, EveryRuleIsALogicError) {
                        {"with the 64-byte swizzle", "at most 64 bytes", "are 128"});
     expect_logic_error(make(4, 64, 1, 64, TensorMapSwizzle::b128),
                        {"with the 128-byte swizzle", "at most 128 bytes", "are 256"});
+    expect_logic_error(make(256, 256, 256, 256),
+                       {"the box, 256 x 256 elements of 4 bytes, is 262144 bytes, more than the",
+                        "bytes of shared memory a block can have on this device"});
     expect_logic_error(make(8, 8, 1, 4, static_cast<TensorMapSwizzle>(7)),
                        {"not a TensorMapSwizzle"});
     expect_logic_error(make(8, 8, 1, 4, TensorMapSwizzle::none, 6),
@@ -194,7 +197,8 @@ TEST_P(TensorMapTest, TheLimitsThemselvesAreAccepted) {
     SKIP_WITHOUT_TMA();
     // The largest box, the widest rows of each swizzle.
     auto big = ctx().enqueue_create_buffer<float>(256 * 256);
-    (void)ctx().create_tensor_map(big, 256, 256, 256, 256);
+    (void)ctx().create_tensor_map(big, 256, 256, 256, 128);
+    (void)ctx().create_tensor_map(big, 256, 256, 128, 256);
     (void)ctx().create_tensor_map(big, 256, 256, 256, 8, TensorMapSwizzle::b32);
     (void)ctx().create_tensor_map(big, 256, 256, 256, 16, TensorMapSwizzle::b64);
     (void)ctx().create_tensor_map(big, 256, 256, 256, 32, TensorMapSwizzle::b128);
