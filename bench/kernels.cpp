@@ -502,6 +502,48 @@ template <class T> std::vector<T> download(DeviceContext &ctx, const DeviceBuffe
     return v;
 }
 
+/// A bf16 GEMM's C (m x n, in `c`) after `launch` (then `sync`), downloaded into `got` and checked
+/// at the elements `at` against `want(i, j)` (a gemm_bf16_example::Expected or the like): false,
+/// after fail(), at the first wrong one.
+template <class Want>
+bool check_bf16_gemm(DeviceContext &ctx, const DeviceBuffer<bfloat16> &c, int64_t n,
+                     const std::vector<std::pair<int64_t, int64_t>> &at,
+                     const std::function<void()> &launch, const std::function<void()> &sync,
+                     const std::string &who, std::vector<bfloat16> &got, Want &&want) {
+    ctx.enqueue_memset(c, bfloat16(0.0f));
+    ctx.synchronize();
+    launch();
+    sync();
+    got = download(ctx, c);
+    for (auto [i, j] : at) {
+        const auto w = want(i, j);
+        const double g = double(float(got[i * n + j]));
+        if (!w.admits(g)) {
+            fail(who + ": C[" + std::to_string(i) + "][" + std::to_string(j) +
+                 "] = " + std::to_string(g) + ", expected " + std::to_string(w.value));
+            return false;
+        }
+    }
+    return true;
+}
+
+/// Every element of ember's C against the peer's: both round f32 sums to bf16, so within a unit
+/// in the last place of bf16 (2^-7 relative) of each other, plus 1e-2 for sums that cancel, whose
+/// order differs between the two.
+bool same_bf16_products(const std::vector<bfloat16> &ember_c, const std::vector<bfloat16> &peer_c,
+                        int64_t n, const std::string &label) {
+    for (size_t e = 0; e < ember_c.size(); ++e) {
+        const double x = float(ember_c[e]), y = float(peer_c[e]);
+        if (!(std::fabs(x - y) <= std::ldexp(std::max(std::fabs(x), std::fabs(y)), -7) + 1e-2)) {
+            fail("ember " + label + ": C[" + std::to_string(int64_t(e) / n) + "][" +
+                 std::to_string(int64_t(e) % n) + "] = " + std::to_string(x) + ", cuBLAS's " +
+                 std::to_string(y));
+            return false;
+        }
+    }
+    return true;
+}
+
 const void *addr(const auto &buffer) { return reinterpret_cast<const void *>(buffer.address()); }
 void *waddr(const auto &buffer) { return reinterpret_cast<void *>(buffer.address()); }
 
@@ -1001,49 +1043,21 @@ int main(int argc, char **argv) try {
         };
         // 512 sampled elements against double-precision dot products of the bf16 inputs, within
         // bf16's rounding of the exact value (2^-8 relative) plus 1e-5 of sum |a b| for the f32
-        // sums, as examples/gemm_bf16.cpp checks; `got` keeps the whole of C.
+        // sums, as examples/gemm_bf16.cpp checks; then, with a peer, all of C against cuBLAS's.
         std::mt19937 gen(11);
         std::vector<std::pair<int64_t, int64_t>> at;
         for (int s = 0; s < 512; ++s) at.push_back({int64_t(gen() % m), int64_t(gen() % n)});
-        auto check = [&](const std::function<void()> &launch, bool peer, const std::string &who,
-                         std::vector<bfloat16> &got) {
-            ctx.enqueue_memset(c, bfloat16(0.0f));
-            ctx.synchronize();
-            launch();
-            peer ? peer_sync() : ember_sync();
-            got = download(ctx, c);
-            for (auto [i, j] : at) {
-                const gemm_bf16_example::Expected want = gemm_bf16_example::expected(ha, hb, n, k,
-                                                                                     i, j);
-                const double g = double(float(got[i * n + j]));
-                if (!want.admits(g)) {
-                    fail(who + ": C[" + std::to_string(i) + "][" + std::to_string(j) +
-                         "] = " + std::to_string(g) + ", expected " + std::to_string(want.value));
-                    return false;
-                }
-            }
-            return true;
+        auto want = [&](int64_t i, int64_t j) {
+            return gemm_bf16_example::expected(ha, hb, n, k, i, j);
         };
         const std::string label = "gemm bf16 (example)";
         std::vector<bfloat16> ember_c, cublas_c;
-        bool ok = check(es, false, "ember " + label, ember_c);
+        bool ok = check_bf16_gemm(ctx, c, n, at, es, ember_sync, "ember " + label, ember_c, want);
         if (ok && !peers) checked(label);
-        if (peers) {
-            ok = check(pc, true, "cuBLAS bf16 gemm", cublas_c) && ok;
-            // Then every element of ember's C against cuBLAS's: both round f32 sums to bf16, so
-            // within a unit in the last place of bf16 (2^-7 relative) of each other, plus 1e-2
-            // for sums that cancel, whose order differs between the two.
-            for (int64_t e = 0; ok && e < m * n; ++e) {
-                const double x = float(ember_c[e]), y = float(cublas_c[e]);
-                if (!(std::fabs(x - y) <=
-                      std::ldexp(std::max(std::fabs(x), std::fabs(y)), -7) + 1e-2)) {
-                    fail("ember " + label + ": C[" + std::to_string(e / n) + "][" +
-                         std::to_string(e % n) + "] = " + std::to_string(x) + ", cuBLAS's " +
-                         std::to_string(y));
-                    ok = false;
-                }
-            }
-        }
+        if (peers)
+            ok = check_bf16_gemm(ctx, c, n, at, pc, peer_sync, "cuBLAS bf16 gemm", cublas_c,
+                                 want) &&
+                 ok && same_bf16_products(ember_c, cublas_c, n, label);
         if (ok && peers)
             report(label, "cuBLAS (bf16)", "TFLOP/s", 2.0 * m * n * k,
                    time_ms(es, ember_clock, 5, 5), time_ms(pc, peer_clock, 5, 5));
@@ -1090,41 +1104,17 @@ int main(int argc, char **argv) try {
         std::mt19937 gen(14);
         std::vector<std::pair<int64_t, int64_t>> at;
         for (int s = 0; s < 512; ++s) at.push_back({int64_t(gen() % m), int64_t(gen() % n)});
-        auto check = [&](const std::function<void()> &launch, bool peer, const std::string &who,
-                         std::vector<bfloat16> &got) {
-            ctx.enqueue_memset(c, bfloat16(0.0f));
-            ctx.synchronize();
-            launch();
-            peer ? peer_sync() : ember_sync();
-            got = download(ctx, c);
-            for (auto [i, j] : at) {
-                const auto want = gemm_wgmma_example::expected(ha, hb, k, i, j);
-                const double g = double(float(got[i * n + j]));
-                if (!want.admits(g)) {
-                    fail(who + ": C[" + std::to_string(i) + "][" + std::to_string(j) +
-                         "] = " + std::to_string(g) + ", expected " + std::to_string(want.value));
-                    return false;
-                }
-            }
-            return true;
+        auto want = [&](int64_t i, int64_t j) {
+            return gemm_wgmma_example::expected(ha, hb, k, i, j);
         };
-        const std::string label = "gemm bf16 wgmma+TMA (example)";
+        const std::string label = "gemm bf16 wgmma (example)";
         std::vector<bfloat16> ember_c, cublas_c;
-        bool ok = check(es, false, "ember " + label, ember_c);
+        bool ok = check_bf16_gemm(ctx, c, n, at, es, ember_sync, "ember " + label, ember_c, want);
         if (ok && !peers) checked(label);
-        if (peers) {
-            ok = check(pc, true, "cuBLAS bf16 gemm (TN)", cublas_c) && ok;
-            for (int64_t e = 0; ok && e < m * n; ++e) {
-                const double x = float(ember_c[e]), y = float(cublas_c[e]);
-                if (!(std::fabs(x - y) <=
-                      std::ldexp(std::max(std::fabs(x), std::fabs(y)), -7) + 1e-2)) {
-                    fail("ember " + label + ": C[" + std::to_string(e / n) + "][" +
-                         std::to_string(e % n) + "] = " + std::to_string(x) + ", cuBLAS's " +
-                         std::to_string(y));
-                    ok = false;
-                }
-            }
-        }
+        if (peers)
+            ok = check_bf16_gemm(ctx, c, n, at, pc, peer_sync, "cuBLAS bf16 gemm (TN)", cublas_c,
+                                 want) &&
+                 ok && same_bf16_products(ember_c, cublas_c, n, label);
         if (ok && peers)
             report(label, "cuBLAS (bf16, TN)", "TFLOP/s", 2.0 * m * n * k,
                    time_ms(es, ember_clock, 5, 5), time_ms(pc, peer_clock, 5, 5));
