@@ -480,9 +480,10 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
     }
     Scheduler *outer = active;
     active = &s;
-    // Round robin: run each ready fiber until it waits or ends. Then release every warp whose
-    // live fibers all wait at a warp operation; failing that, the block barrier once every live
-    // fiber waits there. Stop when all have ended.
+    // Round robin: run each ready fiber until it waits or ends (a fiber spinning at an mbarrier
+    // wait runs again every round). Then release every warp whose live fibers all wait at a warp
+    // operation; failing that, while fibers spin, go round again; failing that, the block
+    // barrier once every live fiber waits there. Stop when all have ended.
     bool reported = false;
     for (;;) {
         const uint64_t epoch = s.mbarrier_epoch;
@@ -495,6 +496,27 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
             resume(s, s.fibers[i]);
             progress |= before != FiberState::Spinning || s.fibers[i].state != FiberState::Spinning;
         }
+        size_t live = 0, at_barrier = 0;
+        bool released = false;
+        for (size_t w = 0; w < n; w += 32) {
+            size_t waiting = 0, alive = 0;
+            for (size_t i = w; i < std::min(n, w + 32); ++i) {
+                FiberState st = s.fibers[i].state;
+                if (st == FiberState::Done) continue;
+                ++alive;
+                waiting += st == FiberState::AtWarp;
+                at_barrier += st == FiberState::AtBarrier;
+            }
+            live += alive;
+            if (alive > 0 && waiting == alive) {
+                for (size_t i = w; i < std::min(n, w + 32); ++i)
+                    if (s.fibers[i].state == FiberState::AtWarp)
+                        s.fibers[i].state = FiberState::Ready;
+                released = true;
+            }
+        }
+        if (live == 0) break;
+        if (released) continue;
         size_t spinning = 0;
         for (const Fiber &f : s.fibers) spinning += f.state == FiberState::Spinning;
         if (spinning > 0) {
@@ -525,26 +547,6 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
             }
             continue;
         }
-        size_t live = 0, at_barrier = 0;
-        bool released = false;
-        for (size_t w = 0; w < n; w += 32) {
-            size_t waiting = 0, alive = 0;
-            for (size_t i = w; i < std::min(n, w + 32); ++i) {
-                FiberState st = s.fibers[i].state;
-                if (st == FiberState::Done) continue;
-                ++alive;
-                waiting += st == FiberState::AtWarp;
-                at_barrier += st == FiberState::AtBarrier;
-            }
-            live += alive;
-            if (alive > 0 && waiting == alive) {
-                for (size_t i = w; i < std::min(n, w + 32); ++i)
-                    if (s.fibers[i].state == FiberState::AtWarp) s.fibers[i].state = FiberState::Ready;
-                released = true;
-            }
-        }
-        if (live == 0) break;
-        if (released) continue;
         if (at_barrier != live && !reported) {
             // Some lanes of a warp wait at a warp operation while others wait at the barrier: the
             // kernel breaks [Note] IR semantics (undefined on GPUs too). Let everyone go on.

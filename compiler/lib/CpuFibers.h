@@ -34,11 +34,15 @@
 /// has reached the barrier (or ended), all of them continue. A warp operation is a rendezvous of
 /// the 32 fibers of one warp (linear thread index / 32): each posts its value, and when the
 /// warp's live fibers have all posted, each reads the lane it wants; a second rendezvous keeps
-/// the slots until every lane has read. Stacks (CpuLaunch::stack_bytes reserved, 256 KiB
-/// by default, committed as used, with a guard page below) are cached per host thread and reused
-/// by later blocks; a launch that needs bigger ones replaces them. The runtime sizes them from
-/// the kernel's local arrays (CompiledKernel::local_bytes) plus a margin, and at least to the
-/// context's Limit::stack_size; the generated functions probe their stack frames page by page
+/// the slots until every lane has read. A thread at an mbarrier wait (a kernel with one runs as
+/// fibers too) looks at the barrier each round and lets the others run; a round in which only
+/// such threads ran and no mbarrier changed means none can ever end, which a GPU would hang on:
+/// the launch fails instead (CpuFault::Kind::tensor_op) and every wait returns. Stacks
+/// (CpuLaunch::stack_bytes reserved, 256 KiB by default, committed as used, with a guard page
+/// below) are cached per host thread and reused by later blocks; a launch that needs bigger ones
+/// replaces them. The runtime sizes them from the kernel's local arrays
+/// (CompiledKernel::local_bytes) plus a margin, and at least to the context's Limit::stack_size;
+/// the generated functions probe their stack frames page by page
 /// ("probe-stack"), so a frame too big for its stack faults on the guard page instead of
 /// writing past it into other memory.
 /// On x86-64 a switch is a few instructions of our own (callee-saved registers, MXCSR and the x87
