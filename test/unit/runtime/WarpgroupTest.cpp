@@ -4,7 +4,8 @@
 /// a compute capability 9.0 GPU, against the host: wgmma over tiles written into shared memory in
 /// the 128-byte swizzled layout (bf16 with N = 64, f16 with N = 256, accumulating over four k
 /// steps), TMA boxes with and without the 128-byte swizzle, partly outside the matrix (zeros),
-/// completing on an mbarrier, and, on the CPU device, the LaunchErrors of an mbarrier wait no
+/// completing on an mbarrier, a warp operation while other threads wait at an mbarrier, and, on
+/// the CPU device, the LaunchErrors of an mbarrier wait no
 /// thread can end and of a wgmma operand outside the layout. Values are small integers: the sums
 /// are exact in f32 whatever the order, so the tensor cores and the CPU's emulation agree bit for
 /// bit.
@@ -174,6 +175,35 @@ TEST_P(WarpgroupTest, AnMbarrierWaitNoThreadCanEndIsALaunchErrorOnTheCpu) {
             << what;
         EXPECT_NE(what.find("stuck_wait"), std::string::npos) << what;
     }
+}
+
+// Warp 1 sums its lanes (a warp operation) and then arrives; warp 0 waits for that arrival.
+const auto sum_then_arrive = kernel("sum_then_arrive", {"out"}, [](Ptr<int32_t> out) {
+    auto bar = dynamic_shared<uint64_t>();
+    auto total = dynamic_shared<int32_t>();
+    Int t = thread_idx.x;
+    if_(t == 0, [&] { mbarrier_init(bar, 0, 1); });
+    barrier();
+    if_(t >= 32, [&] {
+        Value<int32_t> s = warp_sum(cast<int32_t>(t));
+        if_(t == 32, [&] {
+            total[2] = s;
+            mbarrier_arrive(bar, 0);
+        });
+    }).else_([&] {
+        mbarrier_wait(bar, 0, 0);
+        out[t] = total[2];
+    });
+});
+
+TEST_P(WarpgroupTest, AWarpOperationRunsWhileOtherThreadsWaitAtAnMbarrier) {
+    if (!hopper()) GTEST_SKIP() << "mbarriers need a compute capability 9.0 GPU or the CPU device";
+    auto out = ctx().enqueue_create_buffer<int32_t>(32);
+    ctx().enqueue_function(sum_then_arrive, out, grid_dim(1), block_dim(64), shared_mem_bytes(16));
+    std::vector<int32_t> got(32);
+    ctx().enqueue_copy(got.data(), out);
+    ctx().synchronize();
+    for (int i = 0; i < 32; ++i) ASSERT_EQ(got[i], (32 + 63) * 32 / 2) << i;
 }
 
 const auto misplaced_wgmma = kernel("misplaced_wgmma", {"out"}, [](Ptr<float> out) {
