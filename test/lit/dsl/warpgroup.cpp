@@ -34,15 +34,18 @@ EMBER_LIT_KERNEL(tile_wgmma, {"a", "b", "d"},
                      acc[1].store(d, 8, 16);
                  })
 // IR-LABEL: kernel: tile_wgmma
-// IR:       kernel @tile_wgmma(%a.desc: ptr<global const u64>, %b.desc: ptr<global const u64>, %d:
-// ptr<global f32>) IR:       mbarrier.init(%{{[0-9]+}}[1024:i64], 1:i64) IR: fence.proxy.async IR:
-// mbarrier.expect_tx(%{{[0-9]+}}[1024:i64], 16384:i64) IR-NEXT:  tma_load(%{{[0-9]+}}[0:i64],
-// %a.desc, 0:i64, 0:i64, %{{[0-9]+}}[1024:i64]) IR-NEXT:  tma_load(%{{[0-9]+}}[4096:i64], %b.desc,
-// 0:i64, 0:i64, %{{[0-9]+}}[1024:i64]) IR:       mbarrier.wait(%{{[0-9]+}}[1024:i64], 0:i64) IR:
-// var %[[A0:[0-9]+]]: f32x4 = f32x4(0.0:f32) IR-NEXT:  var %[[A1:[0-9]+]]: f32x4 = f32x4(0.0:f32)
+// IR:       kernel @tile_wgmma(%a.desc: ptr<global const u64>, %b.desc: ptr<global const u64>,
+// IR:       mbarrier.init(%[[B:[0-9]+]][1024:i64], 1:i64)
+// IR:       fence.proxy.async
+// IR:       mbarrier.expect_tx(%[[B]][1024:i64], 16384:i64)
+// IR-NEXT:  tma_load(%[[S:[0-9]+]][0:i64], %a.desc, 0:i64, 0:i64, %[[B]][1024:i64])
+// IR-NEXT:  tma_load(%[[S]][4096:i64], %b.desc, 0:i64, 0:i64, %[[B]][1024:i64])
+// IR:       mbarrier.wait(%[[B]][1024:i64], 0:i64)
+// IR:       var %[[A0:[0-9]+]]: f32x4 = f32x4(0.0:f32)
+// IR-NEXT:  var %[[A1:[0-9]+]]: f32x4 = f32x4(0.0:f32)
 // IR-NEXT:  wgmma.fence(%[[A0]], %[[A1]])
-// IR-NEXT:  wgmma.m64n16k16.bf16(%{{[0-9]+}}[0:i64], %{{[0-9]+}}[4096:i64]; %[[A0]], %[[A1]])
-// IR-NEXT:  wgmma.m64n16k16.bf16(%{{[0-9]+}}[16:i64], %{{[0-9]+}}[4112:i64]; %[[A0]], %[[A1]])
+// IR-NEXT:  wgmma.m64n16k16.bf16(%[[S]][0:i64], %[[S]][4096:i64]; %[[A0]], %[[A1]])
+// IR-NEXT:  wgmma.m64n16k16.bf16(%[[S]][16:i64], %[[S]][4112:i64]; %[[A0]], %[[A1]])
 // IR-NEXT:  wgmma.commit
 // IR-NEXT:  wgmma.wait(0; %[[A0]], %[[A1]])
 
