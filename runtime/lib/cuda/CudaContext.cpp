@@ -80,6 +80,10 @@ CudaBackend::CudaBackend(const CudaDriver &drv, int device_id) : drv_(drv), devi
         int major = attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability");
         int minor = attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability");
         target_ = TargetSpec::nvptx_for(major, minor);
+        // sm_90a's PTX is ISA 8.0 (CUDA 12.0); an older driver would JIT none of it, and takes
+        // the portable sm_90 (PTX 7.8), without the instructions of the architecture alone.
+        if (!target_.cpu.empty() && target_.cpu.back() == 'a' && drv_.version() < 12000)
+            target_.cpu.pop_back();
     }
     limits_.max_threads_per_block =
         attribute(cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
