@@ -837,40 +837,62 @@ void complete_if_done(MBarrierState &m) {
 }
 } // namespace
 
-void ember_cpu_wgmma(int32_t input, int32_t n, const void *a, const void *b, float *acc,
-                     const int64_t *ctx) {
+void ember_cpu_wgmma(int32_t input, int32_t n, const void *a, const void *b, int32_t b_mn_stride,
+                     float *acc, const int64_t *ctx) {
     // This thread's place in its warpgroup: warp w (rows 16w to 16w + 15), lane l.
     const int64_t linear = ctx[0] + ctx[6] * (ctx[1] + ctx[7] * ctx[2]);
     const int64_t w = (linear / 32) % 4, l = linear % 32;
-    // The 32 bytes of k of each row, rows 128 bytes apart: 64 of A's, n of B's.
+    const uint64_t mn = static_cast<uint32_t>(b_mn_stride);
+    // K-major: the 32 bytes of k of each row, rows 128 bytes apart (64 of A's, n of B's).
+    // MN-major B: 16 rows of k of 128 bytes in each group of 64 columns, groups mn bytes apart.
+    const uint64_t b_bytes = mn ? mn * uint64_t((n - 1) / 64) + 2048 : uint64_t(n - 1) * 128 + 32;
     uint64_t ao = 0, bo = 0;
     const bool a_inside = shared_offset(ctx, a, 63 * 128 + 32, &ao);
-    if (!a_inside || !shared_offset(ctx, b, uint64_t(n - 1) * 128 + 32, &bo)) {
-        tensor_fault(ctx,
-                     "wgmma's %s (%d rows of 128 bytes) is not inside the block's shared memory",
-                     a_inside ? "b" : "a", a_inside ? n : 64);
+    if (!a_inside || !shared_offset(ctx, b, b_bytes, &bo)) {
+        tensor_fault(
+            ctx, "wgmma's %s (%llu bytes from its start) is not inside the block's shared memory",
+            a_inside ? "b" : "a",
+            static_cast<unsigned long long>(a_inside ? b_bytes : 63 * 128 + 32));
         return;
     }
-    for (uint64_t o : {ao, bo})
-        if (o % 1024 % 32 != 0 || o % 1024 >= 128) {
+    // A K-major operand starts at columns 0, 16, 32 or 48 of a tile on a 1024-byte boundary; an
+    // MN-major one on the boundary itself.
+    const auto k_slice = [](uint64_t o) { return o % 1024 % 32 == 0 && o % 1024 < 128; };
+    const bool b_ok = mn ? bo % 1024 == 0 : k_slice(bo);
+    if (!k_slice(ao) || !b_ok) {
+        const uint64_t o = k_slice(ao) ? bo : ao;
+        if (mn && o == bo)
+            tensor_fault(
+                ctx,
+                "wgmma's MN-major b at shared offset %llu does not start on a 1024-byte boundary",
+                static_cast<unsigned long long>(o));
+        else
             tensor_fault(ctx,
                          "wgmma's operand at shared offset %llu is not the start of a 128-byte "
                          "swizzled tile's columns 0, 16, 32 or 48 (its offset modulo 1024 must be "
                          "0, 32, 64 or 96)",
                          static_cast<unsigned long long>(o));
-            return;
-        }
+        return;
+    }
     const auto *shared = reinterpret_cast<const unsigned char *>(ctx[cpu_ctx_shared_slot]);
-    auto element = [&](uint64_t start, int64_t row, int64_t k) {
+    auto at = [&](uint64_t offset) {
         uint16_t h;
-        std::memcpy(&h, shared + swizzled(start + uint64_t(row) * 128 + uint64_t(k) * 2, 128), 2);
+        std::memcpy(&h, shared + swizzled(offset, 128), 2);
         return half_element(input, h);
+    };
+    auto a_element = [&](int64_t row, int64_t k) {
+        return at(ao + uint64_t(row) * 128 + uint64_t(k) * 2);
+    };
+    auto b_element = [&](int64_t col, int64_t k) {
+        if (!mn) return at(bo + uint64_t(col) * 128 + uint64_t(k) * 2);
+        return at(bo + mn * uint64_t(col / 64) + 1024 * uint64_t(k / 8) + 128 * uint64_t(k % 8) +
+                  2 * uint64_t(col % 64));
     };
     for (int32_t t = 0; t < n / 8; ++t)
         for (int e = 0; e < 4; ++e) {
             const int64_t row = 16 * w + l / 4 + 8 * (e / 2), col = 8 * t + 2 * (l % 4) + e % 2;
             float sum = acc[4 * t + e];
-            for (int64_t k = 0; k < 16; ++k) sum += element(ao, row, k) * element(bo, col, k);
+            for (int64_t k = 0; k < 16; ++k) sum += a_element(row, k) * b_element(col, k);
             acc[4 * t + e] = sum;
         }
 }

@@ -110,9 +110,10 @@ void ember_cpu_mma(int32_t input, int32_t k, int32_t c_is_f16, const void *a, co
 /// lanes of its warp, and writes this lane's 2 * `count` 16-bit elements to `out`.
 void ember_cpu_ldmatrix(int32_t count, int32_t trans, const void *row, void *out);
 /// wgmma ([Note] IR semantics: Warpgroup matrix multiply-accumulate): this thread's n / 2
-/// accumulators `acc` += its elements of A B, A and B read from the block's shared memory.
-void ember_cpu_wgmma(int32_t input, int32_t n, const void *a, const void *b, float *acc,
-                     const int64_t *ctx);
+/// accumulators `acc` += its elements of A B, A and B read from the block's shared memory (B
+/// MN-major when b_mn_stride, the bytes between its groups of 64 columns, is not 0).
+void ember_cpu_wgmma(int32_t input, int32_t n, const void *a, const void *b, int32_t b_mn_stride,
+                     float *acc, const int64_t *ctx);
 /// An mbarrier operation (ir::MBarrierOp) on the shared u64 `bar`: a wait switches to the
 /// block's other fibers until the phase completes.
 void ember_cpu_mbarrier(int32_t op, void *bar, int32_t value, const int64_t *ctx);

@@ -941,13 +941,14 @@ std::string Wgmma::problem(MmaInput input, unsigned n, Type a, Type b,
 }
 
 Stmt Wgmma::make(MmaInput input, unsigned n, Expr a, Expr a_index, Expr b, Expr b_index,
-                 std::vector<VariableRef> acc) {
+                 std::vector<VariableRef> acc, uint32_t b_mn_stride) {
     EMBER_ASSERT(a && a_index && b && b_index, "Wgmma with a null operand");
     EMBER_ASSERT(a_index.type().is_int() && b_index.type().is_int(), "Wgmma index not an integer");
     const std::string p = problem(input, n, a.type(), b.type(), acc);
     EMBER_ASSERT(p.empty(), p);
+    EMBER_ASSERT(b_mn_stride % 1024 == 0, "wgmma's MN-major stride " + std::to_string(b_mn_stride));
     return Stmt(sealed(new Wgmma(input, n, std::move(a), std::move(a_index), std::move(b),
-                                 std::move(b_index), std::move(acc))));
+                                 std::move(b_index), std::move(acc), b_mn_stride)));
 }
 
 Stmt TensorSync::make(TensorSyncKind sync, int32_t pending, std::vector<VariableRef> acc) {
@@ -1405,7 +1406,7 @@ Stmt IRMutator::visit(const Wgmma *op) {
     if (a.same_as(op->a) && ai.same_as(op->a_index) && b.same_as(op->b) && bi.same_as(op->b_index))
         return op;
     return Wgmma::make(op->input, op->n, std::move(a), std::move(ai), std::move(b), std::move(bi),
-                       op->acc);
+                       op->acc, op->b_mn_stride);
 }
 Stmt IRMutator::visit(const TensorSync *op) { return op; }
 Stmt IRMutator::visit(const MBarrier *op) {

@@ -781,6 +781,20 @@ private:
         const Token &b_tok = peek();
         const Expr b_e = parse_element_of("wgmma", "b", AddressSpace::Shared);
         const Load *b = b_e.as<Load>();
+        uint32_t mn = 0;
+        if (is("mn")) {
+            take();
+            const Token &stride = peek();
+            if (stride.kind != Tok::Number || stride.text.size() > 7 ||
+                stride.text.find_first_not_of("0123456789") != std::string_view::npos ||
+                std::stoul(std::string(stride.text)) == 0 ||
+                std::stoul(std::string(stride.text)) % 1024 != 0)
+                error(stride,
+                      "expected the bytes between an MN-major B's groups of 64 columns (a positive "
+                      "multiple of 1024), found " +
+                          describe(stride));
+            mn = uint32_t(std::stoul(std::string(take().text)));
+        }
         expect(";");
         const Token &acc_tok = peek();
         std::vector<VariableRef> acc = parse_accumulators("wgmma");
@@ -795,7 +809,7 @@ private:
                                              : acc_tok,
                   p);
         }
-        return Wgmma::make(*input, n, a->ptr, a->index, b->ptr, b->index, std::move(acc));
+        return Wgmma::make(*input, n, a->ptr, a->index, b->ptr, b->index, std::move(acc), mn);
     }
 
     /// `mbarrier.<op>(bar[i])`, `mbarrier.<op>(bar[i], value)`.

@@ -413,6 +413,10 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
         print_element(out, op->a, op->a_index);
         out += ", ";
         print_element(out, op->b, op->b_index);
+        if (op->b_mn_stride) {
+            out += " mn ";
+            out += std::to_string(op->b_mn_stride);
+        }
         out += ';';
         for (const VariableRef &v : op->acc) {
             out += ' ';

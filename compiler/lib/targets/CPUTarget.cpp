@@ -267,22 +267,22 @@ public:
         return f->getArg(f->arg_size() - 1);
     }
 
-    /// `__ember_cpu_wgmma(input, n, a, b, acc, ctx)`: this thread's accumulators (n / 2 floats
-    /// in memory) updated from A and B in shared memory.
+    /// `__ember_cpu_wgmma(input, n, a, b, b_mn_stride, acc, ctx)`: this thread's accumulators
+    /// (n / 2 floats in memory) updated from A and B in shared memory.
     void emit_wgmma(llvm::IRBuilderBase &b, const ir::Wgmma &op, llvm::Value *a, llvm::Value *bv,
                     std::vector<llvm::Value *> &acc) const override {
         llvm::Module &m = *b.GetInsertBlock()->getModule();
         llvm::Type *i32 = b.getInt32Ty(), *ptr = b.getPtrTy();
         llvm::FunctionCallee fn = m.getOrInsertFunction(
             "__ember_cpu_wgmma",
-            llvm::FunctionType::get(b.getVoidTy(), {i32, i32, ptr, ptr, ptr, ptr}, false));
+            llvm::FunctionType::get(b.getVoidTy(), {i32, i32, ptr, ptr, i32, ptr, ptr}, false));
         llvm::Type *f32x4 = llvm::FixedVectorType::get(b.getFloatTy(), 4);
         llvm::Value *slot = fragment_slot(b, llvm::ArrayType::get(f32x4, acc.size()), nullptr);
         for (size_t t = 0; t < acc.size(); ++t)
             b.CreateAlignedStore(acc[t], b.CreateConstInBoundsGEP1_64(f32x4, slot, t),
                                  llvm::Align(16));
-        b.CreateCall(fn, {b.getInt32(static_cast<int32_t>(op.input)), b.getInt32(op.n), a, bv, slot,
-                          context(b)});
+        b.CreateCall(fn, {b.getInt32(static_cast<int32_t>(op.input)), b.getInt32(op.n), a, bv,
+                          b.getInt32(static_cast<int32_t>(op.b_mn_stride)), slot, context(b)});
         for (size_t t = 0; t < acc.size(); ++t)
             acc[t] = b.CreateAlignedLoad(f32x4, b.CreateConstInBoundsGEP1_64(f32x4, slot, t),
                                          llvm::Align(16));

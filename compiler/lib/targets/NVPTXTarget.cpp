@@ -1535,10 +1535,13 @@ public:
     /// the address (bits 4 to 17 of it) in bits 0-13, the leading-dimension byte offset (unused
     /// by this layout: 1) in bits 16-29, the stride between groups of 8 rows (1024 bytes) in bits
     /// 32-45, both in units of 16 bytes, and the layout (1: 128-byte swizzle) in bits 62-63.
-    static llvm::Value *matrix_descriptor(llvm::IRBuilderBase &b, llvm::Value *p) {
+    /// An MN-major operand has the bytes between its groups of 64 columns as the leading-dimension
+    /// byte offset (`leading`); the stride between groups of 8 rows of k stays 1024.
+    static llvm::Value *matrix_descriptor(llvm::IRBuilderBase &b, llvm::Value *p,
+                                          uint32_t leading = 16) {
         llvm::Value *addr = b.CreateZExt(shared_u32(b, p), b.getInt64Ty());
         llvm::Value *start = b.CreateLShr(b.CreateAnd(addr, b.getInt64(0x3FFFF)), b.getInt64(4));
-        const uint64_t fixed = (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+        const uint64_t fixed = (uint64_t(leading >> 4) << 16) | (uint64_t(1024 >> 4) << 32) |
                                (uint64_t(1) << 62);
         return b.CreateOr(start, b.getInt64(fixed));
     }
@@ -1554,9 +1557,12 @@ public:
                            ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(op.n) +
                            "k16.f32." + in + "." + in + " {";
         for (unsigned i = 0; i < n; ++i) text += (i ? ", $" : "$") + std::to_string(i);
-        text += "}, $" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", p, 1, 1, 0, 0;\n}";
-        pinned_asm(b, text, acc, "l,l,r",
-                   {matrix_descriptor(b, a), matrix_descriptor(b, bv), b.getInt32(1)});
+        // The last immediate transposes B: 1 when it is MN-major.
+        text += "}, $" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", p, 1, 1, 0, " +
+                (op.b_mn_stride ? "1" : "0") + ";\n}";
+        llvm::Value *b_desc = op.b_mn_stride ? matrix_descriptor(b, bv, op.b_mn_stride)
+                                             : matrix_descriptor(b, bv);
+        pinned_asm(b, text, acc, "l,l,r", {matrix_descriptor(b, a), b_desc, b.getInt32(1)});
     }
 
     void emit_tensor_sync(llvm::IRBuilderBase &b, const ir::TensorSync &op,

@@ -2,10 +2,10 @@
 /// Hopper's asynchronous tensor operations ([Note] IR semantics: Warpgroup matrix
 /// multiply-accumulate, Memory barriers and the tensor memory accelerator) on the CPU device and
 /// a compute capability 9.0 GPU, against the host: wgmma over tiles written into shared memory in
-/// the 128-byte swizzled layout (bf16 with N = 64, f16 with N = 256, accumulating over four k
-/// steps), TMA boxes with and without the 128-byte swizzle, partly outside the matrix (zeros),
-/// completing on an mbarrier, a warp operation while other threads wait at an mbarrier, and, on
-/// the CPU device, the LaunchErrors of an mbarrier wait no
+/// the 128-byte swizzled layout (bf16 with N = 64, f16 with N = 256, and an MN-major B with N =
+/// 128 and 256, accumulating over four k steps), TMA boxes with and without the 128-byte swizzle,
+/// partly outside the matrix (zeros), completing on an mbarrier, a warp operation while other
+/// threads wait at an mbarrier, and, on the CPU device, the LaunchErrors of an mbarrier wait no
 /// thread can end and of a wgmma operand outside the layout. Values are small integers: the sums
 /// are exact in f32 whatever the order, so the tensor cores and the CPU's emulation agree bit for
 /// bit.
@@ -91,6 +91,65 @@ template <class T, int N> void check_wgmma(DeviceContext &ctx, const char *name)
             for (int q = 0; q < 64; ++q) want += float(a[i * 64 + q]) * float(b[j * 64 + q]);
             ASSERT_EQ(d[i * N + j], want) << name << ": D[" << i << "][" << j << "]";
         }
+}
+
+/// The same with B row-major (64 x N, k rows) in shared memory MN-major: groups of 64 columns,
+/// each 64 rows of 128 bytes swizzled, 8 KiB apart; the k step is 16 rows (2 KiB).
+template <int N> auto wgmma_mn_kernel(const char *name) {
+    return kernel(name, {"a", "b", "d"},
+                  [](Ptr<const bfloat16> a, Ptr<const bfloat16> b, Ptr<float> d) {
+                      auto smem = dynamic_shared<bfloat16>();
+                      Int t = thread_idx.x;
+                      for_(t, Int(64 * 64), Int(128),
+                           [&](Int e) { smem[swizzled_index(e / 64, e % 64)] = a[e]; });
+                      for_(t, Int(64 * N), Int(128), [&](Int e) {
+                          Int k = e / N, c = e % N;
+                          smem[4096 + c / 64 * 4096 + swizzled_index(k, c % 64)] = b[e];
+                      });
+                      fence_proxy_async();
+                      barrier();
+                      WarpgroupAccumulator<N> acc;
+                      wgmma_fence(acc);
+                      for (int64_t kk = 0; kk < 4; ++kk)
+                          wgmma(smem, kk * 16, smem, 4096 + kk * 16 * 64, acc, MnMajor{8192});
+                      wgmma_commit();
+                      wgmma_wait<0>(acc);
+                      // Fragment j of warp w: columns 8j to 8j + 7 of rows 16w to 16w + 15.
+                      Int warp = t / 32;
+                      for (int j = 0; j < N / 8; ++j) acc[j].store(d, warp * 16 * N + j * 8, N);
+                  });
+}
+
+template <int N> void check_wgmma_mn(DeviceContext &ctx, const char *name) {
+    static const auto k = wgmma_mn_kernel<N>(name);
+    std::vector<bfloat16> a(64 * 64), b(64 * N);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = bfloat16(float(int(i * 7 % 9) - 4));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = bfloat16(float(int(i * 5 % 7) - 3));
+    auto da = ctx.enqueue_create_buffer<bfloat16>(a.size()),
+         db = ctx.enqueue_create_buffer<bfloat16>(b.size());
+    auto dd = ctx.enqueue_create_buffer<float>(64 * N);
+    ctx.enqueue_copy(da, a.data());
+    ctx.enqueue_copy(db, b.data());
+    const int64_t shared = 8192 + (N / 64) * 8192;
+    CompileFunctionOptions opts;
+    opts.func_attribute = {FuncAttribute::max_dynamic_shared_size_bytes(int(shared))};
+    auto f = ctx.compile_function(k, opts);
+    ctx.enqueue_function(f, da, db, dd, grid_dim(1), block_dim(128), shared_mem_bytes(shared));
+    std::vector<float> d(64 * N);
+    ctx.enqueue_copy(d.data(), dd);
+    ctx.synchronize();
+    for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < N; ++j) {
+            float want = 0;
+            for (int q = 0; q < 64; ++q) want += float(a[i * 64 + q]) * float(b[q * N + j]);
+            ASSERT_EQ(d[i * N + j], want) << name << ": D[" << i << "][" << j << "]";
+        }
+}
+
+TEST_P(WarpgroupTest, WgmmaWithAnMnMajorBGivesTheHostsProduct) {
+    if (!hopper()) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU or the CPU device";
+    check_wgmma_mn<128>(ctx(), "wgmma_mn_n128");
+    check_wgmma_mn<256>(ctx(), "wgmma_mn_n256");
 }
 
 TEST_P(WarpgroupTest, WgmmaGivesTheHostsProduct) {

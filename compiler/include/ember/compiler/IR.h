@@ -154,7 +154,10 @@
 ///   memory, and a byte offset x stands for x with its bits 4-6 exclusive-ored with its bits 7-9
 ///   (CUDA's 128-byte swizzle: rows of 128 bytes, the 16-byte chunks of row r permuted by r % 8).
 ///   o(a + i) and o(b + j) modulo 1024 must be 0, 32, 64 or 96 (the first 16 columns of a tile
-///   of 64-element rows starting on a 1024-byte boundary, or the next 16, 32 or 48). D = A B +
+///   of 64-element rows starting on a 1024-byte boundary, or the next 16, 32 or 48). With
+///   `b[j] mn S` B is MN-major instead: B(k, n) is at `o(b + j) + S (n / 64) + 1024 (k / 8) +
+///   128 (k % 8) + 2 (n % 64)`, swizzled the same way (a row-major k x n slice brought in as
+///   boxes of 64 columns, S bytes apart; o(b + j) a multiple of 1024, S too). D = A B +
 ///   D, in f32, lives in the `acc` variables (N / 8 of them, f32x4): warp w of the warpgroup
 ///   holds rows 16w to 16w + 15, and in each warp acc[t] is the m16n8 accumulator fragment (as
 ///   mma's c) of columns 8t to 8t + 7. wgmma is asynchronous: it starts the multiplication, and
@@ -1047,7 +1050,8 @@ private:
 
 /// `wgmma.m64n<N>k16.<input>(a[i], b[j]; acc...)`: a warpgroup's (four warps', 128 threads')
 /// asynchronous matrix multiply-accumulate, D (64 x N, f32) += A (64 x 16) * B (16 x N), with A
-/// and B read from shared memory in the 128-byte swizzled K-major layout and D held in the
+/// and B read from shared memory in the 128-byte swizzled K-major layout (or B MN-major, `b[j]
+/// mn S`: rows of 64 of its N columns, groups of 64 columns S bytes apart) and D held in the
 /// warpgroup's registers as N / 8 f32x4 variables per thread `acc`, each an m16n8 accumulator
 /// fragment ([Note] IR semantics: Warpgroup matrix multiply-accumulate). NVIDIA sm_90a.
 struct Wgmma final : StmtNode {
@@ -1056,17 +1060,21 @@ struct Wgmma final : StmtNode {
     uint16_t n;                   ///< 8 to 256, a multiple of 8
     Expr a, a_index, b, b_index;  ///< ptr<shared T> (T f16 or bf16) and integers
     std::vector<VariableRef> acc; ///< n / 8 mutable f32x4 variables
+    /// 0: B is K-major; else B is MN-major and this is the bytes between its groups of 64
+    /// columns (a multiple of 1024).
+    uint32_t b_mn_stride = 0;
     static Stmt make(MmaInput input, unsigned n, Expr a, Expr a_index, Expr b, Expr b_index,
-                     std::vector<VariableRef> acc);
+                     std::vector<VariableRef> acc, uint32_t b_mn_stride = 0);
     /// What is wrong with a wgmma of these operands ("" when nothing).
     static std::string problem(MmaInput input, unsigned n, Type a, Type b,
                                const std::vector<VariableRef> &acc);
 
 private:
     Wgmma(MmaInput in, unsigned n_, Expr a_, Expr ai, Expr b_, Expr bi,
-          std::vector<VariableRef> acc_)
+          std::vector<VariableRef> acc_, uint32_t mn)
         : StmtNode(static_kind), input(in), n(static_cast<uint16_t>(n_)), a(std::move(a_)),
-          a_index(std::move(ai)), b(std::move(b_)), b_index(std::move(bi)), acc(std::move(acc_)) {}
+          a_index(std::move(ai)), b(std::move(b_)), b_index(std::move(bi)), acc(std::move(acc_)),
+          b_mn_stride(mn) {}
 };
 
 /// The orderings of the asynchronous tensor-core operations ([Note] IR semantics: Warpgroup

@@ -16,6 +16,7 @@
 #ifndef EMBER_DSL_WARPGROUP_H
 #define EMBER_DSL_WARPGROUP_H
 
+#include "ember/Error.h"
 #include "ember/dsl/Matrix.h"
 #include "ember/dsl/TensorMap.h"
 #include "ember/dsl/Tracer.h"
@@ -23,6 +24,7 @@
 
 #include <array>
 #include <source_location>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -94,6 +96,34 @@ void wgmma(const SharedPtr<T> &a, detail::IndexArg a_index, const SharedPtr<T> &
     detail::require_builder("wgmma", loc)
         .emit(ir::Wgmma::make(input, N, a.expr(), a_index.expr, b.expr(), b_index.expr,
                               acc.variables()),
+              loc);
+}
+
+/// wgmma's B given MN-major: B(k, n) is row k of a row-major k x n slice, brought into shared
+/// memory as groups of 64 columns (rows of 128 bytes, 128-byte swizzled, 1024-byte aligned: a
+/// TensorMapSwizzle::b128 box 64 columns wide per group), `group_bytes` apart (a multiple of
+/// 1024). The 16 rows of k of one wgmma start at `b + b_index`, on a 1024-byte boundary (rows 0,
+/// 16, 32, ... of each group).
+struct MnMajor {
+    uint32_t group_bytes;
+};
+
+/// acc += A B with B MN-major (MnMajor): A as for the other wgmma.
+template <class T, int N>
+void wgmma(const SharedPtr<T> &a, detail::IndexArg a_index, const SharedPtr<T> &b,
+           detail::IndexArg b_index, WarpgroupAccumulator<N> &acc, MnMajor b_layout,
+           std::source_location loc = std::source_location::current()) {
+    static_assert(detail::wgmma_input<T>, "wgmma multiplies bfloat16 or half matrices");
+    if (b_layout.group_bytes == 0 || b_layout.group_bytes % 1024 != 0)
+        throw DslError("wgmma: an MN-major B's groups of 64 columns are a positive multiple of "
+                       "1024 bytes apart, "
+                       "not " +
+                           std::to_string(b_layout.group_bytes),
+                       loc);
+    constexpr ir::MmaInput input = std::is_same_v<T, half> ? ir::MmaInput::F16 : ir::MmaInput::BF16;
+    detail::require_builder("wgmma", loc)
+        .emit(ir::Wgmma::make(input, N, a.expr(), a_index.expr, b.expr(), b_index.expr,
+                              acc.variables(), b_layout.group_bytes),
               loc);
 }
 
