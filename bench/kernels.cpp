@@ -312,7 +312,8 @@ const auto gemm_bf16 = gemm_bf16_example::make_gemm_bf16<kGemmStages, kGemmSlice
 constexpr int64_t kGemmShared = gemm_bf16_example::shared_bytes(kGemmStages, kGemmSlice, kGemmBN);
 
 // The wgmma + TMA GEMM of examples/gemm_wgmma.h in the example's shape: 128 x 256 tiles, 4
-// stages of slices of 64, blocks in groups of 8 rows; 193 KiB of dynamic shared memory.
+// stages of slices of 64, blocks in groups of 8 rows; 192 KiB and 64 bytes of dynamic shared
+// memory.
 constexpr int64_t kWgmmaStages = 4, kWgmmaBN = 256;
 const auto gemm_wgmma = gemm_wgmma_example::make_gemm_wgmma<kWgmmaStages, kWgmmaBN, 8>(
     "gemm_wgmma");

@@ -30,9 +30,9 @@
 /// 5. The end. Each thread holds BN / 8 accumulator fragments (m16n8 C fragments: rows g and
 ///    g + 8, columns 2t and 2t + 1 of each 8), rounds them to bf16 and stores them in pairs.
 ///
-/// Shared memory: Stages x (16 KiB of A + BN x 128 bytes of B) plus the barriers: 193 KiB for 4
-/// stages and BN = 256 (one block per multiprocessor), so the launch opts in to more than 48 KiB
-/// (FuncAttribute::max_dynamic_shared_size_bytes).
+/// Shared memory: Stages x (16 KiB of A + BN x 128 bytes of B) plus the barriers: 192 KiB and 64
+/// bytes for 4 stages and BN = 256 (one block per multiprocessor), so the launch opts in to more
+/// than 48 KiB (FuncAttribute::max_dynamic_shared_size_bytes).
 #ifndef EMBER_EXAMPLES_GEMM_WGMMA_H
 #define EMBER_EXAMPLES_GEMM_WGMMA_H
 
