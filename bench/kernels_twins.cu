@@ -493,31 +493,28 @@ TWIN int twin_cublas_sgemm(const float *a, const float *b, float *c, int n) {
 }
 
 // cuBLAS's bf16 GEMM (cublasGemmEx): bf16 A, B and C, f32 sums (CUBLAS_COMPUTE_32F), the default
-// math mode; row-major C = A B (A m x k, B k x n) as column-major C^T = B^T A^T.
-TWIN int twin_cublas_gemm_bf16(const void *a, const void *b, void *c, int m, int n, int k) {
+// math mode, one handle for both layouts below; row-major C = A op(B) as column-major
+// C^T = op(B)^T A^T. `b_transposed`: B is given n x k (each row a column of the product), its
+// k x n column-major view transposed ("TN" in cuBLAS's terms); else B is k x n.
+static int cublas_gemm_bf16(const void *a, const void *b, void *c, int m, int n, int k,
+                            bool b_transposed) {
     static cublasHandle_t handle = nullptr;
     if (!handle) {
         if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) return 1;
         if (cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) return 2;
     }
     const float one = 1.0f, zero = 0.0f;
-    return (int)cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_16BF, n, a,
-                             CUDA_R_16BF, k, &zero, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
-                             CUBLAS_GEMM_DEFAULT);
+    return (int)cublasGemmEx(handle, b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
+                             &one, b, CUDA_R_16BF, b_transposed ? k : n, a, CUDA_R_16BF, k, &zero,
+                             c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
-// The same with B given n x k (row-major: each row of B is a column of the product), C = A B^T:
-// column-major C^T = B A^T, B's k x n column-major view transposed ("TN" in cuBLAS's terms).
+TWIN int twin_cublas_gemm_bf16(const void *a, const void *b, void *c, int m, int n, int k) {
+    return cublas_gemm_bf16(a, b, c, m, n, k, false);
+}
+
 TWIN int twin_cublas_gemm_bf16_tn(const void *a, const void *b, void *c, int m, int n, int k) {
-    static cublasHandle_t handle = nullptr;
-    if (!handle) {
-        if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) return 1;
-        if (cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) return 2;
-    }
-    const float one = 1.0f, zero = 0.0f;
-    return (int)cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_16BF, k, a,
-                             CUDA_R_16BF, k, &zero, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
-                             CUBLAS_GEMM_DEFAULT);
+    return cublas_gemm_bf16(a, b, c, m, n, k, true);
 }
 
 // Registers per thread of a twin kernel, or -1.

@@ -68,8 +68,12 @@ template <class T, int N> auto wgmma_kernel(const char *name) {
     });
 }
 
-template <class T, int N> void check_wgmma(DeviceContext &ctx, const char *name) {
-    static const auto k = wgmma_kernel<T, N>(name);
+/// Runs `kernel` (one warpgroup, `shared` bytes of dynamic shared memory) on A (64 x 64) and B
+/// (small integers; N x 64 when `b_mn_major` is false, else 64 x N), and checks D (64 x N)
+/// against the host's A Bᵀ or A B, exactly.
+template <class T, int N, class K>
+void check_product(DeviceContext &ctx, const K &kernel, const char *name, int64_t shared,
+                   bool b_mn_major) {
     std::vector<T> a(64 * 64), b(N * 64);
     for (size_t i = 0; i < a.size(); ++i) a[i] = T(float(int(i * 7 % 9) - 4));
     for (size_t i = 0; i < b.size(); ++i) b[i] = T(float(int(i * 5 % 7) - 3));
@@ -77,10 +81,9 @@ template <class T, int N> void check_wgmma(DeviceContext &ctx, const char *name)
     auto dd = ctx.enqueue_create_buffer<float>(64 * N);
     ctx.enqueue_copy(da, a.data());
     ctx.enqueue_copy(db, b.data());
-    const int64_t shared = (8192 + N * 64) * 2;
     CompileFunctionOptions opts;
     opts.func_attribute = {FuncAttribute::max_dynamic_shared_size_bytes(int(shared))};
-    auto f = ctx.compile_function(k, opts);
+    auto f = ctx.compile_function(kernel, opts);
     ctx.enqueue_function(f, da, db, dd, grid_dim(1), block_dim(128), shared_mem_bytes(shared));
     std::vector<float> d(64 * N);
     ctx.enqueue_copy(d.data(), dd);
@@ -88,9 +91,15 @@ template <class T, int N> void check_wgmma(DeviceContext &ctx, const char *name)
     for (int i = 0; i < 64; ++i)
         for (int j = 0; j < N; ++j) {
             float want = 0;
-            for (int q = 0; q < 64; ++q) want += float(a[i * 64 + q]) * float(b[j * 64 + q]);
+            for (int q = 0; q < 64; ++q)
+                want += float(a[i * 64 + q]) * float(b_mn_major ? b[q * N + j] : b[j * 64 + q]);
             ASSERT_EQ(d[i * N + j], want) << name << ": D[" << i << "][" << j << "]";
         }
+}
+
+template <class T, int N> void check_wgmma(DeviceContext &ctx, const char *name) {
+    static const auto k = wgmma_kernel<T, N>(name);
+    check_product<T, N>(ctx, k, name, (8192 + N * 64) * 2, false);
 }
 
 /// The same with B row-major (64 x N, k rows) in shared memory MN-major: groups of 64 columns,
@@ -122,28 +131,7 @@ template <int N> auto wgmma_mn_kernel(const char *name) {
 
 template <int N> void check_wgmma_mn(DeviceContext &ctx, const char *name) {
     static const auto k = wgmma_mn_kernel<N>(name);
-    std::vector<bfloat16> a(64 * 64), b(64 * N);
-    for (size_t i = 0; i < a.size(); ++i) a[i] = bfloat16(float(int(i * 7 % 9) - 4));
-    for (size_t i = 0; i < b.size(); ++i) b[i] = bfloat16(float(int(i * 5 % 7) - 3));
-    auto da = ctx.enqueue_create_buffer<bfloat16>(a.size()),
-         db = ctx.enqueue_create_buffer<bfloat16>(b.size());
-    auto dd = ctx.enqueue_create_buffer<float>(64 * N);
-    ctx.enqueue_copy(da, a.data());
-    ctx.enqueue_copy(db, b.data());
-    const int64_t shared = 8192 + (N / 64) * 8192;
-    CompileFunctionOptions opts;
-    opts.func_attribute = {FuncAttribute::max_dynamic_shared_size_bytes(int(shared))};
-    auto f = ctx.compile_function(k, opts);
-    ctx.enqueue_function(f, da, db, dd, grid_dim(1), block_dim(128), shared_mem_bytes(shared));
-    std::vector<float> d(64 * N);
-    ctx.enqueue_copy(d.data(), dd);
-    ctx.synchronize();
-    for (int i = 0; i < 64; ++i)
-        for (int j = 0; j < N; ++j) {
-            float want = 0;
-            for (int q = 0; q < 64; ++q) want += float(a[i * 64 + q]) * float(b[q * N + j]);
-            ASSERT_EQ(d[i * N + j], want) << name << ": D[" << i << "][" << j << "]";
-        }
+    check_product<bfloat16, N>(ctx, k, name, 8192 + (N / 64) * 8192, true);
 }
 
 TEST_P(WarpgroupTest, WgmmaWithAnMnMajorBGivesTheHostsProduct) {
