@@ -245,7 +245,7 @@ llvm::Type *like_lanes(llvm::Type *scalar, llvm::Type *like) {
 // ---------------------------------------------------------------------------------------------
 // Expressions.
 
-bool CodeGenLLVM::reusable(const ir::ExprNode *call) {
+[[gnu::noinline]] bool CodeGenLLVM::reusable(const ir::ExprNode *call) {
     std::vector<const ir::ExprNode *> todo{call};
     std::unordered_set<const ir::ExprNode *> seen;
     auto push = [&](const ir::Expr &child) {
@@ -319,6 +319,10 @@ llvm::Error CodeGenLLVM::emit_scoped(const ir::Stmt &body) {
 // bound again for the next copy never meets a value of the last. Nodes are reused, never
 // evaluated earlier than where they were first used; textual IR (the parser makes a node per
 // occurrence) is not affected. The PTX is what LLVM's CSE made of the repeated calls before.
+//
+// Expressions nest up to the IR's nesting limit, each level a call of emit: the visitors are kept
+// out of it ([[gnu::noinline]]), so that its frame stays small. Inlined, their temporaries made
+// it 8 KiB a level under AddressSanitizer, and the deepest kernel overflowed 8 MiB of stack.
 llvm::Value *CodeGenLLVM::emit(const ir::Expr &e) {
     EMBER_ASSERT(e, "null expression in a verified kernel");
     if (e.kind() == ir::NodeKind::Call &&
@@ -363,7 +367,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::SpecialReg *op) {
     return target_.emit_special_reg(b_, op->reg, op->dim);
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Unary *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Unary *op) {
     llvm::Value *a = emit(op->a);
     switch (op->op) {
     case ir::UnaryOp::Neg:
@@ -577,7 +581,7 @@ llvm::Value *CodeGenLLVM::contractible(llvm::Value *v) {
     return v;
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     llvm::Value *a = emit(op->a);
     llvm::Value *b = emit(op->b);
     const ir::Type t = op->type.lane_type(); // vectors: lane by lane
@@ -617,7 +621,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Binary *op) {
     EMBER_UNREACHABLE("unknown BinaryOp");
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Atomic *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Atomic *op) {
     llvm::Value *addr = access_address(op->ptr, op->index, op->type, /*is_store=*/true);
     llvm::Value *compare = op->compare ? emit(op->compare) : nullptr;
     llvm::Value *value = emit(op->value);
@@ -648,7 +652,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Atomic *op) {
     return b_.CreateAtomicRMW(bin, addr, value, align, order, sync);
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Warp *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Warp *op) {
     facts_.uses_warp_ops = true;
     llvm::Value *v = emit(op->value);
     if (!ir::is_shuffle(op->op)) return target_.emit_warp(b_, op->op, v, nullptr);
@@ -772,7 +776,7 @@ llvm::Value *CodeGenLLVM::matrix_load_by_shuffles(const ir::MatrixLoad &op, llvm
     return v;
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Mma *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Mma *op) {
     facts_.uses_warp_ops = true;
     llvm::Value *a = emit(op->a), *b = emit(op->b), *c = emit(op->c);
     if (!matrix_shuffles_forced())
@@ -780,7 +784,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Mma *op) {
     return mma_by_shuffles(*op, a, b, c);
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::MatrixLoad *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::MatrixLoad *op) {
     facts_.uses_warp_ops = true;
     llvm::Value *row = element_address(op->ptr, op->index);
     if (!matrix_shuffles_forced())
@@ -788,7 +792,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::MatrixLoad *op) {
     return matrix_load_by_shuffles(*op, row);
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Invoke *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Invoke *op) {
     auto it = functions_.find(op->callee.get());
     EMBER_ASSERT(it != functions_.end(), "call of @" + op->callee->name + " before its definition");
     std::vector<llvm::Value *> args;
@@ -797,7 +801,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::Invoke *op) {
     return b_.CreateCall(it->second, args);
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Call *op) {
     std::vector<llvm::Value *> a;
     for (const ir::Expr &arg : op->args) a.push_back(emit(arg));
     if (ir::is_math_library(op->op)) {
@@ -863,7 +867,7 @@ llvm::Value *CodeGenLLVM::emit_math(ir::Intrinsic op, llvm::ArrayRef<llvm::Value
     return emit_math_call(b_, op, a);
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Compare *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Compare *op) {
     llvm::Value *a = emit(op->a);
     llvm::Value *b = emit(op->b);
     using P = llvm::CmpInst::Predicate;
@@ -936,11 +940,11 @@ llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from_type, c
     EMBER_UNREACHABLE("cast from " + from.to_string() + " to " + to.to_string());
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Cast *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Cast *op) {
     return emit_cast(emit(op->a), op->a.type(), op->type);
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Select *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Select *op) {
     llvm::Value *c = emit(op->cond);
     llvm::Value *a = emit(op->a);
     llvm::Value *b = emit(op->b);
@@ -963,7 +967,7 @@ llvm::Value *CodeGenLLVM::access_address(const ir::Expr &ptr, const ir::Expr &in
     return target_.emit_shared_access_check(b_, addr, type.bytes(), is_store);
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Load *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Load *op) {
     llvm::Value *addr = access_address(op->ptr, op->index, op->type, /*is_store=*/false);
     llvm::Type *ty = memory_type(op->type);
     auto load = [&](llvm::Align align) -> llvm::Value * {
@@ -1021,7 +1025,7 @@ llvm::Value *CodeGenLLVM::per_lane(llvm::ArrayRef<llvm::Value *> args,
     return result;
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::MakeVector *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::MakeVector *op) {
     const unsigned lanes = op->type.lanes();
     if (op->is_broadcast()) return b_.CreateVectorSplat(lanes, emit(op->args[0]));
     llvm::Value *v = llvm::PoisonValue::get(value_type(op->type));
@@ -1029,7 +1033,7 @@ llvm::Value *CodeGenLLVM::visit(const ir::MakeVector *op) {
     return v;
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Extract *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Extract *op) {
     return b_.CreateExtractElement(emit(op->vector), uint64_t(op->lane));
 }
 
@@ -1051,7 +1055,7 @@ llvm::Value *CodeGenLLVM::fold_tree(llvm::Value *v, llvm::function_ref<llvm::Val
     return op(first, second);
 }
 
-llvm::Value *CodeGenLLVM::visit(const ir::Reduce *op) {
+[[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Reduce *op) {
     llvm::Value *v = emit(op->value);
     const ir::Type t = op->type; // the lane type
     if (t.is_float()) {
