@@ -38,7 +38,12 @@ std::string target_cache_key(const TargetSpec &target) {
     // compiling for it throws, so no entry is ever stored under it.
     if (auto t = detail::create_target(target, /*validate=*/false)) {
         key = (*t)->cache_key();
-        if (detail::matrix_shuffles_forced()) key += ";matrix-shuffles";
+        switch (detail::forced_matrix_path()) {
+        case MatrixPath::native: break;
+        case MatrixPath::shuffles: key += ";matrix-shuffles"; break;
+        case MatrixPath::blocks: key += ";matrix-blocks"; break;
+        case MatrixPath::blocks_k2: key += ";matrix-blocks-k2"; break;
+        }
     } else {
         llvm::consumeError(t.takeError());
         key = "unavailable:" + spec;
@@ -56,10 +61,10 @@ void set_host_cpu_for_testing(std::string name, std::string features) {
         detail::set_host_cpu_override(detail::HostCpu{std::move(name), std::move(features)});
 }
 
-void set_matrix_shuffles_for_testing(bool on) {
+void set_matrix_path_for_testing(MatrixPath path) {
     std::lock_guard<std::mutex> lock(target_keys_mutex);
     target_keys.clear();
-    detail::force_matrix_shuffles(on);
+    detail::force_matrix_path(path);
 }
 
 CompiledKernel compiled_from_binary(const ir::Kernel &k, const TargetSpec &target, std::string binary,

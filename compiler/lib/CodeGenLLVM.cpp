@@ -78,6 +78,12 @@ private:
     llvm::Value *shuffle_lane(llvm::Value *v, llvm::Value *lane);
     llvm::Value *mma_by_shuffles(const ir::Mma &op, llvm::Value *a, llvm::Value *b, llvm::Value *c);
     llvm::Value *matrix_load_by_shuffles(const ir::MatrixLoad &op, llvm::Value *row);
+    /// mma from block matrix instructions of k `kc` ([Note] Matrix multiply-accumulate from
+    /// 4 x 4 blocks): the target's (Target::emit_mma_block), or with `emulate` the same
+    /// instruction built from shuffles.
+    llvm::Value *mma_by_blocks(const ir::Mma &op, llvm::Value *a, llvm::Value *b, llvm::Value *c,
+                               unsigned kc, bool emulate);
+    llvm::Value *mma_block_by_shuffles(llvm::Value *a, llvm::Value *b, llvm::Value *c);
     /// The thread's lane in its warp (its linear index in the block modulo 32), an i64.
     llvm::Value *lane_in_warp();
     /// Folds the lanes of the float vector `v` with `op` in the tree order of [Note] IR semantics.
@@ -666,7 +672,8 @@ llvm::Value *CodeGenLLVM::contractible(llvm::Value *v) {
 // [Note] Matrix operations from shuffles
 // ======================================
 // A target without matrix instructions of its own (Target::emit_mma and emit_matrix_load return
-// nullptr: AMDGPU today) gets the warp matrix operations built from warp shuffles, exactly as
+// nullptr and mma_block_k 0: AMDGPU's RDNA processors, and every AMDGPU processor for ldmatrix)
+// gets the warp matrix operations built from warp shuffles, exactly as
 // [Note] IR semantics defines them. mma: D[r][c] for the lane's four elements (r = g + 8h,
 // c = 2t + e) needs row r of A and column c of B; the lane holding A[r][j] is r % 8 * 4 plus a
 // part fixed by j, at an element index fixed by (h, j), so one shuffle_idx per (h, j) brings it,
@@ -697,23 +704,29 @@ llvm::Value *CodeGenLLVM::shuffle_lane(llvm::Value *v, llvm::Value *lane) {
     return b_.CreateBitCast(r, ty);
 }
 
+/// Where an mma's A[r][j] lives ([Note] IR semantics: Matrix multiply-accumulate), h = r / 8: the
+/// lane is 4 (r % 8) plus the first of these (a part fixed by j), the element the second.
+std::pair<unsigned, unsigned> mma_a_place(const ir::Mma &op, unsigned h, unsigned j) {
+    if (op.input == ir::MmaInput::TF32) return {j % 4, h + 2 * (j / 4)};
+    if (op.shape.k == 8) return {j / 2, j % 2 + 2 * h};
+    return {j % 8 / 2, j % 2 + 2 * h + 4 * (j / 8)};
+}
+
+/// Where B[j][col] lives: the lane is 4 col plus the first of these, the element the second.
+std::pair<unsigned, unsigned> mma_b_place(const ir::Mma &op, unsigned j) {
+    if (op.input == ir::MmaInput::TF32) return {j % 4, j / 4};
+    if (op.shape.k == 8) return {j / 2, j % 2};
+    return {j % 8 / 2, j % 2 + 2 * (j / 8)};
+}
+
 llvm::Value *CodeGenLLVM::mma_by_shuffles(const ir::Mma &op, llvm::Value *a, llvm::Value *bv,
                                           llvm::Value *c) {
     const bool tf32 = op.input == ir::MmaInput::TF32;
     const unsigned k = op.shape.k;
     llvm::Value *lane = b_.CreateTrunc(lane_in_warp(), b_.getInt32Ty());
     llvm::Value *g = b_.CreateLShr(lane, 2), *t = b_.CreateAnd(lane, 3);
-    // Where A[r][j] and B[j][col] live: the part of the owner lane fixed by j, and the element.
-    auto a_at = [&](unsigned h, unsigned j) -> std::pair<unsigned, unsigned> {
-        if (tf32) return {j % 4, h + 2 * (j / 4)};
-        if (k == 8) return {j / 2, j % 2 + 2 * h};
-        return {j % 8 / 2, j % 2 + 2 * h + 4 * (j / 8)};
-    };
-    auto b_at = [&](unsigned j) -> std::pair<unsigned, unsigned> {
-        if (tf32) return {j % 4, j / 4};
-        if (k == 8) return {j / 2, j % 2};
-        return {j % 8 / 2, j % 2 + 2 * (j / 8)};
-    };
+    auto a_at = [&](unsigned h, unsigned j) { return mma_a_place(op, h, j); };
+    auto b_at = [&](unsigned j) { return mma_b_place(op, j); };
     std::vector<llvm::Value *> a_row[2], b_col[2];
     for (unsigned h = 0; h < 2; ++h)
         for (unsigned j = 0; j < k; ++j) {
@@ -750,6 +763,164 @@ llvm::Value *CodeGenLLVM::mma_by_shuffles(const ir::Mma &op, llvm::Value *a, llv
     return d;
 }
 
+// [Note] Matrix multiply-accumulate from 4 x 4 blocks
+// ===================================================
+// AMD's CDNA processors (gfx908, gfx90a, gfx940-942) multiply matrices in waves of 64 lanes;
+// the IR's warp is 32 lanes, half a wave there ([Note] Warps on AMDGPU), and the two warps of a
+// wave need not run the same mma, or any. Of their instructions only the 16-block ones keep each
+// warp to itself: v_mfma_f32_4x4x4_16b_f16 / _bf16 (bf16 with k 4 from gfx90a, k 2 on gfx908)
+// and v_mfma_f32_4x4x1_16b_f32 compute 16 independent products D = A B + C of a 4 x k block of
+// A, a k x 4 block of B and a 4 x 4 f32 block, block b on lanes 4b to 4b + 3: lane 4b + i holds
+// row i of its A block (k elements), lane 4b + j column j of its B block, and D(r, j) of its
+// block in element r of an f32x4 (AMD's matrix instruction calculator gives these layouts). A
+// warp holds 8 blocks, lanes 0-31 of the wave blocks 0-7 and lanes 32-63 blocks 8-15, so a warp
+// reads and writes only its own lanes. (Target::mma_block_k says which instruction a target has.)
+//
+// An m16n8 mma is 8 blocks of 4 x 4: block b (rb = b / 2, cb = b % 2) computes rows rb, rb + 4,
+// rb + 8 and rb + 12 (row i of the block is rb + 4i) and columns 4cb to 4cb + 3, and k / kc
+// instructions accumulate it, instruction s taking k = s kc to s kc + kc - 1. Shuffles bring the
+// IR's fragments ([Note] IR semantics: Matrix multiply-accumulate) into the block layout and the
+// result back, the 16-bit elements two at a time (k and k + 1 are neighbours in both layouts):
+// - A: lane 4b + i needs row R = rb + 4i, held by lane 4 (R % 8) plus a part fixed by k, at an
+//   element fixed by k and by R / 8 = i / 2: one shuffle for each half, and a select;
+// - B: lane 4b + j needs column 4cb + j, held by lane 4 (4cb + j) plus a part fixed by k, at an
+//   element fixed by k: one shuffle;
+// - C: element r of lane 4b + j is C(rb + 4r, 4cb + j), in lane 4 (rb + 4 (r % 2)) + 2cb + j / 2
+//   at element 2 (r / 2) + j % 2: a shuffle of each of the two elements and a select;
+// - D: the IR's element e of lane l (g = l / 4, t = l % 4) is D(g + 8 (e / 2), 2t + e % 2),
+//   element g / 4 + 2 (e / 2) of lane 8 (g % 4) + 4 (t / 2) + 2 (t % 2) + e % 2: two shuffles
+//   and a select.
+// An m16n8k16 bf16 mma is so 4 MFMAs and 40 shuffles (the shuffle path: 128 shuffles and 64
+// multiply-adds). tf32 inputs (f32 values) have their 13 low mantissa bits cleared first, so the
+// f32 instruction multiplies them exactly; an f16 C is widened to f32 and D rounded back once.
+// The products are summed in k order from C's element, so where each instruction adds in order
+// the result has the bits of the CPU device's.
+//
+// Nothing of this has run on an AMD GPU. The test hook set_matrix_path_for_testing(blocks,
+// blocks_k2) makes every target take this path with each block instruction built from shuffles
+// as the layouts above define it (mma_block_by_shuffles), so the CPU device and the H200 check
+// the shuffles against the host (MmaTest); test/lit/eir/amdgpu_mfma.eir pins the instructions.
+llvm::Value *CodeGenLLVM::mma_by_blocks(const ir::Mma &op, llvm::Value *a, llvm::Value *bv,
+                                        llvm::Value *c, unsigned kc, bool emulate) {
+    const bool tf32 = op.input == ir::MmaInput::TF32;
+    const unsigned k = op.shape.k;
+    const unsigned step = tf32 ? 1 : 2; // elements moved by one shuffle
+    EMBER_ASSERT(kc == 1 || kc == 2 || kc == 4, "block matrix instruction of k 1, 2 or 4");
+    EMBER_ASSERT(kc % step == 0 && k % kc == 0, "block k does not divide the mma's");
+    llvm::Value *lane = b_.CreateTrunc(lane_in_warp(), b_.getInt32Ty());
+    auto bits = [&](unsigned shift, unsigned mask) {
+        return b_.CreateAnd(b_.CreateLShr(lane, shift), b_.getInt32(mask));
+    };
+    llvm::Value *rb = b_.CreateLShr(lane, 3), *cb = bits(2, 1), *j = bits(0, 3);
+    llvm::Value *i_half = b_.CreateICmpNE(bits(1, 1), b_.getInt32(0)); // (lane % 4) / 2
+    llvm::Value *j_odd = b_.CreateICmpNE(bits(0, 1), b_.getInt32(0));
+    llvm::Type *elem = a->getType()->getScalarType();
+    llvm::Type *f32 = b_.getFloatTy();
+    if (tf32) { // only the high 19 bits take part
+        auto clear = [&](llvm::Value *v) {
+            llvm::Type *ity = llvm::FixedVectorType::get(
+                b_.getInt32Ty(),
+                unsigned(llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements()));
+            return b_.CreateBitCast(
+                b_.CreateAnd(b_.CreateBitCast(v, ity), llvm::ConstantInt::get(ity, ~0x1fffu)),
+                v->getType());
+        };
+        a = clear(a), bv = clear(bv);
+    }
+    // `step` elements of `v` from `first` on, as one value (an i32 for two 16-bit elements).
+    auto group = [&](llvm::Value *v, unsigned first) -> llvm::Value * {
+        if (step == 1) return b_.CreateExtractElement(v, uint64_t(first));
+        return b_.CreateBitCast(b_.CreateShuffleVector(v, {int(first), int(first) + 1}),
+                                b_.getInt32Ty());
+    };
+    auto ungroup = [&](llvm::Value *g, llvm::Value *&into, unsigned at) {
+        if (step == 1) {
+            into = b_.CreateInsertElement(into, g, uint64_t(at));
+            return;
+        }
+        llvm::Value *pair = b_.CreateBitCast(g, llvm::FixedVectorType::get(elem, 2));
+        for (unsigned e = 0; e < 2; ++e)
+            into = b_.CreateInsertElement(into, b_.CreateExtractElement(pair, uint64_t(e)),
+                                          uint64_t(at + e));
+    };
+    auto a_at = [&](unsigned h, unsigned x) { return mma_a_place(op, h, x); };
+    auto b_at = [&](unsigned x) { return mma_b_place(op, x); };
+    // Lane 4 (R % 8) with R % 8 = rb + 4 (i % 2), and lane 4 (4cb + j).
+    llvm::Value *a_owner = b_.CreateShl(b_.CreateAdd(rb, b_.CreateShl(bits(0, 1), 2)), 2);
+    llvm::Value *b_owner = b_.CreateShl(b_.CreateAdd(b_.CreateShl(cb, 2), j), 2);
+    // C into the block layout.
+    llvm::Value *cf = c;
+    const bool half_c = c->getType()->getScalarType()->isHalfTy();
+    if (half_c) cf = b_.CreateFPExt(c, llvm::FixedVectorType::get(f32, 4));
+    llvm::Value *acc = llvm::PoisonValue::get(llvm::FixedVectorType::get(f32, 4));
+    for (unsigned r = 0; r < 4; ++r) {
+        llvm::Value *src = b_.CreateAdd(b_.CreateShl(b_.CreateAdd(rb, b_.getInt32(4 * (r % 2))), 2),
+                                        b_.CreateAdd(b_.CreateShl(cb, 1), bits(1, 1)));
+        llvm::Value *even = shuffle_lane(b_.CreateExtractElement(cf, uint64_t(2 * (r / 2))), src);
+        llvm::Value *odd = shuffle_lane(b_.CreateExtractElement(cf, uint64_t(2 * (r / 2) + 1)),
+                                        src);
+        acc = b_.CreateInsertElement(acc, b_.CreateSelect(j_odd, odd, even), uint64_t(r));
+    }
+    llvm::Type *block_ty = llvm::FixedVectorType::get(elem, kc);
+    for (unsigned s = 0; s < k / kc; ++s) {
+        llvm::Value *ablk = llvm::PoisonValue::get(block_ty),
+                    *bblk = llvm::PoisonValue::get(block_ty);
+        for (unsigned u = 0; u < kc; u += step) {
+            const unsigned x = s * kc + u;
+            auto [a_part, a_lo] = a_at(0, x);
+            const unsigned a_hi = a_at(1, x).second;
+            llvm::Value *src = b_.CreateAdd(a_owner, b_.getInt32(a_part));
+            llvm::Value *lo = shuffle_lane(group(a, a_lo), src),
+                        *hi = shuffle_lane(group(a, a_hi), src);
+            ungroup(b_.CreateSelect(i_half, hi, lo), ablk, u);
+            auto [b_part, b_i] = b_at(x);
+            ungroup(shuffle_lane(group(bv, b_i), b_.CreateAdd(b_owner, b_.getInt32(b_part))), bblk,
+                    u);
+        }
+        acc = emulate ? mma_block_by_shuffles(ablk, bblk, acc)
+                      : target_.emit_mma_block(b_, op.input, ablk, bblk, acc);
+    }
+    // D back into the IR's layout.
+    llvm::Value *g4 = b_.CreateICmpNE(bits(4, 1), b_.getInt32(0)); // (lane / 4) / 4
+    llvm::Value *base = b_.CreateAdd(
+        b_.CreateShl(bits(2, 3), 3),
+        b_.CreateAdd(b_.CreateShl(bits(1, 1), 2), b_.CreateShl(bits(0, 1), 1)));
+    llvm::Value *d = llvm::PoisonValue::get(c->getType());
+    for (unsigned e = 0; e < 4; ++e) {
+        llvm::Value *src = b_.CreateAdd(base, b_.getInt32(e % 2));
+        llvm::Value *lo = shuffle_lane(b_.CreateExtractElement(acc, uint64_t(2 * (e / 2))), src);
+        llvm::Value *hi = shuffle_lane(b_.CreateExtractElement(acc, uint64_t(2 * (e / 2) + 1)),
+                                       src);
+        llvm::Value *v = b_.CreateSelect(g4, hi, lo);
+        if (half_c) v = b_.CreateFPTrunc(v, b_.getHalfTy());
+        d = b_.CreateInsertElement(d, v, uint64_t(e));
+    }
+    return d;
+}
+
+// The block instruction as [Note] Matrix multiply-accumulate from 4 x 4 blocks defines it: lane
+// 4b + j's D(r, j) = C(r, j) + the sum over u of A(r, u), from lane 4b + r, times its own B(u, j),
+// added in the order of u.
+llvm::Value *CodeGenLLVM::mma_block_by_shuffles(llvm::Value *a, llvm::Value *bv, llvm::Value *c) {
+    const unsigned kc = unsigned(llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements());
+    llvm::Value *lane = b_.CreateTrunc(lane_in_warp(), b_.getInt32Ty());
+    llvm::Value *first = b_.CreateAnd(lane, b_.getInt32(~3u));
+    llvm::Type *f32 = b_.getFloatTy();
+    auto widen = [&](llvm::Value *x) { return x->getType() == f32 ? x : b_.CreateFPExt(x, f32); };
+    llvm::Value *d = c;
+    for (unsigned r = 0; r < 4; ++r) {
+        llvm::Value *src = b_.CreateAdd(first, b_.getInt32(r));
+        llvm::Value *sum = b_.CreateExtractElement(c, uint64_t(r));
+        for (unsigned u = 0; u < kc; ++u) {
+            llvm::Value *ar = shuffle_lane(b_.CreateExtractElement(a, uint64_t(u)), src);
+            sum = b_.CreateFAdd(
+                sum, b_.CreateFMul(widen(ar), widen(b_.CreateExtractElement(bv, uint64_t(u)))));
+        }
+        d = b_.CreateInsertElement(d, sum, uint64_t(r));
+    }
+    return d;
+}
+
 llvm::Value *CodeGenLLVM::matrix_load_by_shuffles(const ir::MatrixLoad &op, llvm::Value *row) {
     llvm::Value *lane = b_.CreateTrunc(lane_in_warp(), b_.getInt32Ty());
     llvm::Type *vty = value_type(op.type);
@@ -779,15 +950,23 @@ llvm::Value *CodeGenLLVM::matrix_load_by_shuffles(const ir::MatrixLoad &op, llvm
 [[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Mma *op) {
     facts_.uses_warp_ops = true;
     llvm::Value *a = emit(op->a), *b = emit(op->b), *c = emit(op->c);
-    if (!matrix_shuffles_forced())
-        if (llvm::Value *v = target_.emit_mma(b_, *op, a, b, c)) return v;
+    const bool tf32 = op->input == ir::MmaInput::TF32;
+    switch (forced_matrix_path()) {
+    case MatrixPath::native: break;
+    case MatrixPath::shuffles: return mma_by_shuffles(*op, a, b, c);
+    case MatrixPath::blocks: return mma_by_blocks(*op, a, b, c, tf32 ? 1 : 4, /*emulate=*/true);
+    case MatrixPath::blocks_k2: return mma_by_blocks(*op, a, b, c, tf32 ? 1 : 2, /*emulate=*/true);
+    }
+    if (llvm::Value *v = target_.emit_mma(b_, *op, a, b, c)) return v;
+    if (const unsigned kc = target_.mma_block_k(op->input))
+        return mma_by_blocks(*op, a, b, c, kc, false);
     return mma_by_shuffles(*op, a, b, c);
 }
 
 [[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::MatrixLoad *op) {
     facts_.uses_warp_ops = true;
     llvm::Value *row = element_address(op->ptr, op->index);
-    if (!matrix_shuffles_forced())
+    if (forced_matrix_path() == MatrixPath::native)
         if (llvm::Value *v = target_.emit_matrix_load(b_, *op, row)) return v;
     return matrix_load_by_shuffles(*op, row);
 }

@@ -59,6 +59,10 @@ constexpr const char *amdgpu_triple = "amdgcn-amd-amdhsa";
 ///   `workgroup` for the block, `agent` for the device (the default), the system's for the
 ///   system. Relaxed, as every ember atomic.
 /// - **Warp operations** on the IR's warps of 32 lanes ([Note] Warps on AMDGPU below).
+/// - **Matrix operations.** mma on CDNA (gfx908, gfx90a, gfx940-942) is built from the 16-block
+///   4 x 4 MFMAs and fragment shuffles ([Note] Matrix multiply-accumulate from 4 x 4 blocks in
+///   CodeGenLLVM.cpp; test/lit/eir/amdgpu_mfma.eir); on RDNA, and ldmatrix everywhere, from warp
+///   shuffles. wgmma, mbarriers and TMA fail the compile (Target::async_tensor_problem).
 /// - **Print** writes records into ember's print buffer, which the HIP back end drains at a
 ///   synchronize ([Note] Print buffer in ember/compiler/PrintBuffer.h): HIP's own printf is a
 ///   host-call buffer served by code from ROCm's device libraries. Nothing of the IR is refused.
@@ -181,6 +185,44 @@ public:
         if (f.find("+wavefrontsize32") != std::string::npos) return false;
         const std::string &cpu = spec().cpu; // "gfx" and 3 or 4 characters: gfx942, gfx1100
         return cpu.size() < 7;
+    }
+
+    /// CDNA's 16-block MFMAs ([Note] Matrix multiply-accumulate from 4 x 4 blocks in
+    /// CodeGenLLVM.cpp): f16 with k 4 and f32 with k 1 from gfx908 (MI100) on, bf16 with k 2 on
+    /// gfx908 and k 4 (the `_1k` instruction) from gfx90a (MI200, MI300: gfx940-942). RDNA has
+    /// none of them (its WMMAs take a whole wave of 32 for a 16 x 16 block), nor has gfx90c.
+    unsigned mma_block_k(ir::MmaInput input) const override {
+        const std::string &cpu = spec().cpu;
+        const bool gfx908 = cpu == "gfx908";
+        if (!wave64() ||
+            !(gfx908 || cpu == "gfx90a" || cpu == "gfx940" || cpu == "gfx941" || cpu == "gfx942"))
+            return 0;
+        switch (input) {
+        case ir::MmaInput::F16: return 4;
+        case ir::MmaInput::BF16: return gfx908 ? 2 : 4;
+        case ir::MmaInput::TF32: return 1;
+        }
+        return 0;
+    }
+
+    llvm::Value *emit_mma_block(llvm::IRBuilderBase &b, ir::MmaInput input, llvm::Value *a,
+                                llvm::Value *bv, llvm::Value *c) const override {
+        using namespace llvm;
+        const unsigned kc = unsigned(cast<FixedVectorType>(a->getType())->getNumElements());
+        Intrinsic::ID id = Intrinsic::amdgcn_mfma_f32_4x4x1f32;
+        if (input == ir::MmaInput::F16) {
+            id = Intrinsic::amdgcn_mfma_f32_4x4x4f16;
+        } else if (input == ir::MmaInput::BF16) { // the bf16 MFMAs take i16 elements
+            id = kc == 4 ? Intrinsic::amdgcn_mfma_f32_4x4x4bf16_1k
+                         : Intrinsic::amdgcn_mfma_f32_4x4x2bf16;
+            Type *bits = FixedVectorType::get(b.getInt16Ty(), kc);
+            a = b.CreateBitCast(a, bits), bv = b.CreateBitCast(bv, bits);
+        } else {
+            a = b.CreateExtractElement(a, uint64_t(0)),
+            bv = b.CreateExtractElement(bv, uint64_t(0));
+        }
+        // cbsz, abid, blgp: no broadcast between blocks, B's lanes as they are.
+        return b.CreateIntrinsic(id, {}, {a, bv, c, b.getInt32(0), b.getInt32(0), b.getInt32(0)});
     }
 
     /// [Note] Warps on AMDGPU: the IR's warp of 32 lanes, as a wave of 32 or half a wave of 64.

@@ -5,6 +5,7 @@
 #ifndef EMBER_COMPILER_LIB_TARGETS_TARGETIMPL_H
 #define EMBER_COMPILER_LIB_TARGETS_TARGETIMPL_H
 
+#include "ember/compiler/CacheSupport.h"
 #include "ember/compiler/IR.h"
 #include "ember/compiler/Target.h"
 
@@ -205,8 +206,9 @@ public:
     /// Why the target cannot run the warp matrix operation `op` (an ir::Mma or ir::MatrixLoad),
     /// "" when it can: the processor it needs. The code generator asks before emitting a kernel
     /// and fails its compile with the answer. Every target can by default: where emit_mma and
-    /// emit_matrix_load return nullptr, the code generator builds the operations from warp
-    /// shuffles ([Note] Matrix operations from shuffles in CodeGenLLVM.cpp).
+    /// emit_matrix_load return nullptr, the code generator builds the operations from the
+    /// target's block matrix instruction (mma_block_k) or from warp shuffles ([Note] Matrix
+    /// operations from shuffles in CodeGenLLVM.cpp).
     virtual std::string matrix_op_problem(const ir::ExprNode &op) const {
         (void)op;
         return "";
@@ -218,6 +220,23 @@ public:
                                   llvm::Value *bv, llvm::Value *c) const {
         (void)b, (void)op, (void)a, (void)bv, (void)c;
         return nullptr;
+    }
+    /// The k of the target's block matrix instruction for mma inputs `input` ([Note] Matrix
+    /// multiply-accumulate from 4 x 4 blocks in CodeGenLLVM.cpp): 16 independent products of a
+    /// 4 x k and a k x 4 block added to 4 x 4 f32 blocks, block b on lanes 4b to 4b + 3, lane
+    /// 4b + i holding row i of its A block, lane 4b + j column j of its B block and, in element r,
+    /// D(r, j) of its block. 0 where there is none (the default), and for targets whose emit_mma
+    /// answers.
+    virtual unsigned mma_block_k(ir::MmaInput input) const {
+        (void)input;
+        return 0;
+    }
+    /// That instruction on this lane's operands: `a` and `bv` vectors of mma_block_k elements of
+    /// the input's type (f32 for tf32, with the 13 low mantissa bits cleared), `c` an f32x4.
+    virtual llvm::Value *emit_mma_block(llvm::IRBuilderBase &b, ir::MmaInput input, llvm::Value *a,
+                                        llvm::Value *bv, llvm::Value *c) const {
+        (void)b, (void)input, (void)a, (void)bv, (void)c;
+        EMBER_UNREACHABLE("emit_mma_block on a target without block matrix instructions");
     }
     /// ldmatrix ([Note] IR semantics: Matrix loads): `row` is this lane's row address in shared
     /// memory (the element `ptr[index]`); the lane's vector, or nullptr for the code generator's
@@ -351,10 +370,11 @@ struct HostCpu {
 /// This host's processor (getHostCPUName, host_cpu_features), found once per process; or the
 /// override set for a test.
 HostCpu host_cpu();
-/// Test hook (set_matrix_shuffles_for_testing): whether the code generator ignores the targets'
-/// emit_mma and emit_matrix_load and builds the operations from shuffles.
-bool matrix_shuffles_forced();
-void force_matrix_shuffles(bool on);
+/// Test hook (set_matrix_path_for_testing): how the code generator builds the warp matrix
+/// operations; anything but native ignores the targets' emit_mma, mma_block_k and
+/// emit_matrix_load.
+MatrixPath forced_matrix_path();
+void force_matrix_path(MatrixPath path);
 
 /// Test hook (set_host_cpu_for_testing): host_cpu() returns `cpu` until it is reset with nullopt.
 void set_host_cpu_override(std::optional<HostCpu> cpu);

@@ -21,11 +21,11 @@
 namespace ember::detail {
 
 namespace {
-std::atomic<bool> matrix_shuffles{false};
+std::atomic<MatrixPath> matrix_path{MatrixPath::native};
 } // namespace
 
-bool matrix_shuffles_forced() { return matrix_shuffles.load(std::memory_order_relaxed); }
-void force_matrix_shuffles(bool on) { matrix_shuffles.store(on, std::memory_order_relaxed); }
+MatrixPath forced_matrix_path() { return matrix_path.load(std::memory_order_relaxed); }
+void force_matrix_path(MatrixPath path) { matrix_path.store(path, std::memory_order_relaxed); }
 
 void initialize_llvm_targets() {
     static std::once_flag once;

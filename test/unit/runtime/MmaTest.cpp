@@ -442,25 +442,49 @@ TEST_P(MmaTest, AnIncompleteWarpFailsTheLaunchOnTheCpu) {
     }
 }
 
-// Targets without matrix instructions (AMDGPU) build mma and ldmatrix from warp shuffles; the
-// test hook makes every target do so, so that the shuffles run here against the same host
+/// While alive, every target builds the warp matrix operations by `path`.
+struct ForcedMatrixPath {
+    explicit ForcedMatrixPath(MatrixPath path) { set_matrix_path_for_testing(path); }
+    ~ForcedMatrixPath() { set_matrix_path_for_testing(MatrixPath::native); }
+};
+
+/// Every mma there is, once, against the host.
+void check_every_single_mma(DeviceContext &ctx, const std::string &path) {
+    check_single_mma<Mma<bfloat16, m16n8k16>>(ctx, ("mma_bf16_k16_" + path).c_str());
+    check_single_mma<Mma<bfloat16, m16n8k8>>(ctx, ("mma_bf16_k8_" + path).c_str());
+    check_single_mma<Mma<half, m16n8k16>>(ctx, ("mma_f16_k16_" + path).c_str());
+    check_single_mma<Mma<half, m16n8k8, half>>(ctx, ("mma_f16_k8_f16acc_" + path).c_str());
+    check_single_mma<Mma<tf32, m16n8k8>>(ctx, ("mma_tf32_k8_" + path).c_str());
+}
+
+// Targets without matrix instructions (AMDGPU's RDNA) build mma and ldmatrix from warp shuffles;
+// the test hook makes every target do so, so that the shuffles run here against the same host
 // products (and, on the GPU, against what the tensor cores gave above).
 TEST_P(MmaTest, TheOperationsBuiltFromShufflesGiveTheSameResults) {
-    struct Shuffles {
-        Shuffles() { set_matrix_shuffles_for_testing(true); }
-        ~Shuffles() { set_matrix_shuffles_for_testing(false); }
-    } on;
-    check_single_mma<Mma<bfloat16, m16n8k16>>(ctx(), "mma_bf16_k16");
-    check_single_mma<Mma<bfloat16, m16n8k8>>(ctx(), "mma_bf16_k8");
-    check_single_mma<Mma<half, m16n8k16>>(ctx(), "mma_f16_k16");
-    check_single_mma<Mma<half, m16n8k8, half>>(ctx(), "mma_f16_k8_f16acc");
-    check_single_mma<Mma<tf32, m16n8k8>>(ctx(), "mma_tf32_k8");
+    ForcedMatrixPath on(MatrixPath::shuffles);
+    check_every_single_mma(ctx(), "shuffles");
     check_ldmatrix<1, true>(ctx(), "ldmatrix_x1_trans");
     check_ldmatrix<2, false>(ctx(), "ldmatrix_x2");
     check_ldmatrix<4, true>(ctx(), "ldmatrix_x4_trans");
     check_shared_mma<Mma<bfloat16, m16n8k16>, MatrixLayout::ColMajor, MatrixLayout::RowMajor>(
         ctx(), "ldm_bf16_cr");
     check_pair<Mma<half, m16n8k8>, MatrixLayout::RowMajor>(ctx(), "pair_f16_k8_row");
+}
+
+// AMDGPU's CDNA processors build mma from 16-block 4 x 4 MFMAs ([Note] Matrix multiply-accumulate
+// from 4 x 4 blocks); the hook makes every target move the fragments as they do, with each block
+// instruction emulated from shuffles, so that the moves run against the host here.
+TEST_P(MmaTest, TheMmasBuiltFromFourByFourBlocksGiveTheSameResults) {
+    for (MatrixPath path : {MatrixPath::blocks, MatrixPath::blocks_k2}) {
+        const std::string name = path == MatrixPath::blocks ? "blocks" : "blocks_k2";
+        SCOPED_TRACE(name);
+        ForcedMatrixPath on(path);
+        check_every_single_mma(ctx(), name);
+        check_shared_mma<Mma<bfloat16, m16n8k16>, MatrixLayout::ColMajor, MatrixLayout::RowMajor>(
+            ctx(), ("ldm_bf16_cr_" + name).c_str());
+        check_pair<Mma<half, m16n8k8>, MatrixLayout::RowMajor>(ctx(),
+                                                               ("pair_f16_k8_row_" + name).c_str());
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, MmaTest, ember::testing::all_apis(), ember::testing::api_name);

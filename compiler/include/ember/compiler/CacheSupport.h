@@ -6,6 +6,7 @@
 
 #include "ember/compiler/Compiler.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -26,11 +27,19 @@ std::string target_cache_key(const TargetSpec &target);
 /// `name` with `features` instead of this host's, as on another machine, in compiles and in
 /// target_cache_key; an empty `name` returns to this host.
 void set_host_cpu_for_testing(std::string name, std::string features);
-/// Test hook: with `on`, every target builds the warp matrix operations (mma, ldmatrix) from warp
-/// shuffles, as targets without matrix instructions do ([Note] Matrix operations from shuffles
-/// in compiler/lib/CodeGenLLVM.cpp), so that the H200 and the CPU device run that code; it is
-/// part of target_cache_key while on.
-void set_matrix_shuffles_for_testing(bool on);
+/// How the code generator builds the warp matrix operations (mma, ldmatrix): a test hook.
+enum class MatrixPath : uint8_t {
+    native,    ///< as the target does: its own instructions, else 4 x 4 blocks, else shuffles
+    shuffles,  ///< from warp shuffles, as targets without matrix instructions do ([Note] Matrix
+               ///< operations from shuffles in compiler/lib/CodeGenLLVM.cpp)
+    blocks,    ///< mma from 4 x 4 block products of k 4 (tf32: 1), as CDNA's MFMA does ([Note]
+               ///< Matrix multiply-accumulate from 4 x 4 blocks), each block product emulated
+               ///< with shuffles; ldmatrix from shuffles
+    blocks_k2, ///< the same with blocks of k 2 for f16 and bf16, as gfx908's bf16 MFMA
+};
+/// Test hook: every target builds the warp matrix operations by `path`, so that the H200 and the
+/// CPU device run the code other targets get; it is part of target_cache_key while not native.
+void set_matrix_path_for_testing(MatrixPath path);
 /// SHA-256 of `bytes`, as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view bytes);
 /// The CompiledKernel `compile(k, target)` would return, with `binary` (PTX or a CPU object
