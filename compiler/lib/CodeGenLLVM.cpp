@@ -17,6 +17,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -56,6 +57,10 @@ private:
     llvm::Value *widen_float(llvm::Value *v, llvm::Type *ty);
     llvm::Value *emit_int_to_bf16(llvm::Value *v, const ir::Type &from);
     llvm::Value *emit_int_to_f16(llvm::Value *v, const ir::Type &from);
+    /// [Note] 8-bit floats from bits: the f32 value of e4m3 or e5m2 bits (i8 or a vector of
+    /// them), exactly, and the bits of an f32 rounded to nearest even and saturated.
+    llvm::Value *fp8_to_f32(llvm::Value *bits, bool e4m3);
+    llvm::Value *f32_to_fp8(llvm::Value *f, bool e4m3);
     llvm::Value *emit_float_min_max(llvm::Intrinsic::ID id, llvm::Value *x, llvm::Value *y);
     llvm::Value *emit_cast(llvm::Value *v, const ir::Type &from, const ir::Type &to);
     /// A math library call, or a fast_ variant ([Note] Math library).
@@ -204,7 +209,9 @@ llvm::Type *CodeGenLLVM::scalar_type(ScalarType s) const {
     case ScalarType::Void: return llvm::Type::getVoidTy(ctx_);
     case ScalarType::Bool: return llvm::Type::getInt1Ty(ctx_);
     case ScalarType::I8:
-    case ScalarType::U8: return llvm::Type::getInt8Ty(ctx_);
+    case ScalarType::U8:
+    case ScalarType::E4M3: // 8-bit floats are their bits ([Note] 8-bit floats from bits)
+    case ScalarType::E5M2: return llvm::Type::getInt8Ty(ctx_);
     case ScalarType::I16:
     case ScalarType::U16: return llvm::Type::getInt16Ty(ctx_);
     case ScalarType::I32:
@@ -704,39 +711,24 @@ llvm::Value *CodeGenLLVM::shuffle_lane(llvm::Value *v, llvm::Value *lane) {
     return b_.CreateBitCast(r, ty);
 }
 
-/// Where an mma's A[r][j] lives ([Note] IR semantics: Matrix multiply-accumulate), h = r / 8: the
-/// lane is 4 (r % 8) plus the first of these (a part fixed by j), the element the second.
-std::pair<unsigned, unsigned> mma_a_place(const ir::Mma &op, unsigned h, unsigned j) {
-    if (op.input == ir::MmaInput::TF32) return {j % 4, h + 2 * (j / 4)};
-    if (op.shape.k == 8) return {j / 2, j % 2 + 2 * h};
-    return {j % 8 / 2, j % 2 + 2 * h + 4 * (j / 8)};
-}
-
-/// Where B[j][col] lives: the lane is 4 col plus the first of these, the element the second.
-std::pair<unsigned, unsigned> mma_b_place(const ir::Mma &op, unsigned j) {
-    if (op.input == ir::MmaInput::TF32) return {j % 4, j / 4};
-    if (op.shape.k == 8) return {j / 2, j % 2};
-    return {j % 8 / 2, j % 2 + 2 * (j / 8)};
-}
-
 llvm::Value *CodeGenLLVM::mma_by_shuffles(const ir::Mma &op, llvm::Value *a, llvm::Value *bv,
                                           llvm::Value *c) {
     const bool tf32 = op.input == ir::MmaInput::TF32;
     const unsigned k = op.shape.k;
     llvm::Value *lane = b_.CreateTrunc(lane_in_warp(), b_.getInt32Ty());
     llvm::Value *g = b_.CreateLShr(lane, 2), *t = b_.CreateAnd(lane, 3);
-    auto a_at = [&](unsigned h, unsigned j) { return mma_a_place(op, h, j); };
-    auto b_at = [&](unsigned j) { return mma_b_place(op, j); };
+    // Where A[r][j] and B[j][col] live: the lane is 4 (r % 8), or 4 col, plus a part fixed by j
+    // (the lane of row 8h, or of column 0), and the element.
     std::vector<llvm::Value *> a_row[2], b_col[2];
     for (unsigned h = 0; h < 2; ++h)
         for (unsigned j = 0; j < k; ++j) {
-            auto [part, i] = a_at(h, j);
+            auto [part, i] = ir::Mma::a_place(op.shape, op.input, 8 * h, j);
             llvm::Value *src = b_.CreateAdd(b_.CreateShl(g, 2), b_.getInt32(part));
             a_row[h].push_back(shuffle_lane(b_.CreateExtractElement(a, uint64_t(i)), src));
         }
     for (unsigned e = 0; e < 2; ++e)
         for (unsigned j = 0; j < k; ++j) {
-            auto [part, i] = b_at(j);
+            auto [part, i] = ir::Mma::b_place(op.shape, op.input, j, 0);
             llvm::Value *col = b_.CreateAdd(b_.CreateShl(t, 1), b_.getInt32(e));
             llvm::Value *src = b_.CreateAdd(b_.CreateShl(col, 2), b_.getInt32(part));
             b_col[e].push_back(shuffle_lane(b_.CreateExtractElement(bv, uint64_t(i)), src));
@@ -746,6 +738,8 @@ llvm::Value *CodeGenLLVM::mma_by_shuffles(const ir::Mma &op, llvm::Value *a, llv
             return b_.CreateBitCast(
                 b_.CreateAnd(b_.CreateBitCast(x, b_.getInt32Ty()), b_.getInt32(~0x1fffu)),
                 b_.getFloatTy());
+        if (op.input == ir::MmaInput::E4M3 || op.input == ir::MmaInput::E5M2)
+            return fp8_to_f32(x, op.input == ir::MmaInput::E4M3);
         return b_.CreateFPExt(x, b_.getFloatTy());
     };
     llvm::Type *cty = c->getType();
@@ -843,8 +837,6 @@ llvm::Value *CodeGenLLVM::mma_by_blocks(const ir::Mma &op, llvm::Value *a, llvm:
             into = b_.CreateInsertElement(into, b_.CreateExtractElement(pair, uint64_t(e)),
                                           uint64_t(at + e));
     };
-    auto a_at = [&](unsigned h, unsigned x) { return mma_a_place(op, h, x); };
-    auto b_at = [&](unsigned x) { return mma_b_place(op, x); };
     // Lane 4 (R % 8) with R % 8 = rb + 4 (i % 2), and lane 4 (4cb + j).
     llvm::Value *a_owner = b_.CreateShl(b_.CreateAdd(rb, b_.CreateShl(bits(0, 1), 2)), 2);
     llvm::Value *b_owner = b_.CreateShl(b_.CreateAdd(b_.CreateShl(cb, 2), j), 2);
@@ -867,13 +859,13 @@ llvm::Value *CodeGenLLVM::mma_by_blocks(const ir::Mma &op, llvm::Value *a, llvm:
                     *bblk = llvm::PoisonValue::get(block_ty);
         for (unsigned u = 0; u < kc; u += step) {
             const unsigned x = s * kc + u;
-            auto [a_part, a_lo] = a_at(0, x);
-            const unsigned a_hi = a_at(1, x).second;
+            auto [a_part, a_lo] = ir::Mma::a_place(op.shape, op.input, 0, x); // rows 0 and 8
+            const unsigned a_hi = ir::Mma::a_place(op.shape, op.input, 8, x).element;
             llvm::Value *src = b_.CreateAdd(a_owner, b_.getInt32(a_part));
             llvm::Value *lo = shuffle_lane(group(a, a_lo), src),
                         *hi = shuffle_lane(group(a, a_hi), src);
             ungroup(b_.CreateSelect(i_half, hi, lo), ablk, u);
-            auto [b_part, b_i] = b_at(x);
+            auto [b_part, b_i] = ir::Mma::b_place(op.shape, op.input, x, 0);
             ungroup(shuffle_lane(group(bv, b_i), b_.CreateAdd(b_owner, b_.getInt32(b_part))), bblk,
                     u);
         }
@@ -951,11 +943,17 @@ llvm::Value *CodeGenLLVM::matrix_load_by_shuffles(const ir::MatrixLoad &op, llvm
     facts_.uses_warp_ops = true;
     llvm::Value *a = emit(op->a), *b = emit(op->b), *c = emit(op->c);
     const bool tf32 = op->input == ir::MmaInput::TF32;
+    const bool fp8 = op->input == ir::MmaInput::E4M3 || op->input == ir::MmaInput::E5M2;
+    // No 16-block MFMA takes 8-bit floats: they take the shuffles on the blocks paths too.
     switch (forced_matrix_path()) {
     case MatrixPath::native: break;
     case MatrixPath::shuffles: return mma_by_shuffles(*op, a, b, c);
-    case MatrixPath::blocks: return mma_by_blocks(*op, a, b, c, tf32 ? 1 : 4, /*emulate=*/true);
-    case MatrixPath::blocks_k2: return mma_by_blocks(*op, a, b, c, tf32 ? 1 : 2, /*emulate=*/true);
+    case MatrixPath::blocks:
+        return fp8 ? mma_by_shuffles(*op, a, b, c)
+                   : mma_by_blocks(*op, a, b, c, tf32 ? 1 : 4, /*emulate=*/true);
+    case MatrixPath::blocks_k2:
+        return fp8 ? mma_by_shuffles(*op, a, b, c)
+                   : mma_by_blocks(*op, a, b, c, tf32 ? 1 : 2, /*emulate=*/true);
     }
     if (llvm::Value *v = target_.emit_mma(b_, *op, a, b, c)) return v;
     if (const unsigned kc = target_.mma_block_k(op->input))
@@ -1070,6 +1068,14 @@ llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from_type, c
     // Vectors convert lane by lane: the rules are those of their lane types, on LLVM vectors.
     const ir::Type from = from_type.lane_type(), to = to_type.lane_type();
     if (from == to || (from.is_int() && to.is_int() && from.bits() == to.bits())) return v;
+    if (from.is_fp8() || to.is_fp8()) { // through f32, which holds every value of the others
+        llvm::Type *f32 = like_lanes(b_.getFloatTy(), dst);
+        llvm::Value *wide = from.is_fp8() ? fp8_to_f32(v, from.scalar() == ScalarType::E4M3)
+                            : from.scalar() == ScalarType::F32 ? v
+                                                               : widen_float(v, f32);
+        if (to.is_fp8()) return f32_to_fp8(wide, to.scalar() == ScalarType::E4M3);
+        return to.scalar() == ScalarType::F32 ? wide : b_.CreateFPTrunc(wide, dst); // exact
+    }
     // Pointers differ only in `const`, which LLVM does not see (all are global today).
     if (from.is_pointer() && to.is_pointer()) return v;
     if (to.is_bool()) { // x != 0; NaN != 0 is true
@@ -1117,6 +1123,72 @@ llvm::Value *CodeGenLLVM::emit_cast(llvm::Value *v, const ir::Type &from_type, c
         return b_.CreateFPTrunc(wide, dst);
     }
     EMBER_UNREACHABLE("cast from " + from.to_string() + " to " + to.to_string());
+}
+
+// [Note] 8-bit floats from bits
+// ==============================
+// No target has an LLVM type for e4m3 or e5m2, so they are i8s and the code generator converts
+// them with integer arithmetic, the same on every target ([Note] IR semantics: 8-bit floats):
+// - to f32, exactly: e5m2 is the high byte of an f16 (fpext of it); e4m3's normals rebias the
+//   exponent (+120) and shift the mantissa, its subnormals are m * 2^-9, S.1111.111 is NaN.
+// - from f32: NaN gives 0x7f; a magnitude above the largest finite value (448, 57344) gives it
+//   (0x7e, 0x7b) with the sign; a normal rebiases the exponent and rounds the mantissa to 3 (2)
+//   bits by adding half an ulp less one plus the kept bit's lowest bit, then shifting (a carry
+//   moves into the exponent, as it must); below the smallest normal (2^-6, 2^-14) the magnitude
+//   scaled to units of the smallest subnormal is rounded to an integer by adding and subtracting
+//   2^23 in f32 (round to nearest even).
+// The host's ember::float8_e4m3 and float8_e5m2 (ember/Float8.h) convert the same way, and
+// Fp8Test compares the two on every byte and across the f32 range, on every device.
+llvm::Value *CodeGenLLVM::fp8_to_f32(llvm::Value *bits, bool e4m3) {
+    llvm::Type *i32 = like_lanes(b_.getInt32Ty(), bits->getType());
+    llvm::Type *f32 = like_lanes(b_.getFloatTy(), bits->getType());
+    auto k = [&](uint32_t c) { return llvm::ConstantInt::get(i32, c); };
+    llvm::Value *x = b_.CreateZExt(bits, i32);
+    if (!e4m3) {
+        llvm::Type *i16 = like_lanes(b_.getInt16Ty(), bits->getType());
+        llvm::Value *h = b_.CreateShl(b_.CreateZExt(bits, i16), llvm::ConstantInt::get(i16, 8));
+        return b_.CreateFPExt(b_.CreateBitCast(h, like_lanes(b_.getHalfTy(), bits->getType())),
+                              f32);
+    }
+    llvm::Value *sign = b_.CreateShl(b_.CreateAnd(x, k(0x80)), k(24));
+    llvm::Value *e = b_.CreateAnd(b_.CreateLShr(x, k(3)), k(15)), *m = b_.CreateAnd(x, k(7));
+    llvm::Value *normal = b_.CreateOr(
+        sign, b_.CreateOr(b_.CreateShl(b_.CreateAdd(e, k(120)), k(23)), b_.CreateShl(m, k(20))));
+    llvm::Value *tiny = b_.CreateFMul(b_.CreateUIToFP(m, f32), llvm::ConstantFP::get(f32, 0x1p-9));
+    llvm::Value *subnormal = b_.CreateOr(sign, b_.CreateBitCast(tiny, i32));
+    llvm::Value *nan = b_.CreateOr(sign, k(0x7fc00000));
+    llvm::Value *r = b_.CreateSelect(b_.CreateICmpEQ(b_.CreateAnd(x, k(0x7f)), k(0x7f)), nan,
+                                     normal);
+    r = b_.CreateSelect(b_.CreateICmpEQ(e, k(0)), subnormal, r);
+    return b_.CreateBitCast(r, f32);
+}
+
+llvm::Value *CodeGenLLVM::f32_to_fp8(llvm::Value *f, bool e4m3) {
+    llvm::Type *i32 = like_lanes(b_.getInt32Ty(), f->getType());
+    llvm::Type *f32 = f->getType();
+    auto k = [&](uint32_t c) { return llvm::ConstantInt::get(i32, c); };
+    const unsigned mant = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+    const uint32_t largest = e4m3 ? 0x43e00000u : 0x47600000u;  // 448, 57344
+    const uint32_t smallest = e4m3 ? 0x3c800000u : 0x38800000u; // 2^-6, 2^-14
+    const uint32_t largest_code = e4m3 ? 0x7e : 0x7b;
+    llvm::Value *x = b_.CreateBitCast(f, i32);
+    llvm::Value *sign = b_.CreateAnd(b_.CreateLShr(x, k(24)), k(0x80));
+    llvm::Value *a = b_.CreateAnd(x, k(0x7fffffff));
+    const unsigned drop = 23 - mant;
+    llvm::Value *r = b_.CreateSub(a, k((127 - bias) << 23));
+    r = b_.CreateAdd(
+        r, b_.CreateAdd(k((1u << (drop - 1)) - 1), b_.CreateAnd(b_.CreateLShr(r, k(drop)), k(1))));
+    llvm::Value *normal = b_.CreateLShr(r, k(drop));
+    // |f| in units of the smallest subnormal (2^(1 - bias - mant)), rounded by the 2^23 trick.
+    llvm::Value *scaled = b_.CreateFMul(
+        b_.CreateBitCast(a, f32),
+        llvm::ConstantFP::get(f32, std::ldexp(1.0, int(bias + mant - 1))));
+    llvm::Value *rounded = b_.CreateFAdd(scaled, llvm::ConstantFP::get(f32, 0x1p23));
+    llvm::Value *subnormal = b_.CreateSub(b_.CreateBitCast(rounded, i32), k(0x4b000000));
+    llvm::Value *code = b_.CreateSelect(b_.CreateICmpULT(a, k(smallest)), subnormal, normal);
+    code = b_.CreateSelect(b_.CreateICmpUGT(a, k(largest)), k(largest_code), code);
+    code = b_.CreateSelect(b_.CreateICmpUGT(a, k(0x7f800000)), k(0x7f), b_.CreateOr(sign, code));
+    return b_.CreateTrunc(code, like_lanes(b_.getInt8Ty(), f->getType()));
 }
 
 [[gnu::noinline]] llvm::Value *CodeGenLLVM::visit(const ir::Cast *op) {

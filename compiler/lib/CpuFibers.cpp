@@ -4,6 +4,8 @@
 #include "CpuFibers.h"
 
 #include "ember/Float16.h"
+#include "ember/Float8.h"
+#include "ember/compiler/IR.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -627,9 +629,14 @@ bool whole_warp(Scheduler &s, size_t first, size_t me) {
     return false;
 }
 
-/// Element `i` of a fragment of `input` (an ir::MmaInput: f16, bf16, tf32) as a float; tf32
-/// keeps the sign, the exponent and the 10 high bits of the mantissa.
+/// Element `i` of a fragment of `input` (an ir::MmaInput: f16, bf16, tf32, e4m3, e5m2) as a
+/// float; tf32 keeps the sign, the exponent and the 10 high bits of the mantissa.
 float fragment_element(int32_t input, const void *fragment, unsigned i) {
+    const auto in = static_cast<ir::MmaInput>(input);
+    if (in == ir::MmaInput::E4M3 || in == ir::MmaInput::E5M2) {
+        const uint8_t byte = static_cast<const uint8_t *>(fragment)[i];
+        return in == ir::MmaInput::E4M3 ? e4m3_bits_to_float(byte) : e5m2_bits_to_float(byte);
+    }
     if (input == 2) {
         uint32_t bits;
         std::memcpy(&bits, static_cast<const char *>(fragment) + 4 * i, 4);
@@ -666,26 +673,16 @@ void ember_cpu_mma(int32_t input, int32_t k, int32_t c_is_f16, const void *a, co
             return reinterpret_cast<const MmaOperands *>(s.fibers[first + l].posted);
         };
         // The lane and element holding A[r][j] and B[j][col] ([Note] IR semantics: Matrix
-        // multiply-accumulate, read backwards).
+        // multiply-accumulate).
+        const ir::MmaShape shape{16, 8, static_cast<uint8_t>(k)};
+        const auto in = static_cast<ir::MmaInput>(input);
         auto a_at = [&](unsigned r, unsigned j) {
-            unsigned t, i;
-            if (input == 2)
-                t = j % 4, i = r / 8 + 2 * (j / 4);
-            else if (k == 8)
-                t = j / 2, i = j % 2 + 2 * (r / 8);
-            else
-                t = j % 8 / 2, i = j % 2 + 2 * (r / 8) + 4 * (j / 8);
-            return fragment_element(input, lane_of(r % 8 * 4 + t)->a, i);
+            const ir::Mma::Place p = ir::Mma::a_place(shape, in, r, j);
+            return fragment_element(input, lane_of(p.lane)->a, p.element);
         };
         auto b_at = [&](unsigned j, unsigned col) {
-            unsigned t, i;
-            if (input == 2)
-                t = j % 4, i = j / 4;
-            else if (k == 8)
-                t = j / 2, i = j % 2;
-            else
-                t = j % 8 / 2, i = j % 2 + 2 * (j / 8);
-            return fragment_element(input, lane_of(col * 4 + t)->b, i);
+            const ir::Mma::Place p = ir::Mma::b_place(shape, in, j, col);
+            return fragment_element(input, lane_of(p.lane)->b, p.element);
         };
         const unsigned lane = static_cast<unsigned>(me - first), g = lane / 4, t = lane % 4;
         for (unsigned i = 0; i < 4; ++i) {

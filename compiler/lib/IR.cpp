@@ -349,6 +349,7 @@ std::string_view operand_requirement(BinaryOp op, Type t) {
 std::string_view operand_requirement(CompareOp op, Type t) {
     t = lane(t);
     if (!t.is_scalar() || t.is_void()) return "scalars or vectors";
+    if (t.is_fp8()) return "numbers or bool (an 8-bit float is cast to f32 first)";
     if (t.is_bool() && op != CompareOp::EQ && op != CompareOp::NE) return "numbers";
     return "";
 }
@@ -545,8 +546,11 @@ Expr Warp::make(WarpOp op, Expr value, Expr lane) {
 }
 
 namespace {
-constexpr std::pair<MmaInput, const char *> mma_input_names[] = {
-    {MmaInput::F16, "f16"}, {MmaInput::BF16, "bf16"}, {MmaInput::TF32, "tf32"}};
+constexpr std::pair<MmaInput, const char *> mma_input_names[] = {{MmaInput::F16, "f16"},
+                                                                 {MmaInput::BF16, "bf16"},
+                                                                 {MmaInput::TF32, "tf32"},
+                                                                 {MmaInput::E4M3, "e4m3"},
+                                                                 {MmaInput::E5M2, "e5m2"}};
 } // namespace
 
 std::string_view to_string(MmaInput t) { return name_in(mma_input_names, t, "MmaInput"); }
@@ -587,6 +591,11 @@ std::optional<MmaFragments> Mma::fragments(MmaShape shape, MmaInput input) {
         if (shape.k != 8) return std::nullopt;
         return MmaFragments{Type::vector(ScalarType::F32, 4), Type::vector(ScalarType::F32, 2), c};
     }
+    if (input == MmaInput::E4M3 || input == MmaInput::E5M2) {
+        if (shape.k != 32) return std::nullopt;
+        const ScalarType e = input == MmaInput::E4M3 ? ScalarType::E4M3 : ScalarType::E5M2;
+        return MmaFragments{Type::vector(e, 16), Type::vector(e, 8), c};
+    }
     const ScalarType e = input == MmaInput::F16 ? ScalarType::F16 : ScalarType::BF16;
     if (shape.k == 16) return MmaFragments{Type::vector(e, 8), Type::vector(e, 4), c};
     if (shape.k == 8) return MmaFragments{Type::vector(e, 4), Type::vector(e, 2), c};
@@ -598,7 +607,9 @@ std::string Mma::problem(MmaShape shape, MmaInput input, Type a, Type b, Type c)
     std::optional<MmaFragments> f = fragments(shape, input);
     if (!f)
         return "there is no " + name +
-               " (there are m16n8k16 and m16n8k8 for f16 and bf16, and m16n8k8 for tf32)";
+               " (there are m16n8k16 and m16n8k8 for f16 and bf16, m16n8k8 for tf32, and m16n8k32 "
+               "for "
+               "e4m3 and e5m2)";
     auto mismatch = [&](const char *what, Type want, Type got) {
         return name + " takes " + want.to_string() + " as " + what + ", not " + got.to_string();
     };
@@ -609,6 +620,24 @@ std::string Mma::problem(MmaShape shape, MmaInput input, Type a, Type b, Type c)
         return name + " takes " + f->c.to_string() + (input == MmaInput::F16 ? " or f16x4" : "") +
                " as c, not " + c.to_string();
     return "";
+}
+
+Mma::Place Mma::a_place(MmaShape shape, MmaInput input, unsigned r, unsigned j) {
+    const unsigned h = r / 8, base = 4 * (r % 8);
+    if (input == MmaInput::TF32) return {base + j % 4, h + 2 * (j / 4)};
+    if (input == MmaInput::E4M3 || input == MmaInput::E5M2)
+        return {base + j % 16 / 4, j % 4 + 4 * h + 8 * (j / 16)};
+    if (shape.k == 8) return {base + j / 2, j % 2 + 2 * h};
+    return {base + j % 8 / 2, j % 2 + 2 * h + 4 * (j / 8)};
+}
+
+Mma::Place Mma::b_place(MmaShape shape, MmaInput input, unsigned j, unsigned col) {
+    const unsigned base = 4 * col;
+    if (input == MmaInput::TF32) return {base + j % 4, j / 4};
+    if (input == MmaInput::E4M3 || input == MmaInput::E5M2)
+        return {base + j % 16 / 4, j % 4 + 4 * (j / 16)};
+    if (shape.k == 8) return {base + j / 2, j % 2};
+    return {base + j % 8 / 2, j % 2 + 2 * (j / 8)};
 }
 
 Expr Mma::make(MmaShape shape, MmaInput input, Expr a, Expr b, Expr c) {
@@ -638,8 +667,23 @@ Expr MatrixLoad::make(Expr ptr, Expr index, unsigned count, bool trans) {
     return Expr(sealed(new MatrixLoad(t, std::move(ptr), std::move(index), count, trans)));
 }
 
+std::string Cast::problem(Type from, Type to) {
+    const Type f = lane(from), t = lane(to);
+    if (!f.is_fp8() && !t.is_fp8()) return "";
+    auto partner = [](Type x) {
+        return x.is_fp8() || x == Type(ScalarType::F16) || x == Type(ScalarType::BF16) ||
+               x == Type(ScalarType::F32);
+    };
+    if (partner(f) && partner(t)) return "";
+    const Type fp8 = f.is_fp8() ? f : t, other = f.is_fp8() ? t : f;
+    return "an 8-bit float (" + fp8.to_string() +
+           ") converts to and from f16, bf16, f32, e4m3 and e5m2 only, not " + other.to_string() +
+           ": cast through f32";
+}
+
 Expr Cast::make(Type to, Expr a) {
     EMBER_ASSERT(a, "Cast of a null operand");
+    EMBER_ASSERT(problem(a.type(), to).empty(), "Cast " + problem(a.type(), to));
     EMBER_ASSERT(!to.is_pointer() && !lane(to).is_void(), "Cast to " + to.to_string());
     EMBER_ASSERT(!a.type().is_pointer() && !lane(a.type()).is_void(), "Cast of " + a.type().to_string());
     EMBER_ASSERT(to.lanes() == a.type().lanes(),

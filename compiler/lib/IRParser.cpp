@@ -576,6 +576,8 @@ private:
         if (a.type().lanes() != to.lanes())
             error(operand_tok, "cannot cast " + a.type().to_string() + " to " + to.to_string() +
                                    ": a cast keeps the number of lanes");
+        if (std::string p = Cast::problem(a.type(), to); !p.empty())
+            error(operand_tok, "cannot cast: " + p);
         expect(")");
         return Cast::make(to, a);
     }
@@ -674,8 +676,8 @@ private:
         const Token &input_tok = expect_kind(Tok::Ident, "the mma input type (f16, bf16, tf32)");
         std::optional<MmaInput> input = parse_mma_input(input_tok.text);
         if (!input)
-            error(input_tok,
-                  "expected the mma input type (f16, bf16 or tf32), found " + describe(input_tok));
+            error(input_tok, "expected the mma input type (f16, bf16, tf32, e4m3 or e5m2), found " +
+                                 describe(input_tok));
         expect("(");
         const Token &a_tok = peek();
         Expr a = parse_expr();

@@ -11,9 +11,9 @@ namespace ember::ir {
 
 namespace {
 
-constexpr std::array<std::string_view, 14> scalar_names = {"void", "bool", "i8",  "i16", "i32",
-                                                           "i64",  "u8",   "u16", "u32", "u64",
-                                                           "f16",  "bf16", "f32", "f64"};
+constexpr std::array<std::string_view, 16> scalar_names = {
+    "void", "bool", "i8",  "i16",  "i32", "i64", "u8",   "u16",
+    "u32",  "u64",  "f16", "bf16", "f32", "f64", "e4m3", "e5m2"};
 constexpr std::array<std::string_view, 4> space_names = {"global", "shared", "local", "constant"};
 
 std::string_view trim(std::string_view s) {
@@ -65,7 +65,9 @@ unsigned Type::bits() const {
     case ScalarType::Void: return 0;
     case ScalarType::Bool: return 1;
     case ScalarType::I8:
-    case ScalarType::U8: return 8;
+    case ScalarType::U8:
+    case ScalarType::E4M3:
+    case ScalarType::E5M2: return 8;
     case ScalarType::I16:
     case ScalarType::U16:
     case ScalarType::F16:

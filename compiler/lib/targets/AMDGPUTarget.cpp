@@ -201,6 +201,8 @@ public:
         case ir::MmaInput::F16: return 4;
         case ir::MmaInput::BF16: return gfx908 ? 2 : 4;
         case ir::MmaInput::TF32: return 1;
+        case ir::MmaInput::E4M3:
+        case ir::MmaInput::E5M2: return 0; // CDNA 3's fp8 MFMAs are 16 x 16 and 32 x 32 only
         }
         return 0;
     }

@@ -1459,6 +1459,7 @@ public:
         if (op.kind == ir::NodeKind::Mma) {
             const auto &mma = static_cast<const ir::Mma &>(op);
             need = mma.input == ir::MmaInput::F16 && mma.shape.k == 8 ? 75 : 80;
+            if (mma.input == ir::MmaInput::E4M3 || mma.input == ir::MmaInput::E5M2) need = 89;
         }
         if (sm_version() >= need) return "";
         return "needs sm_" + std::to_string(need) + " or later, and the target is " + spec().cpu;
@@ -1690,6 +1691,8 @@ public:
                                   : I::nvvm_mma_m16n8k8_row_col_bf16;
             break;
         case ir::MmaInput::TF32: id = I::nvvm_mma_m16n8k8_row_col_tf32; break;
+        case ir::MmaInput::E4M3:
+        case ir::MmaInput::E5M2: return emit_fp8_mma(b, op, a, bv, c);
         }
         llvm::Module &m = *b.GetInsertBlock()->getModule();
         llvm::Function *fn = llvm::Intrinsic::getDeclaration(&m, id);
@@ -1698,6 +1701,33 @@ public:
         pieces(b, bv, fn->getFunctionType(), args);
         pieces(b, c, fn->getFunctionType(), args);
         return joined(b, b.CreateCall(fn, args), c->getType());
+    }
+
+    /// mma.sync.aligned.m16n8k32.row.col.f32.<in>.<in>.f32 for the 8-bit floats (sm_89, PTX ISA
+    /// 8.4), which LLVM 19 has no intrinsic for: inline assembly, convergent as the intrinsics
+    /// are, taking A as four 32-bit registers, B as two and C as four floats; patch_assembly
+    /// raises the module's PTX version for it ([Note] PTX version of 8-bit float mma).
+    static llvm::Value *emit_fp8_mma(llvm::IRBuilderBase &b, const ir::Mma &op, llvm::Value *a,
+                                     llvm::Value *bv, llvm::Value *c) {
+        llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+        llvm::Type *result = llvm::StructType::get(b.getContext(), {f32, f32, f32, f32});
+        auto *fty = llvm::FunctionType::get(
+            result, {i32, i32, i32, i32, i32, i32, f32, f32, f32, f32}, false);
+        const std::string in(ir::to_string(op.input));
+        auto *asm_ = llvm::InlineAsm::get(fty,
+                                          "mma.sync.aligned.m16n8k32.row.col.f32." + in + "." + in +
+                                              ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, "
+                                              "{$10, $11, $12, $13};",
+                                          "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
+                                          /*hasSideEffects=*/false);
+        std::vector<llvm::Value *> args;
+        pieces(b, a, fty, args);
+        pieces(b, bv, fty, args);
+        pieces(b, c, fty, args);
+        llvm::CallInst *call = b.CreateCall(fty, asm_, args);
+        call->addFnAttr(llvm::Attribute::Convergent);
+        call->addFnAttr(llvm::Attribute::NoUnwind);
+        return joined(b, call, c->getType());
     }
 
     /// ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16 ([Note] Fragments as PTX registers).
@@ -1877,7 +1907,31 @@ public:
         scalar_half_vector_arithmetic(m);
     }
 
-    std::string patch_assembly(std::string text) const override { return patch_ptx(std::move(text)); }
+    /// [Note] PTX version of 8-bit float mma
+    /// =====================================
+    /// mma.sync with e4m3 or e5m2 inputs is PTX ISA 8.4 (CUDA 12.4), later than the version
+    /// LLVM 19 declares for sm_89 (7.8) and sm_90 (8.0). A module that has one declares 8.4
+    /// instead (no spec with its own +ptxNN is touched: it gets what it asked for), so only
+    /// those kernels need a driver of CUDA 12.4 or later; an older one refuses the PTX and the
+    /// load fails naming the kernel. Everything else in the module means the same in 8.4.
+    std::string patch_assembly(std::string text) const override {
+        if (spec().features.find("+ptx") == std::string::npos &&
+            (text.find(".f32.e4m3.e4m3.f32") != std::string::npos ||
+             text.find(".f32.e5m2.e5m2.f32") != std::string::npos))
+            text = with_ptx_version_at_least(std::move(text), 8, 4);
+        return patch_ptx(std::move(text));
+    }
+
+    /// `ptx` declaring `.version major.minor` where it declared an older one.
+    static std::string with_ptx_version_at_least(std::string ptx, int major, int minor) {
+        const size_t at = ptx.find("\n.version ");
+        if (at == std::string::npos) return ptx;
+        const size_t start = at + 10, end = ptx.find('\n', start);
+        int have_major = 0, have_minor = 0;
+        if (std::sscanf(ptx.c_str() + start, "%d.%d", &have_major, &have_minor) != 2) return ptx;
+        if (have_major > major || (have_major == major && have_minor >= minor)) return ptx;
+        return ptx.replace(start, end - start, std::to_string(major) + "." + std::to_string(minor));
+    }
 
     llvm::CodeGenFileType binary_file_type() const override {
         return llvm::CodeGenFileType::AssemblyFile;

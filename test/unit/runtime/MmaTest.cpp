@@ -98,6 +98,8 @@ TEST_P(MmaTest, EveryShapeAndInputGivesTheHostsProduct) {
     check_single_mma<Mma<half, m16n8k16, half>>(ctx(), "mma_f16_k16_f16acc");
     check_single_mma<Mma<half, m16n8k8, half>>(ctx(), "mma_f16_k8_f16acc");
     check_single_mma<Mma<tf32, m16n8k8>>(ctx(), "mma_tf32_k8");
+    check_single_mma<Mma<float8_e4m3, m16n8k32>>(ctx(), "mma_e4m3_k32");
+    check_single_mma<Mma<float8_e5m2, m16n8k32>>(ctx(), "mma_e5m2_k32");
 }
 
 TEST_P(MmaTest, FragmentLayoutsAreThePtxIsas) {
@@ -127,6 +129,19 @@ TEST_P(MmaTest, FragmentLayoutsAreThePtxIsas) {
     EXPECT_TRUE((covers_once<Mma<half, m16n8k8>::B>()));
     EXPECT_TRUE(covers_once<T::A>());
     EXPECT_TRUE(covers_once<T::B>());
+    // m16n8k32 with 8-bit floats: four elements of a row (A) or column (B) per 32-bit register.
+    using F = Mma<float8_e4m3, m16n8k32>;
+    static_assert(F::A::size == 16 && F::B::size == 8 && F::C::size == 4);
+    EXPECT_EQ(F::A::row(5, 3), 1);
+    EXPECT_EQ(F::A::col(5, 3), 7);
+    EXPECT_EQ(F::A::row(5, 4), 9);
+    EXPECT_EQ(F::A::col(5, 9), 21);
+    EXPECT_EQ(F::A::row(5, 12), 9);
+    EXPECT_EQ(F::B::row(5, 2), 6);
+    EXPECT_EQ(F::B::row(5, 5), 21);
+    EXPECT_EQ(F::B::col(5, 5), 1);
+    EXPECT_TRUE(covers_once<F::A>());
+    EXPECT_TRUE(covers_once<F::B>());
 }
 
 // Lane l stores the 2N elements ldmatrix gave it. The shared tile holds 32 rows of 8 elements,
@@ -455,6 +470,8 @@ void check_every_single_mma(DeviceContext &ctx, const std::string &path) {
     check_single_mma<Mma<half, m16n8k16>>(ctx, ("mma_f16_k16_" + path).c_str());
     check_single_mma<Mma<half, m16n8k8, half>>(ctx, ("mma_f16_k8_f16acc_" + path).c_str());
     check_single_mma<Mma<tf32, m16n8k8>>(ctx, ("mma_tf32_k8_" + path).c_str());
+    check_single_mma<Mma<float8_e4m3, m16n8k32>>(ctx, ("mma_e4m3_k32_" + path).c_str());
+    check_single_mma<Mma<float8_e5m2, m16n8k32>>(ctx, ("mma_e5m2_k32_" + path).c_str());
 }
 
 // Targets without matrix instructions (AMDGPU's RDNA) build mma and ldmatrix from warp shuffles;

@@ -23,6 +23,16 @@
 ///   toward zero and saturates to the destination's range (NaN gives 0); int to float rounds to
 ///   nearest; float to float rounds to nearest; bool to number gives 0 or 1; number to bool is
 ///   `x != 0`.
+/// * 8-bit floats. `e4m3` (bias 7, 3 mantissa bits, largest finite 448, no infinities, NaN
+///   S.1111.111) and `e5m2` (bias 15, 2 mantissa bits, largest finite 57344, infinities and NaNs
+///   as f16's) are the OCP FP8 formats tensor cores multiply. They have no arithmetic, comparison
+///   or atomics: they are loaded, stored, selected, put in and taken out of vectors, cast, and
+///   multiplied by mma. A cast of one to f16, bf16 or f32 is exact (every value is representable,
+///   subnormals included; NaN stays NaN, e5m2's infinities stay infinite). A cast to one from f16,
+///   bf16, f32 or the other 8-bit float rounds to nearest even and saturates, as PTX's
+///   `cvt.rn.satfinite` does: a magnitude above the largest finite value, infinity included,
+///   gives the largest finite value with its sign, and NaN gives 0x7f. Other types cast through
+///   f32.
 /// * Memory. `Load`/`Store` address `ptr[index]` in elements of the pointee type; the index is any
 ///   integer type, sign- or zero-extended by its own signedness. An access outside the memory an
 ///   allocation covers is undefined (as in CUDA): on the CPU device it may crash the process.
@@ -128,6 +138,8 @@
 ///     b (4) B[2t + i % 2 + 8 * (i / 2)][g].
 ///   - m16n8k8, f16 or bf16: a (4) A[g + 8 * (i / 2)][2t + i % 2]; b (2) B[2t + i][g].
 ///   - m16n8k8, tf32: a (4, f32) A[g + 8 * (i % 2)][t + 4 * (i / 2)]; b (2, f32) B[t + 4i][g].
+///   - m16n8k32, e4m3 or e5m2: a (16) A[g + 8 * (i / 4 % 2)][4t + i % 4 + 16 * (i / 8)]; b (8)
+///     B[4t + i % 4 + 16 * (i / 4)][g].
 ///   - c and the result, for every shape (4 elements): C[g + 8 * (i / 2)][2t + i % 2], f32, or
 ///     f16 with f16 inputs (the products are then summed in f16 precision at least).
 ///   Every product of two elements is exact; the k products and C's element are summed in f32
@@ -135,7 +147,8 @@
 ///   cores do not round each step to nearest), so the last bits may differ between targets. tf32
 ///   inputs are f32 values of which only the sign, the exponent and the 10 high bits of the
 ///   mantissa take part (the 13 low bits are ignored). The CPU device sums in f32 in the order of
-///   k, starting from C's element, and rounds an f16 result once. NVIDIA sm_80 and later.
+///   k, starting from C's element, and rounds an f16 result once. NVIDIA sm_80 and later; the
+///   8-bit floats sm_89 and later (PTX ISA 8.4, which the PTX of such a kernel declares).
 /// * Matrix loads. `ldmatrix.xN(p[i])` and `ldmatrix.xN.trans(p[i])` (N = 1, 2 or 4; p a
 ///   `ptr<shared T>` of a 16-bit T) are warp operations as mma is: together they load N matrices
 ///   of 8 x 8 elements, each row 8 consecutive elements (16 bytes, the address aligned to 16) at
@@ -536,6 +549,9 @@ private:
 /// Converts a scalar to another scalar type, or a vector lane by lane to a vector of as many
 /// lanes (see [Note] IR semantics for the rules).
 struct Cast final : ExprNode {
+    /// What is wrong with casting a `from` to a `to` of as many lanes ("" when nothing): an
+    /// 8-bit float converts to and from f16, bf16, f32 and 8-bit floats only.
+    static std::string problem(Type from, Type to);
     static constexpr NodeKind static_kind = NodeKind::Cast;
     Expr a;
     static Expr make(Type to, Expr a);
@@ -673,10 +689,10 @@ private:
 };
 
 /// The element type of a matrix multiply-accumulate's A and B fragments ([Note] IR semantics:
-/// Matrix multiply-accumulate): f16, bf16, or tf32 (f32 values of which the multiply takes 19
-/// bits).
-enum class MmaInput : uint8_t { F16, BF16, TF32 };
-std::string_view to_string(MmaInput t); // "f16", "bf16", "tf32"
+/// Matrix multiply-accumulate): f16, bf16, tf32 (f32 values of which the multiply takes 19
+/// bits), or the 8-bit floats e4m3 and e5m2.
+enum class MmaInput : uint8_t { F16, BF16, TF32, E4M3, E5M2 };
+std::string_view to_string(MmaInput t); // "f16", "bf16", "tf32", "e4m3", "e5m2"
 std::optional<MmaInput> parse_mma_input(std::string_view s);
 
 /// D (m x n) = A (m x k) * B (k x n) + C: printed `m16n8k16`.
@@ -705,6 +721,13 @@ struct Mma final : ExprNode {
     static std::optional<MmaFragments> fragments(MmaShape shape, MmaInput input);
     /// What is wrong with an mma of these operand types ("" when nothing).
     static std::string problem(MmaShape shape, MmaInput input, Type a, Type b, Type c);
+    /// Where a lane's fragments hold A[r][j] and B[j][col] ([Note] IR semantics: Matrix
+    /// multiply-accumulate): the lane (0-31) and the element of its vector.
+    struct Place {
+        unsigned lane, element;
+    };
+    static Place a_place(MmaShape shape, MmaInput input, unsigned r, unsigned j);
+    static Place b_place(MmaShape shape, MmaInput input, unsigned j, unsigned col);
 
 private:
     Mma(MmaShape s, MmaInput in, Expr a_, Expr b_, Expr c_)

@@ -12,8 +12,29 @@
 namespace ember::ir {
 
 /// Scalar element types. The textual names are those of `to_string(ScalarType)`:
-/// void bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64.
-enum class ScalarType : uint8_t { Void, Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64 };
+/// void bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 e4m3 e5m2.
+///
+/// e4m3 and e5m2 are the 8-bit floats of tensor cores (OCP FP8; CUDA's __nv_fp8_e4m3 and
+/// __nv_fp8_e5m2), storage types with no arithmetic: they are loaded, stored, moved, cast to and
+/// from f16, bf16 and f32, and multiplied by mma ([Note] IR semantics: 8-bit floats).
+enum class ScalarType : uint8_t {
+    Void,
+    Bool,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+    E4M3,
+    E5M2
+};
 
 /// Where a pointer points. Only `Global` is produced by the front end today; the others are
 /// reserved for shared, local and constant memory.
@@ -89,8 +110,12 @@ public:
     constexpr bool is_float() const {
         return is_scalar() && scalar_ >= ScalarType::F16 && scalar_ <= ScalarType::F64;
     }
-    /// Integers and floats (not bool, not pointers, not vectors).
+    /// Integers and floats (not bool, not pointers, not vectors, not 8-bit floats).
     constexpr bool is_arithmetic() const { return is_int() || is_float(); }
+    /// e4m3 or e5m2: an 8-bit float, which has no arithmetic.
+    constexpr bool is_fp8() const {
+        return is_scalar() && (scalar_ == ScalarType::E4M3 || scalar_ == ScalarType::E5M2);
+    }
 
     /// Width in bits of a scalar (bool is 1), of all lanes of a vector, 64 for pointers.
     unsigned bits() const;

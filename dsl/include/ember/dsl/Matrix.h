@@ -35,6 +35,7 @@ template <int M, int N, int K> struct MmaShape {
 };
 using m16n8k16 = MmaShape<16, 8, 16>;
 using m16n8k8 = MmaShape<16, 8, 8>;
+using m16n8k32 = MmaShape<16, 8, 32>;
 
 /// Which operand a fragment belongs to. C is also the result, D.
 enum class MmaOperand { A, B, C };
@@ -64,6 +65,16 @@ template <> struct mma_input<tf32> {
     using element = float;
     static constexpr ir::MmaInput ir = ir::MmaInput::TF32;
 };
+template <> struct mma_input<float8_e4m3> {
+    static constexpr bool valid = true;
+    using element = float8_e4m3;
+    static constexpr ir::MmaInput ir = ir::MmaInput::E4M3;
+};
+template <> struct mma_input<float8_e5m2> {
+    static constexpr bool valid = true;
+    using element = float8_e5m2;
+    static constexpr ir::MmaInput ir = ir::MmaInput::E5M2;
+};
 
 template <class Shape> struct is_mma_shape : std::false_type {};
 template <int M, int N, int K> struct is_mma_shape<MmaShape<M, N, K>> : std::true_type {};
@@ -77,6 +88,7 @@ template <class In, class Shape, class Acc> constexpr bool mma_exists() {
         const bool acc_ok = std::is_same_v<Acc, float> ||
                             (std::is_same_v<Acc, half> && std::is_same_v<In, half>);
         if (!acc_ok) return false;
+        if constexpr (is_fp8<In>) return Shape::k == 32;
         return std::is_same_v<In, tf32> ? Shape::k == 8 : (Shape::k == 8 || Shape::k == 16);
     }
 }
@@ -91,17 +103,19 @@ V bound_vector(ir::Expr e, const char *what, const std::source_location &loc, ui
 } // namespace detail
 
 /// One kind of warp matrix multiply-accumulate ([Note] IR semantics: Matrix multiply-accumulate):
-/// `In` is the element type of A and B (half, bfloat16, or tf32), `Shape` m16n8k16 or m16n8k8
-/// (tf32: m16n8k8), `Acc` that of C and D (float, or half with half inputs). NVIDIA sm_80 and
-/// later (m16n8k8 with half: sm_75); the CPU device emulates it.
+/// `In` is the element type of A and B (half, bfloat16, tf32, float8_e4m3 or float8_e5m2),
+/// `Shape` m16n8k16 or m16n8k8 (tf32: m16n8k8; the 8-bit floats: m16n8k32), `Acc` that of C and
+/// D (float, or half with half inputs). NVIDIA sm_80 and later (m16n8k8 with half: sm_75; the
+/// 8-bit floats: sm_89); the CPU device emulates it.
 template <class In, class Shape, class Acc = float> struct Mma {
     static_assert(detail::mma_input<In>::valid,
-                  "Mma<In, Shape, Acc>: In is half, bfloat16 or tf32");
+                  "Mma<In, Shape, Acc>: In is half, bfloat16, tf32, float8_e4m3 or float8_e5m2");
     static_assert(detail::is_mma_shape<Shape>::value,
-                  "Mma<In, Shape, Acc>: Shape is m16n8k16 or m16n8k8");
+                  "Mma<In, Shape, Acc>: Shape is m16n8k16, m16n8k8 or m16n8k32");
     static_assert(detail::mma_exists<In, Shape, Acc>(),
                   "there is no such mma: m16n8k16 and m16n8k8 for half and bfloat16, m16n8k8 for "
-                  "tf32; Acc is float, or half with half inputs");
+                  "tf32, m16n8k32 for float8_e4m3 and float8_e5m2; Acc is float, or half with half "
+                  "inputs");
     using input_type = In;
     using shape = Shape;
     using accumulator_type = Acc;
@@ -120,6 +134,7 @@ template <MmaOperand Role, class Op> class MmaFragment {
     using In = typename Op::input_type;
     using Shape = typename Op::shape;
     static constexpr bool is_tf32 = std::is_same_v<In, tf32>;
+    static constexpr bool is_fp8 = detail::is_fp8<In>;
 
 public:
     static constexpr MmaOperand role = Role;
@@ -310,14 +325,18 @@ public:
         if constexpr (Role == MmaOperand::C)
             return g + 8 * (i / 2);
         else if constexpr (Role == MmaOperand::A) {
-            if constexpr (is_tf32)
+            if constexpr (is_fp8)
+                return g + 8 * (i / 4 % 2);
+            else if constexpr (is_tf32)
                 return g + 8 * (i % 2);
             else if constexpr (Shape::k == 8)
                 return g + 8 * (i / 2);
             else
                 return g + 8 * (i / 2 % 2);
         } else {
-            if constexpr (is_tf32)
+            if constexpr (is_fp8)
+                return 4 * t + i % 4 + 16 * (i / 4);
+            else if constexpr (is_tf32)
                 return t + 4 * i;
             else if constexpr (Shape::k == 8)
                 return 2 * t + i;
@@ -330,7 +349,9 @@ public:
         if constexpr (Role == MmaOperand::C)
             return 2 * t + i % 2;
         else if constexpr (Role == MmaOperand::A) {
-            if constexpr (is_tf32)
+            if constexpr (is_fp8)
+                return 4 * t + i % 4 + 16 * (i / 8);
+            else if constexpr (is_tf32)
                 return t + 4 * (i / 2);
             else if constexpr (Shape::k == 8)
                 return 2 * t + i % 2;
@@ -355,7 +376,10 @@ private:
         }
     }
     static vector_type zeros(const std::source_location &loc) {
-        return vector_type(element_type(0.0f), loc);
+        if constexpr (detail::is_fp8<element_type>) // no 8-bit constants: +0.0 from f32
+            return cast<element_type>(SIMD<float, size>(0.0f, loc), loc);
+        else
+            return vector_type(element_type(0.0f), loc);
     }
     static Int to_int(const detail::IndexArg &i) {
         ir::Expr e = i.expr;

@@ -509,6 +509,9 @@ template <class To, SimdValue X> auto cast(const X &x, std::source_location loc 
     using U = typename detail::cast_lane<To>::type;
     if constexpr (detail::simd_traits<To>::is_simd)
         static_assert(To::size == V::size, "cast<SIMD<U, M>>(v) keeps the lane count: M must be v's N");
+    static_assert(detail::castable<typename V::value_type, U>,
+                  "an 8-bit float converts to and from half, bfloat16, float and the other 8-bit "
+                  "float only: cast through float");
     V v = detail::to_simd<V>(x, loc);
     if constexpr (std::is_same_v<U, typename V::value_type>) return v;
     else return SIMD<U, V::size>(ir::Cast::make(SIMD<U, V::size>::ir_type(), v.expr()), v.trace());

@@ -18,6 +18,7 @@
 #define EMBER_DSL_VALUE_H
 
 #include "ember/Float16.h"
+#include "ember/Float8.h"
 #include "ember/dsl/Tracer.h"
 
 #include <concepts>
@@ -57,6 +58,8 @@ EMBER_SCALAR(half, F16, "Float16")
 EMBER_SCALAR(bfloat16, BF16, "BFloat16")
 EMBER_SCALAR(float, F32, "Float32")
 EMBER_SCALAR(double, F64, "Float64")
+EMBER_SCALAR(float8_e4m3, E4M3, "Float8E4M3")
+EMBER_SCALAR(float8_e5m2, E5M2, "Float8E5M2")
 #undef EMBER_SCALAR
 // `long long` is a distinct type from int64_t (`long`) on LP64 Linux, with the same values.
 template <> struct scalar_info<long long> : scalar_info<int64_t> {};
@@ -66,6 +69,17 @@ template <class T> constexpr bool always_false = false;
 /// float, double, half and bfloat16.
 template <class T>
 constexpr bool is_float_type = std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+/// The 8-bit floats, which only load, store, move, cast and multiply in mma.
+template <class T>
+constexpr bool is_fp8 = std::is_same_v<T, float8_e4m3> || std::is_same_v<T, float8_e5m2>;
+/// Whether cast<To>(From) exists: an 8-bit float converts to and from half, bfloat16, float and
+/// 8-bit floats only ([Note] IR semantics: 8-bit floats).
+template <class From, class To>
+constexpr bool castable = (!is_fp8<From> && !is_fp8<To>) ||
+                          ((is_fp8<From> || std::is_same_v<From, half> ||
+                            std::is_same_v<From, bfloat16> || std::is_same_v<From, float>) &&
+                           (is_fp8<To> || std::is_same_v<To, half> ||
+                            std::is_same_v<To, bfloat16> || std::is_same_v<To, float>));
 } // namespace detail
 
 /// The C++ types a traced scalar can have.
@@ -138,7 +152,11 @@ ir::Expr host_constant_float(ir::Type t, double v, const std::source_location &l
 
 template <Scalar T, HostScalar U> ir::Expr host_constant(U v, const std::source_location &loc) {
     using S = std::remove_cvref_t<U>;
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (is_fp8<T>) {
+        static_assert(always_false<S>, "an 8-bit float has no constants: cast<T>() an f32 value, "
+                                       "cast<float8_e4m3>(Float32(0.5f))");
+        return {};
+    } else if constexpr (std::is_same_v<T, bool>) {
         static_assert(std::is_same_v<S, bool>,
                       "only a C++ bool converts to Bool; compare numbers explicitly (x != 0)");
         return ir::BoolImm::make(v);
@@ -214,6 +232,8 @@ using Float16 = Value<half>;
 using BFloat16 = Value<bfloat16>;
 using Float32 = Value<float>;
 using Float64 = Value<double>;
+using Float8E4M3 = Value<float8_e4m3>;
+using Float8E5M2 = Value<float8_e5m2>;
 
 namespace detail {
 /// The type two operands share. Mismatched traced types fail here, naming both.
@@ -265,6 +285,8 @@ EMBER_CONDITION_TYPE(half, "Float16")
 EMBER_CONDITION_TYPE(bfloat16, "BFloat16")
 EMBER_CONDITION_TYPE(float, "Float32")
 EMBER_CONDITION_TYPE(double, "Float64")
+EMBER_CONDITION_TYPE(float8_e4m3, "Float8E4M3")
+EMBER_CONDITION_TYPE(float8_e5m2, "Float8E5M2")
 #undef EMBER_CONDITION_TYPE
 
 /// `cond` as the Bool of a condition, converted where the user wrote it. A traced number or a C++
@@ -803,10 +825,11 @@ EMBER_LOGIC_OP(||, Or)
 #undef EMBER_LOGIC_OP
 
 #define EMBER_COMPARE_OP(SYM, OP)                                                                  \
-    EMBER_BINARY_OVERLOADS(SYM, Bool, static_assert(!std::is_void_v<T>),                          \
-                           [](const auto &a, const auto &b) {                                      \
-                               return detail::compare(ir::CompareOp::OP, a, b);                    \
-                           })
+    EMBER_BINARY_OVERLOADS(                                                                        \
+        SYM, Bool,                                                                                 \
+        static_assert(!detail::is_fp8<T>,                                                          \
+                      "an 8-bit float has no comparisons: cast<float>(x) first"),                  \
+        [](const auto &a, const auto &b) { return detail::compare(ir::CompareOp::OP, a, b); })
 EMBER_COMPARE_OP(==, EQ)
 EMBER_COMPARE_OP(!=, NE)
 EMBER_COMPARE_OP(<, LT)
@@ -867,6 +890,9 @@ auto cast(const X &x, std::source_location loc = std::source_location::current()
     using T = typename std::conditional_t<Scalar<To>, std::type_identity<To>,
                                           detail::traced_traits<To>>::type;
     if constexpr (Traced<X>) {
+        static_assert(detail::castable<traced_t<X>, T>,
+                      "an 8-bit float converts to and from half, bfloat16, float and the other "
+                      "8-bit float only: cast through float");
         Value<traced_t<X>> v = x.value();
         detail::check_trace(v.trace(), loc);
         if constexpr (std::is_same_v<traced_t<X>, T>) return v;

@@ -7,6 +7,7 @@
 
 #include "ember/Error.h"
 #include "ember/Float16.h"
+#include "ember/Float8.h"
 
 #include <charconv>
 #include <cstddef>
@@ -106,9 +107,12 @@ void check_sub_buffer(const char *kind, size_t size, size_t elem, size_t byte_of
 template <class T> void format_element(std::ostream &os, const T &v) {
     if constexpr (std::is_same_v<T, bool>) {
         os << (v ? "True" : "False");
-    } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, half> ||
+                         std::is_same_v<T, bfloat16> || std::is_same_v<T, float8_e4m3> ||
+                         std::is_same_v<T, float8_e5m2>) {
         // Shortest text that reads back as the same value, always with a '.' or exponent, as
-        // Mojo prints floats: 0.0, 20.0, 0.1, 1e+20. (16-bit floats print as the float they are.)
+        // Mojo prints floats: 0.0, 20.0, 0.1, 1e+20. (16- and 8-bit floats print as the float
+        // they are.)
         char buf[64];
         std::to_chars_result r;
         if constexpr (std::is_floating_point_v<T>)

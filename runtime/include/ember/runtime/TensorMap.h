@@ -54,7 +54,7 @@ constexpr bool tensor_map_element_supported = Scalar<T> && !std::is_same_v<T, bo
 template <class T> struct create_tensor_map_element_type_is_not_supported {
     static_assert(always_false<T>,
                   "create_tensor_map: the buffer's element type T must be an 8-, 16-, 32- or "
-                  "64-bit integer, half, bfloat16, float or double");
+                  "64-bit integer, half, bfloat16, float, double, float8_e4m3 or float8_e5m2");
     static constexpr bool value = false;
 };
 
