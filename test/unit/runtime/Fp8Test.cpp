@@ -242,6 +242,55 @@ TEST_P(Fp8Test, TheFormatsConvertToEachOtherAndVectorsLaneByLane) {
         EXPECT_EQ(canonical_bits(out[i]), canonical_bits(float(float8_e4m3(in[i])))) << in[i];
 }
 
+/// D = A B + 0 with A selecting rows of B (A[r][k] = 1 where k = r + 16 * half): D holds rows
+/// 16 half to 16 half + 15 of B as the mma read them. B holds every finite byte (NaNs and
+/// infinities, which would turn the zero products into NaNs, are replaced by zero and checked on
+/// the host).
+template <class F> void check_mma_reads_every_byte(DeviceContext &ctx, const char *name) {
+    using Op = Mma<F, m16n8k32>;
+    static const auto k = kernel(name, {"a", "b", "d"},
+                                 [](Ptr<const F> a, Ptr<const F> b, Ptr<float> d) {
+                                     typename Op::A fa;
+                                     typename Op::B fb;
+                                     typename Op::C fc;
+                                     fa.load(a, 0, 32);
+                                     fb.load(b, 0, 8);
+                                     fc = mma(fa, fb, fc);
+                                     fc.store(d, 0, 8);
+                                 });
+    std::vector<F> b(32 * 8);
+    for (int i = 0; i < 256; ++i) {
+        const F v = F::from_bits(uint8_t(i));
+        b[i] = std::isfinite(float(v)) ? v : F(0.0f);
+    }
+    auto db = ctx.enqueue_create_buffer<F>(256);
+    ctx.enqueue_copy(db, b.data());
+    for (int half_ = 0; half_ < 2; ++half_) {
+        std::vector<F> a(16 * 32, F(0.0f));
+        for (int r = 0; r < 16; ++r) a[r * 32 + r + 16 * half_] = F(1.0f);
+        auto da = ctx.enqueue_create_buffer<F>(16 * 32);
+        auto dd = ctx.enqueue_create_buffer<float>(16 * 8);
+        ctx.enqueue_copy(da, a.data());
+        ctx.enqueue_function(k, da, db, dd, grid_dim(1), block_dim(32));
+        std::vector<float> d(16 * 8);
+        ctx.enqueue_copy(d.data(), dd);
+        ctx.synchronize();
+        for (int r = 0; r < 16; ++r)
+            for (int c = 0; c < 8; ++c) {
+                const int byte = (r + 16 * half_) * 8 + c;
+                // (-0 read as -0 and added to C's +0 gives +0: values, not bits, are compared.)
+                EXPECT_EQ(d[r * 8 + c], float(b[byte])) << name << ": byte " << byte;
+            }
+    }
+}
+
+// The tensor cores read each byte as the host does (subnormals included): on the GPU this checks
+// the decoding against the hardware.
+TEST_P(Fp8Test, MmaReadsEveryFiniteByteAsTheHostDoes) {
+    check_mma_reads_every_byte<float8_e4m3>(ctx(), "mma_reads_e4m3");
+    check_mma_reads_every_byte<float8_e5m2>(ctx(), "mma_reads_e5m2");
+}
+
 INSTANTIATE_TEST_SUITE_P(Apis, Fp8Test, ember::testing::all_apis(), ember::testing::api_name);
 
 } // namespace
