@@ -246,6 +246,15 @@ private:
     }
 
     Expr cast_from_any(ScalarType t, int depth) {
+        // A round trip through an 8-bit float, which converts only to and from f16, bf16, f32.
+        const bool fp8_partner = t == ScalarType::F16 || t == ScalarType::BF16 ||
+                                 t == ScalarType::F32;
+        if (fp8_partner && r_.chance(10)) {
+            static const std::vector<ScalarType> from = {ScalarType::F16, ScalarType::BF16,
+                                                         ScalarType::F32};
+            const ScalarType e = r_.chance(50) ? ScalarType::E4M3 : ScalarType::E5M2;
+            return ir::Cast::make(t, ir::Cast::make(e, expr(r_.pick(from), depth - 1)));
+        }
         ScalarType from = r_.chance(15) ? ScalarType::Bool : pick_type();
         return ir::Cast::make(t, expr(from, depth - 1));
     }

@@ -150,6 +150,46 @@ double decode_float(ScalarType t, uint64_t bits) {
 
 namespace {
 
+bool is_fp8(ScalarType t) { return t == ScalarType::E4M3 || t == ScalarType::E5M2; }
+
+/// The value of 8-bit float bits: e4m3 (bias 7, no infinities, NaN S.1111.111) or e5m2 (bias
+/// 15, IEEE-like), from the fields.
+double decode_fp8(ScalarType t, uint64_t bits) {
+    const bool e4m3 = t == ScalarType::E4M3;
+    const int frac = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+    const bool neg = bits & 0x80;
+    const uint64_t e = (bits & 0x7f) >> frac, f = bits & ((uint64_t{1} << frac) - 1);
+    double v;
+    if (e4m3 && (bits & 0x7f) == 0x7f)
+        v = std::numeric_limits<double>::quiet_NaN();
+    else if (!e4m3 && e == 31)
+        v = f ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+    else if (e == 0)
+        v = std::ldexp(static_cast<double>(f), 1 - bias - frac);
+    else
+        v = std::ldexp(static_cast<double>(f | (uint64_t{1} << frac)),
+                       static_cast<int>(e) - bias - frac);
+    return neg ? -v : v;
+}
+
+/// `d` as 8-bit float bits by the definition ([Note] IR semantics: 8-bit floats), by search:
+/// the finite value nearest to d (ties to the even code), the largest finite one at or past it
+/// (infinity included), 0x7f for NaN.
+uint64_t encode_fp8(ScalarType t, double d) {
+    if (std::isnan(d)) return 0x7f;
+    int best = -1, largest = -1;
+    for (int c = 0; c < 256; ++c) {
+        const double v = decode_fp8(t, uint64_t(c));
+        if (!std::isfinite(v) || std::signbit(v) != std::signbit(d)) continue;
+        if (largest < 0 || std::fabs(v) > std::fabs(decode_fp8(t, uint64_t(largest)))) largest = c;
+        const double dist = std::fabs(v - d);
+        const double best_dist = best < 0 ? 0 : std::fabs(decode_fp8(t, uint64_t(best)) - d);
+        if (best < 0 || dist < best_dist || (dist == best_dist && c % 2 == 0)) best = c;
+    }
+    return std::fabs(d) >= std::fabs(decode_fp8(t, uint64_t(largest))) ? uint64_t(largest)
+                                                                       : uint64_t(best);
+}
+
 uint64_t sign_bit(ScalarType t) { return uint64_t{1} << (width(t) - 1); }
 
 /// float -> integer: truncate toward zero, saturate, NaN gives 0.
@@ -172,6 +212,10 @@ uint64_t float_to_int(ScalarType to, double d) {
 }
 
 uint64_t cast_scalar(ScalarType from, ScalarType to, uint64_t bits) {
+    if (is_fp8(from) || is_fp8(to)) { // between 8-bit floats and f16, bf16, f32: one rounding
+        const double d = is_fp8(from) ? decode_fp8(from, bits) : decode_float(from, bits);
+        return is_fp8(to) ? encode_fp8(to, d) : encode_float(to, d);
+    }
     if (to == ScalarType::Bool) {
         if (from == ScalarType::Bool) return bits & 1;
         if (is_float(from)) return decode_float(from, bits) != 0 ? 1 : 0;

@@ -132,6 +132,21 @@ void check_semantics() {
                  // a remainder of f16 values cast to bf16 (LLVM's InstCombine turns the cast into a bitcast)
                  "  %o[9:i64] = cast<i64>((cast<bf16>((cast<f32>(7.0:f16) % cast<f32>(4.0:f16))) * 8.0:bf16))\n",
                  {3, 1, -3, 2048, 1, 0, 16908288, -2972375754064527360LL, 1537, 24});
+    // 8-bit floats ([Note] IR semantics: 8-bit floats): to nearest even, saturating, exact back.
+    check_kernel(
+        "fp8",
+        "  %o[0:i64] = cast<i64>(cast<f32>(cast<e4m3>(1000.0:f32)))\n" // saturates: 448
+        "  %o[1:i64] = cast<i64>(cast<f32>(cast<e4m3>(-inf:f32)))\n"   // -448
+        "  %o[2:i64] = cast<i64>(cast<f32>(cast<e5m2>(inf:f32)))\n"    // 57344
+        "  %o[3:i64] = cast<i64>(cast<f32>(cast<e4m3>(17.0:f32)))\n"   // tie: 16
+        "  %o[4:i64] = cast<i64>(cast<f32>(cast<e4m3>(19.0:f32)))\n"   // tie: 20
+        "  %o[5:i64] = cast<i64>(isnan(cast<f32>(cast<e4m3>(nan:f32))))\n"
+        "  %o[6:i64] = cast<i64>((cast<f32>(cast<e4m3>(0.001953125:f32)) * 1024.0:f32))\n" // 2^-9:
+                                                                                           // 2
+        "  %o[7:i64] = cast<i64>((cast<f32>(cast<e5m2>(cast<e4m3>(0.001953125:f32))) * "
+        "1024.0:f32))\n"
+        "  %o[8:i64] = cast<i64>(cast<f32>(cast<e5m2>(cast<bf16>(-100.0:f32))))\n", // -96
+        {448, -448, 57344, 16, 20, 1, 2, 2, -96});
     check_kernel("threads",
                  "  shared %s: i64[32]\n"
                  "  %s[thread_idx.x] = (thread_idx.x * 10:i64)\n"
