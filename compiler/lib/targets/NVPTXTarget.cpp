@@ -1041,6 +1041,61 @@ std::string guard_float_to_int(const PtxLine &l) {
            indent + "selp." + b + " \t" + d + ", " + max_value + ", " + d + ", %cvt_hi;\n" + indent + "}";
 }
 
+/// [Note] ptxas and packed 16-bit integer arithmetic
+/// =================================================
+/// For sm_90a, ptxas (CUDA 13.0) compiled `add.s16x2 %r5, %r3, %r4` with %r4 = -1 (both lanes
+/// -1) as `VIADD.16x2 R0, R0, 0x0`: the immediate it folded lost its bits, so each lane got x + 0
+/// instead of x - 1 (for sm_90 the same PTX became a correct add). ember-difftest found it on an
+/// H200 (popcount and clz of i16x2 sums off by one or by 16, in 12 of 4,000 random kernels) once
+/// the runtime compiled for sm_90a. LLVM emits the packed integer forms (`add`, `sub`, `min`,
+/// `max` of `.s16x2` and `.u16x2`) for i16x2 on sm_90 and later, so each is unpacked and done
+/// lane by lane as the scalar 16-bit instruction ember already makes safe: add as add.s16, sub
+/// as not + add + add, min and max as rewrite_instruction makes them. An immediate operand is
+/// split into its two lanes. test/lit/eir/ptxas_workarounds.eir pins the form.
+std::string scalarize_packed_int16(const PtxLine &l) {
+    static const std::set<std::string> packed = {"add.s16x2", "add.u16x2", "sub.s16x2",
+                                                 "sub.u16x2", "min.s16x2", "max.s16x2",
+                                                 "min.u16x2", "max.u16x2"};
+    if (packed.count(l.op) == 0 || l.args.size() != 3) return "";
+    const std::string indent(l.indent), kind = l.op.substr(0, 3); // add, sub, min, max
+    const std::string scalar = l.op.substr(0, l.op.size() - 2);   // "min.s16"
+    std::string out = indent + "// " + l.op +
+                      " lane by lane: ember's [Note] ptxas and packed 16-bit integer arithmetic\n" +
+                      indent + "{\n" + indent +
+                      ".reg .b16 %ix_a0, %ix_a1, %ix_b0, %ix_b1, %ix_d0, %ix_d1, %ix_t;\n";
+    static const char *const names[] = {"a", "b"};
+    for (size_t i = 1; i < 3; ++i) {
+        const std::string &x = l.args[i], n = names[i - 1];
+        if (!x.empty() && x[0] == '%') {
+            out += indent + "mov.b32 \t{%ix_" + n + "0, %ix_" + n + "1}, " + x + ";\n";
+            continue;
+        }
+        char *end = nullptr;
+        const long long v = std::strtoll(x.c_str(), &end, 0); // a decimal or 0x immediate
+        if (x.empty() || *end != '\0') return "";
+        const auto bits = static_cast<uint32_t>(v);
+        out += indent + "mov.b16 \t%ix_" + n + "0, " + std::to_string(bits & 0xffffu) + ";\n";
+        out += indent + "mov.b16 \t%ix_" + n + "1, " + std::to_string(bits >> 16) + ";\n";
+    }
+    for (const char *h : {"0", "1"}) {
+        const std::string d = std::string("%ix_d") + h, a = std::string("%ix_a") + h,
+                          b = std::string("%ix_b") + h;
+        if (kind == "add") {
+            out += indent + "add.s16 \t" + d + ", " + a + ", " + b + ";\n";
+        } else if (kind == "sub") {
+            out += indent + "not.b16 \t%ix_t, " + b + ";\n" + indent +
+                   "add.s16 \t%ix_t, %ix_t, 1;\n" + indent + "add.s16 \t" + d + ", " + a +
+                   ", %ix_t;\n";
+        } else {
+            const std::string safe = rewrite_instruction(scalar, {d, a, b}, indent);
+            out += safe.empty() ? indent + scalar + " \t" + d + ", " + a + ", " + b + ";\n"
+                                : safe + "\n";
+        }
+    }
+    // every source was read above: d may be one of them
+    return out + indent + "mov.b32 \t" + l.args[0] + ", {%ix_d0, %ix_d1};\n" + indent + "}";
+}
+
 /// [Note] The driver's JIT and halves repacked between packed operations
 /// =======================================================================
 /// The CUDA driver's JIT (580.159, sm_90; the toolkit's `ptxas` compiled the same PTX) crashed
@@ -1078,8 +1133,12 @@ std::string scalarize_packed_half(const PtxLine &l) {
 
 std::string patch_ptx(std::string ptx) {
     static constexpr std::string_view triggers[] = {
-        "neg.s", "abs.s", "min.s16", "max.s16", "min.u16", "max.u16", "min.f",   "max.f",    "sub.s64", "abs.f",   "abs.bf", "shr.s",
-        "bfe.s", "cvt.s32.s", "cvt.s64.s", "mov.b16", "mov.u16", "mov.s16", "neg.f16", "neg.bf16", "div.u64", "div.s64", "rem.u64", "rem.s64", "sub.s16", "ld.param.s8", "ld.param.u8", "cvt.rzi.", "f16x2", "selp.f", "min.s32", "max.s32", "min.u32", "max.u32", "selp.b16"};
+        "neg.s",   "abs.s",       "min.s16",     "max.s16",  "min.u16",  "max.u16",
+        "min.f",   "max.f",       "sub.s64",     "abs.f",    "abs.bf",   "shr.s",
+        "bfe.s",   "cvt.s32.s",   "cvt.s64.s",   "mov.b16",  "mov.u16",  "mov.s16",
+        "neg.f16", "neg.bf16",    "div.u64",     "div.s64",  "rem.u64",  "rem.s64",
+        "sub.s16", "ld.param.s8", "ld.param.u8", "cvt.rzi.", "f16x2",    "selp.f",
+        "min.s32", "max.s32",     "min.u32",     "max.u32",  "selp.b16", "16x2"};
     bool any = false;
     for (std::string_view t : triggers) any |= ptx.find(t) != std::string::npos;
     if (!any) return ptx;
@@ -1155,6 +1214,7 @@ std::string patch_ptx(std::string ptx) {
             if (replacement.empty()) replacement = blend_select16(l);
             if (replacement.empty()) replacement = min_max32_in_64_bits(l);
             if (replacement.empty()) replacement = scalarize_packed_half(l);
+            if (replacement.empty()) replacement = scalarize_packed_int16(l);
             if (replacement.empty()) replacement = rewrite_sub64(l, shifts64);
             if (replacement.empty()) replacement = rewrite_arithmetic_rotate(l, shifts, writes);
             if (replacement.empty()) replacement = guard_float_clamp(l, clamped);
