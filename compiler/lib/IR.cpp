@@ -607,9 +607,8 @@ std::string Mma::problem(MmaShape shape, MmaInput input, Type a, Type b, Type c)
     std::optional<MmaFragments> f = fragments(shape, input);
     if (!f)
         return "there is no " + name +
-               " (there are m16n8k16 and m16n8k8 for f16 and bf16, m16n8k8 for tf32, and m16n8k32 "
-               "for "
-               "e4m3 and e5m2)";
+               " (there are m16n8k16 and m16n8k8 for f16 and bf16, m16n8k8 for tf32, and "
+               "m16n8k32 for e4m3 and e5m2)";
     auto mismatch = [&](const char *what, Type want, Type got) {
         return name + " takes " + want.to_string() + " as " + what + ", not " + got.to_string();
     };
