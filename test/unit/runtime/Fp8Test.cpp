@@ -291,6 +291,23 @@ TEST_P(Fp8Test, MmaReadsEveryFiniteByteAsTheHostDoes) {
     check_mma_reads_every_byte<float8_e5m2>(ctx(), "mma_reads_e5m2");
 }
 
+const auto scalar_argument = kernel("fp8_scalar_argument", {"x", "y", "out"},
+                                    [](Float8E4M3 x, Float8E5M2 y, Ptr<float> out) {
+                                        out[0] = cast<float>(x);
+                                        out[1] = cast<float>(y);
+                                    });
+
+TEST_P(Fp8Test, ScalarArgumentsArriveAsTheirBits) {
+    auto dout = ctx().enqueue_create_buffer<float>(2);
+    ctx().enqueue_function(scalar_argument, float8_e4m3(-0.3125f), float8_e5m2(3072.0f), dout,
+                           grid_dim(1), block_dim(1));
+    std::vector<float> out(2);
+    ctx().enqueue_copy(out.data(), dout);
+    ctx().synchronize();
+    EXPECT_EQ(out[0], -0.3125f);
+    EXPECT_EQ(out[1], 3072.0f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Apis, Fp8Test, ember::testing::all_apis(), ember::testing::api_name);
 
 } // namespace
