@@ -1047,11 +1047,12 @@ std::string guard_float_to_int(const PtxLine &l) {
 /// -1) as `VIADD.16x2 R0, R0, 0x0`: the immediate it folded lost its bits, so each lane got x + 0
 /// instead of x - 1 (for sm_90 the same PTX became a correct add). ember-difftest found it on an
 /// H200 (popcount and clz of i16x2 sums off by one or by 16, in 12 of 4,000 random kernels) once
-/// the runtime compiled for sm_90a. LLVM emits the packed integer forms (`add`, `sub`, `min`,
-/// `max` of `.s16x2` and `.u16x2`) for i16x2 on sm_90 and later, so each is unpacked and done
-/// lane by lane as the scalar 16-bit instruction ember already makes safe: add as add.s16, sub
-/// as not + add + add, min and max as rewrite_instruction makes them. An immediate operand is
-/// split into its two lanes. test/lit/eir/ptxas_workarounds.eir pins the form.
+/// the runtime compiled for sm_90a. LLVM 19 emits packed integer instructions for i16x2 on
+/// sm_90 and later (`add`, `min`, `max` of `.s16x2` and `.u16x2`; it splits subtractions
+/// itself), so every packed form, `sub` included, is unpacked and done lane by lane as the
+/// scalar 16-bit instruction ember already makes safe: add as add.s16, sub as not + add + add,
+/// min and max as rewrite_instruction makes them. An immediate operand is split into its two
+/// lanes. test/lit/eir/ptxas_workarounds.eir pins the form.
 std::string scalarize_packed_int16(const PtxLine &l) {
     static const std::set<std::string> packed = {"add.s16x2", "add.u16x2", "sub.s16x2",
                                                  "sub.u16x2", "min.s16x2", "max.s16x2",
