@@ -65,15 +65,11 @@ template <> struct mma_input<tf32> {
     using element = float;
     static constexpr ir::MmaInput ir = ir::MmaInput::TF32;
 };
-template <> struct mma_input<float8_e4m3> {
+template <Fp8Format F> struct mma_input<float8<F>> {
     static constexpr bool valid = true;
-    using element = float8_e4m3;
-    static constexpr ir::MmaInput ir = ir::MmaInput::E4M3;
-};
-template <> struct mma_input<float8_e5m2> {
-    static constexpr bool valid = true;
-    using element = float8_e5m2;
-    static constexpr ir::MmaInput ir = ir::MmaInput::E5M2;
+    using element = float8<F>;
+    static constexpr ir::MmaInput ir = F == Fp8Format::e4m3 ? ir::MmaInput::E4M3
+                                                            : ir::MmaInput::E5M2;
 };
 
 template <class Shape> struct is_mma_shape : std::false_type {};
