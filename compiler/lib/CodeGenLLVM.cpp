@@ -1508,6 +1508,7 @@ llvm::Error CodeGenLLVM::visit(const ir::TensorSync *op) {
 llvm::Error CodeGenLLVM::visit(const ir::MBarrier *op) {
     // A wait is where the CPU device's threads must take turns, as at a barrier.
     if (op->op == ir::MBarrierOp::Wait) facts_.uses_barrier = true;
+    if (op->op == ir::MBarrierOp::ArriveCluster) facts_.uses_cluster = true;
     llvm::Value *bar = element_address(op->ptr, op->index);
     llvm::Value *value = op->value ? b_.CreateSExtOrTrunc(emit(op->value), b_.getInt32Ty())
                                    : nullptr;
@@ -1521,7 +1522,12 @@ llvm::Error CodeGenLLVM::visit(const ir::TmaLoad *op) {
     llvm::Value *x = b_.CreateSExtOrTrunc(emit(op->x), b_.getInt32Ty());
     llvm::Value *y = b_.CreateSExtOrTrunc(emit(op->y), b_.getInt32Ty());
     llvm::Value *bar = element_address(op->bar, op->bar_index);
-    target_.emit_tma_load(b_, dst, map, x, y, bar);
+    llvm::Value *multicast = nullptr;
+    if (op->multicast) {
+        facts_.uses_cluster = true;
+        multicast = b_.CreateTrunc(emit(op->multicast), b_.getInt16Ty());
+    }
+    target_.emit_tma_load(b_, dst, map, x, y, bar, multicast);
     return llvm::Error::success();
 }
 
@@ -2010,9 +2016,10 @@ llvm::Error CodeGenLLVM::visit(const ir::Evaluate *op) {
     return llvm::Error::success();
 }
 
-llvm::Error CodeGenLLVM::visit(const ir::Barrier *) {
+llvm::Error CodeGenLLVM::visit(const ir::Barrier *op) {
     facts_.uses_barrier = true;
-    return target_.emit_barrier(b_, kernel_.name);
+    if (op->scope == ir::BarrierScope::Cluster) facts_.uses_cluster = true;
+    return target_.emit_barrier(b_, kernel_.name, op->scope);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2070,8 +2077,13 @@ llvm::Expected<std::unique_ptr<llvm::Module>> CodeGenLLVM::run(const llvm::DataL
                 ir::IRVisitor::visit(op);
             }
             void visit(const ir::TmaLoad *op) override {
-                async_op(*op, "tma_load");
+                async_op(*op, op->multicast ? "tma_load multicast" : "tma_load");
                 ir::IRVisitor::visit(op);
+            }
+            void visit(const ir::Barrier *op) override {
+                if (op->scope == ir::BarrierScope::Cluster && problem.empty())
+                    if (std::string p = target.async_tensor_problem(*op); !p.empty())
+                        problem = "cluster_barrier: " + p;
             }
         } ops(target_);
         ops.visit(kernel_.body);

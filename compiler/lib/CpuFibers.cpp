@@ -114,7 +114,7 @@ struct Stack {
 };
 
 /// Spinning: waiting in an mbarrier wait, to be resumed in the next round to look again.
-enum class FiberState : uint8_t { Ready, AtBarrier, AtWarp, Spinning, Done };
+enum class FiberState : uint8_t { Ready, AtBarrier, AtClusterBarrier, AtWarp, Spinning, Done };
 
 struct Fiber {
 #if EMBER_FIBER_ASM
@@ -232,11 +232,16 @@ struct Scheduler {
     /// The scheduler's own stack, for AddressSanitizer's fiber switches (asan_start_switch).
     const void *main_bottom = nullptr;
     size_t main_bytes = 0;
+    /// The threads of every block of the cluster (one block without clusters), block by block
+    /// in the order of their ranks.
     std::vector<Fiber> fibers;
+    size_t block_threads = 0; ///< threads per block
+    /// The shared memory of the cluster's blocks, by rank.
+    std::vector<unsigned char *> block_shared;
     size_t current = 0;
     CpuThreadFn thread = nullptr;
     void **args = nullptr;
-    /// Counts the changes of the block's mbarriers: a round in which only spinning fibers ran
+    /// Counts the changes of the cluster's mbarriers: a round in which only spinning fibers ran
     /// and it did not move can never end (every waiting thread waits for another).
     uint64_t mbarrier_epoch = 0;
     /// Set when that happened: every wait returns at once (the launch has failed).
@@ -440,9 +445,40 @@ void *ember_cpu_shared_fault(CpuFault *fault, int64_t offset, uint32_t bytes, ui
     return scratch;
 }
 
-void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
+namespace {
+/// Records, once per launch, that the fibers of `s` can never all meet: the first one waiting at
+/// an mbarrier (every wait returns from now on).
+void report_stuck(Scheduler &s) {
+    s.stuck = true;
+    size_t i = 0;
+    while (i + 1 < s.fibers.size() && s.fibers[i].state != FiberState::Spinning) ++i;
+    const int64_t *ctx = s.fibers[i].ctx;
+    auto *fault = reinterpret_cast<CpuFault *>(ctx[cpu_ctx_fault_slot]);
+    bool expected = false;
+    const char *whose = s.block_shared.size() > 1 ? "cluster" : "block";
+    const char *text = "an mbarrier wait that no thread of the %s can end (the phase it waits "
+                       "for needs arrivals or copies that never come): the kernel would hang on "
+                       "a GPU";
+    if (!fault) {
+        std::fprintf(stderr, "ember: ");
+        std::fprintf(stderr, text, whose);
+        std::fprintf(stderr, "\n");
+    } else if (fault->raised.compare_exchange_strong(expected, true)) {
+        fault->kind = CpuFault::Kind::tensor_op;
+        std::snprintf(fault->message, sizeof fault->message, text, whose);
+        for (int d = 0; d < 3; ++d) fault->thread_idx[d] = ctx[d], fault->block_idx[d] = ctx[3 + d];
+    }
+}
+
+/// Runs the threads of `blocks` blocks as fibers ([Note] CPU fibers): block r (its rank in the
+/// cluster, x fastest) at block_idx = ctx's block_idx + its place in the cluster, its shared
+/// memory `shared_stride` bytes after block r - 1's.
+void run_blocks(CpuThreadFn thread, void **args, const int64_t *ctx, size_t blocks,
+                uint64_t shared_stride) {
     const int64_t bx = ctx[6], by = ctx[7], bz = ctx[8];
-    const size_t n = static_cast<size_t>(bx * by * bz);
+    const size_t per_block = static_cast<size_t>(bx * by * bz), n = per_block * blocks;
+    const int64_t cx = std::max<int64_t>(1, ctx[cpu_ctx_cluster_slot]),
+                  cy = std::max<int64_t>(1, ctx[cpu_ctx_cluster_slot + 1]);
     // The launch's stack size ([Note] CPU fibers), whole pages.
     const int64_t asked = ctx[cpu_ctx_stack_slot];
     size_t stack_bytes = asked > 0 ? static_cast<size_t>(asked) : cpu_default_fiber_stack_bytes;
@@ -450,19 +486,34 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
     Scheduler s;
     s.thread = thread;
     s.args = args;
+    s.block_threads = per_block;
     s.fibers.resize(n);
+    for (size_t r = 0; r < blocks; ++r)
+        s.block_shared.push_back(reinterpret_cast<unsigned char *>(ctx[cpu_ctx_shared_slot]) +
+                                 r * shared_stride);
     for (size_t i = 0; i < n; ++i) {
         Fiber &f = s.fibers[i];
         std::memcpy(f.ctx, ctx, sizeof f.ctx);
-        const int64_t linear = static_cast<int64_t>(i);
+        const int64_t linear = static_cast<int64_t>(i % per_block),
+                      rank = static_cast<int64_t>(i / per_block);
         f.ctx[0] = linear % bx;
         f.ctx[1] = (linear / bx) % by;
         f.ctx[2] = linear / (bx * by);
+        f.ctx[3] += rank % cx;
+        f.ctx[4] += (rank / cx) % cy;
+        f.ctx[5] += rank / (cx * cy);
+        if (ctx[cpu_ctx_shared_slot]) {
+            const int64_t moved = static_cast<int64_t>(uint64_t(rank) * shared_stride);
+            f.ctx[cpu_ctx_shared_slot] += moved;
+            f.ctx[cpu_ctx_dynamic_shared_slot] += moved;
+        }
         const Stack *stack = stacks.get(i, stack_bytes);
         if (!stack) {
             const int err = errno;
             return report_out_of_memory(reinterpret_cast<CpuFault *>(ctx[cpu_ctx_fault_slot]),
-                                        "the fiber stacks of a block", stack_bytes * n, err);
+                                        blocks > 1 ? "the fiber stacks of a cluster"
+                                                   : "the fiber stacks of a block",
+                                        stack_bytes * n, err);
         }
         f.stack = *stack;
 #ifdef EMBER_FIBER_ASAN
@@ -484,9 +535,11 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
     active = &s;
     // Round robin: run each ready fiber until it waits or ends (a fiber spinning at an mbarrier
     // wait runs again every round). Then release every warp whose live fibers all wait at a warp
-    // operation; failing that, while fibers spin, go round again; failing that, the block
-    // barrier once every live fiber waits there. Stop when all have ended.
+    // operation; failing that, every block whose live fibers all wait at its barrier; failing
+    // that, the cluster barrier once every live fiber of the cluster waits there; failing that,
+    // while fibers spin, go round again. Stop when all have ended.
     bool reported = false;
+    std::vector<size_t> live_in(blocks), at_barrier_in(blocks);
     for (;;) {
         const uint64_t epoch = s.mbarrier_epoch;
         bool progress = false; // a fiber that ran did something other than spin again
@@ -498,69 +551,79 @@ void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
             resume(s, s.fibers[i]);
             progress |= before != FiberState::Spinning || s.fibers[i].state != FiberState::Spinning;
         }
-        size_t live = 0, at_barrier = 0;
+        size_t live = 0, at_cluster = 0, spinning = 0;
         bool released = false;
-        for (size_t w = 0; w < n; w += 32) {
-            size_t waiting = 0, alive = 0;
-            for (size_t i = w; i < std::min(n, w + 32); ++i) {
-                FiberState st = s.fibers[i].state;
-                if (st == FiberState::Done) continue;
-                ++alive;
-                waiting += st == FiberState::AtWarp;
-                at_barrier += st == FiberState::AtBarrier;
+        for (size_t r = 0; r < blocks; ++r) {
+            live_in[r] = at_barrier_in[r] = 0;
+            for (size_t w = r * per_block; w < (r + 1) * per_block; w += 32) {
+                size_t waiting = 0, alive = 0;
+                const size_t warp_end = std::min((r + 1) * per_block, w + 32);
+                for (size_t i = w; i < warp_end; ++i) {
+                    FiberState st = s.fibers[i].state;
+                    if (st == FiberState::Done) continue;
+                    ++alive;
+                    waiting += st == FiberState::AtWarp;
+                    at_barrier_in[r] += st == FiberState::AtBarrier;
+                    at_cluster += st == FiberState::AtClusterBarrier;
+                    spinning += st == FiberState::Spinning;
+                }
+                live_in[r] += alive;
+                if (alive > 0 && waiting == alive) {
+                    for (size_t i = w; i < warp_end; ++i)
+                        if (s.fibers[i].state == FiberState::AtWarp)
+                            s.fibers[i].state = FiberState::Ready;
+                    released = true;
+                }
             }
-            live += alive;
-            if (alive > 0 && waiting == alive) {
-                for (size_t i = w; i < std::min(n, w + 32); ++i)
-                    if (s.fibers[i].state == FiberState::AtWarp)
-                        s.fibers[i].state = FiberState::Ready;
-                released = true;
-            }
+            live += live_in[r];
         }
         if (live == 0) break;
         if (released) continue;
-        size_t spinning = 0;
-        for (const Fiber &f : s.fibers) spinning += f.state == FiberState::Spinning;
+        for (size_t r = 0; r < blocks; ++r) {
+            if (live_in[r] == 0 || at_barrier_in[r] != live_in[r]) continue;
+            for (size_t i = r * per_block; i < (r + 1) * per_block; ++i)
+                if (s.fibers[i].state == FiberState::AtBarrier) s.fibers[i].state = FiberState::Ready;
+            released = true;
+        }
+        if (released) continue;
+        if (at_cluster == live) {
+            for (Fiber &f : s.fibers)
+                if (f.state == FiberState::AtClusterBarrier) f.state = FiberState::Ready;
+            continue;
+        }
         if (spinning > 0) {
             // Threads wait at mbarriers. Go round again while anything moves; when nothing can,
             // the kernel would hang on a GPU: record the fault and let every wait return.
-            if (!progress && s.mbarrier_epoch == epoch && !s.stuck) {
-                s.stuck = true;
-                const size_t i = [&] {
-                    for (size_t j = 0; j < n; ++j)
-                        if (s.fibers[j].state == FiberState::Spinning) return j;
-                    return size_t(0);
-                }();
-                const int64_t *ctx = s.fibers[i].ctx;
-                auto *fault = reinterpret_cast<CpuFault *>(ctx[cpu_ctx_fault_slot]);
-                bool expected = false;
-                const char
-                    *text = "an mbarrier wait that no thread of the block can end (the phase it "
-                            "waits for needs arrivals or copies that never come): the kernel "
-                            "would hang on a GPU";
-                if (!fault) {
-                    std::fprintf(stderr, "ember: %s\n", text);
-                } else if (fault->raised.compare_exchange_strong(expected, true)) {
-                    fault->kind = CpuFault::Kind::tensor_op;
-                    std::snprintf(fault->message, sizeof fault->message, "%s", text);
-                    for (int d = 0; d < 3; ++d)
-                        fault->thread_idx[d] = ctx[d], fault->block_idx[d] = ctx[3 + d];
-                }
-            }
+            if (!progress && s.mbarrier_epoch == epoch && !s.stuck) report_stuck(s);
             continue;
         }
-        if (at_barrier != live && !reported) {
-            // Some lanes of a warp wait at a warp operation while others wait at the barrier: the
-            // kernel breaks [Note] IR semantics (undefined on GPUs too). Let everyone go on.
+        if (!reported) {
+            // Some lanes of a warp wait at a warp operation while others wait at a barrier, or
+            // the threads of a block or cluster wait at different barriers: the kernel breaks
+            // [Note] IR semantics (undefined on GPUs too). Let everyone go on.
             reported = true;
             std::fprintf(stderr, "ember: error: the threads of a block reached different barriers or "
                                  "warp operations (every lane of a warp must take the same path); "
                                  "the results are undefined\n");
         }
         for (Fiber &f : s.fibers)
-            if (f.state == FiberState::AtBarrier || f.state == FiberState::AtWarp) f.state = FiberState::Ready;
+            if (f.state == FiberState::AtBarrier || f.state == FiberState::AtClusterBarrier ||
+                f.state == FiberState::AtWarp)
+                f.state = FiberState::Ready;
     }
     active = outer;
+}
+} // namespace
+
+void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx) {
+    run_blocks(thread, args, ctx, 1, 0);
+}
+
+void ember_cpu_run_cluster(CpuThreadFn thread, void **args, const int64_t *ctx,
+                           uint64_t shared_stride) {
+    int64_t blocks = 1;
+    for (unsigned d = 0; d < 3; ++d) blocks *= std::max<int64_t>(1, ctx[cpu_ctx_cluster_slot + d]);
+    run_blocks(thread, args, ctx, static_cast<size_t>(blocks), shared_stride);
 }
 
 namespace {
@@ -569,12 +632,23 @@ void wait(Scheduler &s, FiberState why) {
     f.state = why;
     suspend(s, f);
 }
+
+/// The first fiber of fiber `me`'s warp (warps do not cross blocks).
+size_t warp_first(const Scheduler &s, size_t me) {
+    const size_t block = me / s.block_threads * s.block_threads;
+    return block + (me - block) / 32 * 32;
+}
+/// The fibers of the warp that starts at `first`: 32, fewer in a block's partial last warp.
+size_t warp_count(const Scheduler &s, size_t first) {
+    const size_t block_end = (first / s.block_threads + 1) * s.block_threads;
+    return std::min<size_t>(32, block_end - first);
+}
 } // namespace
 
 uint64_t ember_cpu_warp(int32_t op, uint64_t bits, int32_t lane_arg) {
     Scheduler &s = *active;
     const size_t me = s.current;
-    const size_t first = me / 32 * 32, count = std::min<size_t>(32, s.fibers.size() - first);
+    const size_t first = warp_first(s, me), count = warp_count(s, first);
     const int64_t lane = static_cast<int64_t>(me - first);
     s.fibers[me].posted = bits;
     wait(s, FiberState::AtWarp); // every live lane has posted
@@ -610,7 +684,7 @@ namespace {
 /// matrix operation; where not, records the launch's fault (the operation is undefined on a GPU).
 bool whole_warp(Scheduler &s, size_t first, size_t me) {
     size_t alive = 0;
-    for (size_t i = first; i < std::min(first + 32, s.fibers.size()); ++i)
+    for (size_t i = first; i < first + warp_count(s, first); ++i)
         alive += s.fibers[i].state != FiberState::Done;
     if (alive == 32) return true;
     const int64_t *ctx = s.fibers[me].ctx;
@@ -663,7 +737,7 @@ struct MmaOperands {
 void ember_cpu_mma(int32_t input, int32_t k, int32_t c_is_f16, const void *a, const void *b,
                    const void *c, void *d) {
     Scheduler &s = *active;
-    const size_t me = s.current, first = me / 32 * 32;
+    const size_t me = s.current, first = warp_first(s, me);
     const MmaOperands mine{a, b, c};
     s.fibers[me].posted = reinterpret_cast<uintptr_t>(&mine);
     wait(s, FiberState::AtWarp); // every live lane has posted
@@ -713,7 +787,7 @@ void ember_cpu_mma(int32_t input, int32_t k, int32_t c_is_f16, const void *a, co
 
 void ember_cpu_ldmatrix(int32_t count, int32_t trans, const void *row, void *out) {
     Scheduler &s = *active;
-    const size_t me = s.current, first = me / 32 * 32;
+    const size_t me = s.current, first = warp_first(s, me);
     const unsigned lane = static_cast<unsigned>(me - first);
     // A lane whose address is used checks it: inside the block's shared memory and aligned to 16
     // bytes, else the launch's fault and zeros instead.
@@ -767,6 +841,7 @@ void ember_cpu_ldmatrix(int32_t count, int32_t trans, const void *row, void *out
 }
 
 void ember_cpu_barrier() { wait(*active, FiberState::AtBarrier); }
+void ember_cpu_cluster_barrier() { wait(*active, FiberState::AtClusterBarrier); }
 
 namespace {
 /// Records an asynchronous tensor operation's fault (CpuFault::Kind::tensor_op) for the thread
@@ -894,11 +969,34 @@ void ember_cpu_wgmma(int32_t input, int32_t n, const void *a, const void *b, int
         }
 }
 
+namespace {
+/// Block `rank` of the running cluster's shared memory, null (the fault recorded) when the
+/// cluster has no such block; `what` names the operation for the message.
+unsigned char *peer_shared(const int64_t *ctx, int64_t rank, const char *what) {
+    const Scheduler *s = active;
+    const size_t blocks = s ? s->block_shared.size() : 1;
+    if (rank < 0 || static_cast<uint64_t>(rank) >= blocks) {
+        tensor_fault(ctx, "%s names block %lld of the cluster, which has %zu block%s", what,
+                     static_cast<long long>(rank), blocks, blocks == 1 ? "" : "s");
+        return nullptr;
+    }
+    return s ? s->block_shared[static_cast<size_t>(rank)]
+             : reinterpret_cast<unsigned char *>(ctx[cpu_ctx_shared_slot]);
+}
+} // namespace
+
 void ember_cpu_mbarrier(int32_t op, void *bar, int32_t value, const int64_t *ctx) {
     uint64_t offset = 0;
     if (!shared_offset(ctx, bar, 8, &offset) || offset % 8 != 0) {
         tensor_fault(ctx, "an mbarrier must be an aligned u64 inside the block's shared memory");
         return;
+    }
+    if (op == static_cast<int32_t>(ir::MBarrierOp::ArriveCluster)) {
+        // The same offset in block `value`'s shared memory: an arrival there.
+        unsigned char *peer = peer_shared(ctx, value, "mbarrier.arrive_cluster");
+        if (!peer) return;
+        bar = peer + offset;
+        op = static_cast<int32_t>(ir::MBarrierOp::Arrive);
     }
     MBarrierState m;
     std::memcpy(&m, bar, 8);
@@ -939,7 +1037,7 @@ void ember_cpu_mbarrier(int32_t op, void *bar, int32_t value, const int64_t *ctx
 }
 
 void ember_cpu_tma_load(void *dst, const void *map, int32_t x, int32_t y, void *bar,
-                        const int64_t *ctx) {
+                        int32_t multicast, const int64_t *ctx) {
     CpuTensorMap t;
     std::memcpy(&t, map, sizeof t);
     if (t.magic != CpuTensorMap::kMagic) {
@@ -965,32 +1063,47 @@ void ember_cpu_tma_load(void *dst, const void *map, int32_t x, int32_t y, void *
             static_cast<unsigned long long>(offset), static_cast<unsigned long long>(align));
         return;
     }
-    auto *shared = reinterpret_cast<unsigned char *>(ctx[cpu_ctx_shared_slot]);
-    const auto *base = static_cast<const unsigned char *>(t.base);
-    for (uint32_t r = 0; r < t.box[1]; ++r)
-        for (uint32_t c = 0; c < t.box[0]; ++c) {
-            const int64_t gr = int64_t(y) + r, gc = int64_t(x) + c;
-            unsigned char *to = shared +
-                                swizzled(offset + r * row_bytes + uint64_t(c) * t.element_bytes,
-                                         t.swizzle_bytes);
-            if (gr < 0 || gc < 0 || uint64_t(gr) >= t.dims[1] || uint64_t(gc) >= t.dims[0])
-                std::memset(to, 0, t.element_bytes);
-            else
-                std::memcpy(
-                    to, base + uint64_t(gr) * t.row_stride_bytes + uint64_t(gc) * t.element_bytes,
-                    t.element_bytes);
-        }
     uint64_t bar_offset = 0;
     if (!shared_offset(ctx, bar, 8, &bar_offset) || bar_offset % 8 != 0) {
         tensor_fault(ctx,
                      "tma_load's mbarrier must be an aligned u64 inside the block's shared memory");
         return;
     }
-    MBarrierState m;
-    std::memcpy(&m, bar, 8);
-    m.tx -= static_cast<int32_t>(bytes);
-    complete_if_done(m);
-    std::memcpy(bar, &m, 8);
+    // Where the box lands: this block, or every block of the cluster named by the mask (the same
+    // offsets in each), checked before anything is written.
+    std::vector<unsigned char *> into;
+    if (multicast < 0) {
+        into.push_back(reinterpret_cast<unsigned char *>(ctx[cpu_ctx_shared_slot]));
+    } else {
+        for (int32_t r = 0; r < 16; ++r) {
+            if (!(multicast >> r & 1)) continue;
+            unsigned char *peer = peer_shared(ctx, r, "tma_load's multicast mask");
+            if (!peer) return;
+            into.push_back(peer);
+        }
+    }
+    const auto *base = static_cast<const unsigned char *>(t.base);
+    for (unsigned char *shared : into) {
+        for (uint32_t r = 0; r < t.box[1]; ++r)
+            for (uint32_t c = 0; c < t.box[0]; ++c) {
+                const int64_t gr = int64_t(y) + r, gc = int64_t(x) + c;
+                unsigned char *to =
+                    shared + swizzled(offset + r * row_bytes + uint64_t(c) * t.element_bytes,
+                                      t.swizzle_bytes);
+                if (gr < 0 || gc < 0 || uint64_t(gr) >= t.dims[1] || uint64_t(gc) >= t.dims[0])
+                    std::memset(to, 0, t.element_bytes);
+                else
+                    std::memcpy(to,
+                                base + uint64_t(gr) * t.row_stride_bytes +
+                                    uint64_t(gc) * t.element_bytes,
+                                t.element_bytes);
+            }
+        MBarrierState m;
+        std::memcpy(&m, shared + bar_offset, 8);
+        m.tx -= static_cast<int32_t>(bytes);
+        complete_if_done(m);
+        std::memcpy(shared + bar_offset, &m, 8);
+    }
     if (active) ++active->mbarrier_epoch;
 }
 

@@ -63,7 +63,7 @@ namespace ember::detail {
 using CpuThreadFn = void (*)(void **args, int64_t *ctx);
 
 /// Number of i64 slots in the CPU launch context (see [Note] CPU launch context).
-inline constexpr unsigned cpu_ctx_slots = 17;
+inline constexpr unsigned cpu_ctx_slots = 20;
 /// Slot of the block's shared memory base address.
 inline constexpr unsigned cpu_ctx_shared_slot = 12;
 /// Slot of the block's dynamic shared memory address (after the static arrays).
@@ -75,6 +75,8 @@ inline constexpr unsigned cpu_ctx_stack_slot = 15;
 /// Slot of the bytes of the block's shared memory (static and dynamic), what shared-memory
 /// accesses are checked against ([Note] CPU kernel memory).
 inline constexpr unsigned cpu_ctx_shared_bytes_slot = 16;
+/// Slots of the launch's cluster dimensions (x, y, z; 1 without clusters).
+inline constexpr unsigned cpu_ctx_cluster_slot = 17;
 /// The stack of a launch that asks for none (CpuLaunch::stack_bytes = 0).
 inline constexpr uint64_t cpu_default_fiber_stack_bytes = 256 * 1024;
 
@@ -96,8 +98,15 @@ void *ember_cpu_shared_fault(CpuFault *fault, int64_t offset, uint32_t bytes, ui
 /// Runs every thread of the block described by `ctx` (block_idx, block_dim, grid_dim and the
 /// shared memory base set; thread_idx ignored).
 void ember_cpu_run_block(CpuThreadFn thread, void **args, const int64_t *ctx);
+/// Runs every thread of every block of the cluster whose first block `ctx` describes (as for
+/// ember_cpu_run_block, with the cluster's dimensions set): block r of the cluster (x fastest)
+/// gets the shared memory `shared_stride` bytes after block r - 1's.
+void ember_cpu_run_cluster(CpuThreadFn thread, void **args, const int64_t *ctx,
+                           uint64_t shared_stride);
 /// Called by a fiber at a barrier: returns when every thread of its block has reached one.
 void ember_cpu_barrier();
+/// Called by a fiber at a cluster barrier: returns when every thread of its cluster has.
+void ember_cpu_cluster_barrier();
 /// A warp operation (`op` is an ir::WarpOp): posts this lane's `bits`, meets the other lanes of
 /// its warp, and returns the shuffled value, the ballot, or warp_any / warp_all as 0 or 1.
 uint64_t ember_cpu_warp(int32_t op, uint64_t bits, int32_t lane_arg);
@@ -115,12 +124,14 @@ void ember_cpu_ldmatrix(int32_t count, int32_t trans, const void *row, void *out
 void ember_cpu_wgmma(int32_t input, int32_t n, const void *a, const void *b, int32_t b_mn_stride,
                      float *acc, const int64_t *ctx);
 /// An mbarrier operation (ir::MBarrierOp) on the shared u64 `bar`: a wait switches to the
-/// block's other fibers until the phase completes.
+/// cluster's other fibers until the phase completes; arrive_cluster arrives on the mbarrier at
+/// bar's offset in block `value` of the cluster.
 void ember_cpu_mbarrier(int32_t op, void *bar, int32_t value, const int64_t *ctx);
 /// tma_load: the box of the CpuTensorMap `map` at (x, y) copied to `dst` at once, its bytes
-/// completed on `bar`.
+/// completed on `bar`; with `multicast` >= 0, to dst's and bar's offsets in every block of the
+/// cluster whose rank is a bit of the mask.
 void ember_cpu_tma_load(void *dst, const void *map, int32_t x, int32_t y, void *bar,
-                        const int64_t *ctx);
+                        int32_t multicast, const int64_t *ctx);
 
 } // namespace ember::detail
 

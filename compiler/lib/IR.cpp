@@ -94,7 +94,7 @@ uint32_t deepest_child(const IRNode &n) {
     case NodeKind::TmaLoad: {
         const auto &op = static_cast<const TmaLoad &>(n);
         return deepest({op.dst.get(), op.dst_index.get(), op.map.get(), op.x.get(), op.y.get(),
-                        op.bar.get(), op.bar_index.get()});
+                        op.bar.get(), op.bar_index.get(), op.multicast.get()});
     }
     case NodeKind::Unary: return static_cast<const Unary &>(n).a.depth();
     case NodeKind::Cast: return static_cast<const Cast &>(n).a.depth();
@@ -227,6 +227,7 @@ std::string_view to_string(SpecialRegKind k) {
     case SpecialRegKind::BlockIdx: return "block_idx";
     case SpecialRegKind::BlockDim: return "block_dim";
     case SpecialRegKind::GridDim: return "grid_dim";
+    case SpecialRegKind::ClusterDim: return "cluster_dim";
     }
     EMBER_UNREACHABLE("invalid SpecialRegKind");
 }
@@ -312,7 +313,7 @@ Expr VarRef::make(VariableRef var) {
 }
 
 Expr SpecialReg::make(SpecialRegKind reg, unsigned dim) {
-    EMBER_ASSERT(reg <= SpecialRegKind::GridDim, "invalid SpecialRegKind");
+    EMBER_ASSERT(reg <= SpecialRegKind::ClusterDim, "invalid SpecialRegKind");
     EMBER_ASSERT(dim < 3, "SpecialReg dimension must be 0, 1 or 2");
     return Expr(sealed(new SpecialReg(reg, static_cast<uint8_t>(dim))));
 }
@@ -952,7 +953,8 @@ constexpr std::pair<MBarrierOp, const char *> mbarrier_names[] = {
     {MBarrierOp::Init, "init"},
     {MBarrierOp::Arrive, "arrive"},
     {MBarrierOp::ExpectTx, "expect_tx"},
-    {MBarrierOp::Wait, "wait"}};
+    {MBarrierOp::Wait, "wait"},
+    {MBarrierOp::ArriveCluster, "arrive_cluster"}};
 
 std::string_view to_string(MBarrierOp op) { return name_in(mbarrier_names, op, "MBarrierOp"); }
 std::optional<MBarrierOp> parse_mbarrier_op(std::string_view s) {
@@ -1014,7 +1016,8 @@ Stmt MBarrier::make(MBarrierOp op, Expr ptr, Expr index, Expr value) {
     return Stmt(sealed(new MBarrier(op, std::move(ptr), std::move(index), std::move(value))));
 }
 
-Stmt TmaLoad::make(Expr dst, Expr dst_index, Expr map, Expr x, Expr y, Expr bar, Expr bar_index) {
+Stmt TmaLoad::make(Expr dst, Expr dst_index, Expr map, Expr x, Expr y, Expr bar, Expr bar_index,
+                   Expr multicast) {
     EMBER_ASSERT(dst && dst_index && map && x && y && bar && bar_index,
                  "TmaLoad with a null operand");
     EMBER_ASSERT(dst.type().is_pointer() && dst.type().space() == AddressSpace::Shared,
@@ -1028,9 +1031,10 @@ Stmt TmaLoad::make(Expr dst, Expr dst_index, Expr map, Expr x, Expr y, Expr bar,
     EMBER_ASSERT(dst_index.type().is_int() && x.type().is_int() && y.type().is_int() &&
                      bar_index.type().is_int(),
                  "TmaLoad index not an integer");
-    return Stmt(
-        sealed(new TmaLoad(std::move(dst), std::move(dst_index), std::move(map), std::move(x),
-                           std::move(y), std::move(bar), std::move(bar_index))));
+    EMBER_ASSERT(!multicast || multicast.type().is_int(), "TmaLoad multicast mask not an integer");
+    return Stmt(sealed(new TmaLoad(std::move(dst), std::move(dst_index), std::move(map),
+                                   std::move(x), std::move(y), std::move(bar),
+                                   std::move(bar_index), std::move(multicast))));
 }
 
 Stmt AsyncGroup::commit() { return Stmt(sealed(new AsyncGroup(-1))); }
@@ -1085,7 +1089,7 @@ Stmt Print::make(std::vector<PrintItem> items, std::string sep, std::string end)
     return Stmt(sealed(new Print(std::move(items), std::move(sep), std::move(end))));
 }
 Stmt Continue::make() { return Stmt(sealed(new Continue)); }
-Stmt Barrier::make() { return Stmt(sealed(new Barrier)); }
+Stmt Barrier::make(BarrierScope scope) { return Stmt(sealed(new Barrier(scope))); }
 
 // ---------------------------------------------------------------------------------------------
 // IRVisitor.
@@ -1225,6 +1229,7 @@ void IRVisitor::visit(const TmaLoad *op) {
     visit(op->y);
     visit(op->bar);
     visit(op->bar_index);
+    if (op->multicast) visit(op->multicast);
 }
 void IRVisitor::visit(const SharedArray *) {}
 void IRVisitor::visit(const Return *op) {
@@ -1459,12 +1464,14 @@ Stmt IRMutator::visit(const MBarrier *op) {
 }
 Stmt IRMutator::visit(const TmaLoad *op) {
     Expr d = mutate(op->dst), di = mutate(op->dst_index), m = mutate(op->map), x = mutate(op->x),
-         y = mutate(op->y), b = mutate(op->bar), bi = mutate(op->bar_index);
+         y = mutate(op->y), b = mutate(op->bar), bi = mutate(op->bar_index),
+         mc = op->multicast ? mutate(op->multicast) : Expr();
     if (d.same_as(op->dst) && di.same_as(op->dst_index) && m.same_as(op->map) && x.same_as(op->x) &&
-        y.same_as(op->y) && b.same_as(op->bar) && bi.same_as(op->bar_index))
+        y.same_as(op->y) && b.same_as(op->bar) && bi.same_as(op->bar_index) &&
+        mc.same_as(op->multicast))
         return op;
     return TmaLoad::make(std::move(d), std::move(di), std::move(m), std::move(x), std::move(y),
-                         std::move(b), std::move(bi));
+                         std::move(b), std::move(bi), std::move(mc));
 }
 Stmt IRMutator::visit(const AsyncCopy *op) {
     Expr dst = mutate(op->dst), dst_index = mutate(op->dst_index);

@@ -468,7 +468,8 @@ private:
             {"thread_idx", SpecialRegKind::ThreadIdx},
             {"block_idx", SpecialRegKind::BlockIdx},
             {"block_dim", SpecialRegKind::BlockDim},
-            {"grid_dim", SpecialRegKind::GridDim}};
+            {"grid_dim", SpecialRegKind::GridDim},
+            {"cluster_dim", SpecialRegKind::ClusterDim}};
         for (auto [name, reg] : regs) {
             if (t.text != name) continue;
             take();
@@ -821,8 +822,10 @@ private:
         const Token &op_tok = expect_kind(Tok::Ident, "an mbarrier operation");
         std::optional<MBarrierOp> op = parse_mbarrier_op(op_tok.text);
         if (!op)
-            error(op_tok, "expected an mbarrier operation (init, arrive, expect_tx, wait), found " +
-                              describe(op_tok));
+            error(op_tok,
+                  "expected an mbarrier operation (init, arrive, expect_tx, wait, arrive_cluster), "
+                  "found " +
+                      describe(op_tok));
         expect("(");
         const Token &bar_tok = peek();
         const Expr bar_e = parse_element_of("mbarrier", "barrier", AddressSpace::Shared);
@@ -842,7 +845,7 @@ private:
         return MBarrier::make(*op, bar->ptr, bar->index, value);
     }
 
-    /// `tma_load(dst[i], map, x, y, bar[j])`.
+    /// `tma_load(dst[i], map, x, y, bar[j])`, `tma_load(dst[i], map, x, y, bar[j], multicast m)`.
     Stmt parse_tma_load() {
         take();
         expect("(");
@@ -870,8 +873,23 @@ private:
         const Load *bar = bar_e.as<Load>();
         if (bar->type != Type(ScalarType::U64))
             error(bar_tok, "an mbarrier is a u64 in shared memory, not " + bar->type.to_string());
+        Expr multicast;
+        if (is(",")) {
+            take();
+            const Token &kw = peek();
+            if (kw.kind != Tok::Ident || kw.text != "multicast")
+                error(kw, "expected 'multicast' and the mask of the cluster's blocks, found " +
+                              describe(kw));
+            take();
+            const Token &tok = peek();
+            multicast = parse_expr();
+            if (!multicast.type().is_int() || !multicast.type().is_scalar())
+                error(tok, "tma_load's multicast mask is an integer, not " +
+                               multicast.type().to_string());
+        }
         expect(")");
-        return TmaLoad::make(dst->ptr, dst->index, map, coord[0], coord[1], bar->ptr, bar->index);
+        return TmaLoad::make(dst->ptr, dst->index, map, coord[0], coord[1], bar->ptr, bar->index,
+                             multicast);
     }
 
     /// `ldmatrix.xN(%p[i])` or `ldmatrix.xN.trans(%p[i])`.
@@ -1227,9 +1245,10 @@ private:
                 if (loop_depth_ == 0) error(t, quote(t.text) + " outside a loop");
                 return t.text == "break" ? Break::make() : Continue::make();
             }
-            if (t.text == "barrier") {
+            if (t.text == "barrier" || t.text == "cluster_barrier") {
                 take();
-                return Barrier::make();
+                return Barrier::make(t.text == "barrier" ? BarrierScope::Block
+                                                         : BarrierScope::Cluster);
             }
             if (t.text == "return") {
                 take();

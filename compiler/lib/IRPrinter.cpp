@@ -477,6 +477,10 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
         print_expr(out, op->y);
         out += ", ";
         print_element(out, op->bar, op->bar_index);
+        if (op->multicast) {
+            out += ", multicast ";
+            print_expr(out, op->multicast);
+        }
         out += ')';
         break;
     }
@@ -554,7 +558,9 @@ void IRTextPrinter::print_stmt(std::string &out, const Stmt &s, int indent) {
     }
     case NodeKind::Break: out += "break"; break;
     case NodeKind::Continue: out += "continue"; break;
-    case NodeKind::Barrier: out += "barrier"; break;
+    case NodeKind::Barrier:
+        out += s.as<Barrier>()->scope == BarrierScope::Cluster ? "cluster_barrier" : "barrier";
+        break;
     case NodeKind::Return:
         out += "return";
         if (const Expr &v = s.as<Return>()->value) {

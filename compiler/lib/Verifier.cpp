@@ -371,6 +371,7 @@ private:
             for (const Expr *e :
                  {&op->dst, &op->dst_index, &op->map, &op->x, &op->y, &op->bar, &op->bar_index})
                 expr(*e, s);
+            if (op->multicast) expr(op->multicast, s);
             check_index(op->dst_index, s);
             check_index(op->bar_index, s);
             if (op->dst.type().readonly()) report("tma_load to a read-only pointer", s);

@@ -617,15 +617,24 @@ void async_wait(int pending, std::source_location loc) {
     b.emit(ir::AsyncGroup::wait_for(pending), loc);
 }
 
-void barrier(std::source_location loc) {
-    detail::Builder &b = detail::require_builder("barrier", loc);
+namespace {
+void emit_barrier(ir::BarrierScope scope, const char *name, std::source_location loc) {
+    detail::Builder &b = detail::require_builder(name, loc);
     if (const detail::Builder::Divergence *d = b.divergence())
-        throw DslError("barrier() where the threads of a block may not all arrive: the " +
-                           std::string(d->construct) + " at " + detail::short_location(d->loc) +
+        throw DslError(std::string(name) + "() where the threads of a " +
+                           (scope == ir::BarrierScope::Block ? "block" : "cluster") +
+                           " may not all arrive: the " + std::string(d->construct) + " at " +
+                           detail::short_location(d->loc) +
                            " depends on the thread (thread_idx), so some threads would skip it (" +
                            b.what() + "; see [Note] Divergence)",
                        loc);
-    b.emit(ir::Barrier::make(), loc);
+    b.emit(ir::Barrier::make(scope), loc);
+}
+} // namespace
+
+void barrier(std::source_location loc) { emit_barrier(ir::BarrierScope::Block, "barrier", loc); }
+void cluster_sync(std::source_location loc) {
+    emit_barrier(ir::BarrierScope::Cluster, "cluster_sync", loc);
 }
 
 } // namespace ember

@@ -877,12 +877,17 @@ private:
         }
         case ir::NodeKind::SpecialReg: {
             auto *r = e.as<ir::SpecialReg>();
-            if (r->dim != 0) return r->reg == ir::SpecialRegKind::BlockDim || r->reg == ir::SpecialRegKind::GridDim ? 1 : 0;
+            if (r->dim != 0)
+                return r->reg == ir::SpecialRegKind::BlockDim || r->reg == ir::SpecialRegKind::GridDim ||
+                               r->reg == ir::SpecialRegKind::ClusterDim
+                           ? 1
+                           : 0;
             switch (r->reg) {
             case ir::SpecialRegKind::ThreadIdx: return t.tid;
             case ir::SpecialRegKind::BlockIdx: return t.bid;
             case ir::SpecialRegKind::BlockDim: return launch_.block;
             case ir::SpecialRegKind::GridDim: return launch_.grid;
+            case ir::SpecialRegKind::ClusterDim: return 1; // launches without clusters
             }
             return 0;
         }

@@ -127,6 +127,7 @@ public:
         static const Intrinsic::ID workgroup[3] = {Intrinsic::amdgcn_workgroup_id_x, Intrinsic::amdgcn_workgroup_id_y,
                                                    Intrinsic::amdgcn_workgroup_id_z};
         switch (reg) {
+        case ir::SpecialRegKind::ClusterDim: return b.getInt64(1); // no clusters: each block is one
         case ir::SpecialRegKind::ThreadIdx: return ranged(workitem[dim], 0, 1024); // at most 1024 a block
         case ir::SpecialRegKind::BlockIdx: return ranged(workgroup[dim], 0, 0x80000000u);
         case ir::SpecialRegKind::BlockDim:
@@ -148,7 +149,9 @@ public:
         EMBER_UNREACHABLE("unknown special register");
     }
 
-    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view) const override {
+    /// Cluster barriers do not get here (async_tensor_problem refuses them: AMD GPUs have no
+    /// clusters).
+    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view, ir::BarrierScope) const override {
         llvm::LLVMContext &c = b.getContext();
         const llvm::SyncScope::ID workgroup = c.getOrInsertSyncScopeID("workgroup");
         b.CreateFence(llvm::AtomicOrdering::Release, workgroup);

@@ -75,12 +75,15 @@ std::string strict_fp_features(const std::string &triple, std::string features) 
 // =========================
 // The body function `<kernel>.body` takes the kernel's parameters and then one `ptr %ctx` to
 //     struct { i64 thread_idx[3]; i64 block_idx[3]; i64 block_dim[3]; i64 grid_dim[3];
-//              ptr shared; ptr dynamic_shared; ptr fault; i64 stack_bytes; i64 shared_bytes; }
-// (17 x 8 bytes: the registers in SpecialRegKind order, then the block's shared memory, its
-// dynamic part, the launch's CpuFault record for faulting accesses, the size of the fiber
-// stacks (set for kernels that run as fibers only), and the bytes of the block's shared memory,
-// which every shared-memory access is checked against), written by `<kernel>.blocks` before
-// each call. The exported `<kernel>` runs `<kernel>.blocks` through __ember_cpu_enter, on the
+//              ptr shared; ptr dynamic_shared; ptr fault; i64 stack_bytes; i64 shared_bytes;
+//              i64 cluster_dim[3]; }
+// (20 x 8 bytes: the first four registers in SpecialRegKind order, then the block's shared
+// memory, its dynamic part, the launch's CpuFault record for faulting accesses, the size of the
+// fiber stacks (set for kernels that run as fibers only), the bytes of the block's shared memory,
+// which every shared-memory access is checked against, and the launch's cluster dimensions),
+// written by `<kernel>.blocks` before each call. A kernel with cluster barriers, remote mbarrier
+// arrivals or multicast copies runs the blocks of each cluster together
+// (`__ember_cpu_run_cluster`), each with its own shared memory. The exported `<kernel>` runs `<kernel>.blocks` through __ember_cpu_enter, on the
 // host thread's kernel stack with shared memory from its arena ([Note] CPU kernel memory in
 // CpuFibers.h). The body is internal and alwaysinline: after inlining,
 // SROA turns the context into plain SSA values and the per-thread calls into loops. Kernels with
@@ -98,8 +101,10 @@ static_assert(offsetof(CpuLaunch, grid_dim) == 0 && offsetof(CpuLaunch, block_di
                   offsetof(CpuLaunch, stack_bytes) == 80 && sizeof(CpuFault *) == 8,
               "finish_module reads CpuLaunch as 9 consecutive i64 fields, a pointer and an i64");
 static_assert(cpu_ctx_fault_slot == 14, "the fault record follows the shared memory slots");
-static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_shared_bytes_slot == 16 && cpu_ctx_slots == 17,
-              "the stack size and the shared memory's size come last");
+static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_shared_bytes_slot == 16 && cpu_ctx_cluster_slot == 17 &&
+                  cpu_ctx_slots == 20,
+              "the stack size, the shared memory's size and the cluster's dimensions come last");
+static_assert(offsetof(CpuLaunch, cluster_dim) == 88, "finish_module reads the cluster dimensions as i64 fields 11 to 13");
 
 /// [Note] LLVM 19's x86 back end and integer vector reductions
 /// =============================================================
@@ -196,10 +201,14 @@ public:
         EMBER_ASSERT(dim < 3, "special register dimension out of range");
         llvm::Function *f = b.GetInsertBlock()->getParent();
         llvm::Value *ctx = f->getArg(f->arg_size() - 1);
-        llvm::Value *slot = b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), ctx, ctx_slot(reg, dim));
+        const unsigned at = reg == ir::SpecialRegKind::ClusterDim ? cpu_ctx_cluster_slot + dim
+                                                                  : ctx_slot(reg, dim);
+        llvm::Value *slot = b.CreateConstInBoundsGEP1_64(b.getInt64Ty(), ctx, at);
         llvm::LoadInst *value = b.CreateAlignedLoad(b.getInt64Ty(), slot, llvm::Align(8));
         // Indices are >= 0 and dimensions >= 1 ([Note] IR semantics).
-        const bool is_dim = reg == ir::SpecialRegKind::BlockDim || reg == ir::SpecialRegKind::GridDim;
+        const bool is_dim = reg == ir::SpecialRegKind::BlockDim ||
+                            reg == ir::SpecialRegKind::GridDim ||
+                            reg == ir::SpecialRegKind::ClusterDim;
         llvm::MDBuilder md(b.getContext());
         value->setMetadata(llvm::LLVMContext::MD_range,
                            md.createRange(llvm::APInt(64, is_dim ? 1 : 0),
@@ -207,10 +216,13 @@ public:
         return value;
     }
 
-    /// A call into the fiber runtime, which switches to the block's next thread.
-    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view) const override {
+    /// A call into the fiber runtime, which switches to the block's (the cluster's) next thread.
+    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view,
+                             ir::BarrierScope scope) const override {
         llvm::Module &m = *b.GetInsertBlock()->getModule();
-        b.CreateCall(m.getOrInsertFunction("__ember_cpu_barrier",
+        b.CreateCall(m.getOrInsertFunction(scope == ir::BarrierScope::Cluster
+                                               ? "__ember_cpu_cluster_barrier"
+                                               : "__ember_cpu_barrier",
                                            llvm::FunctionType::get(b.getVoidTy(), false)));
         return llvm::Error::success();
     }
@@ -305,15 +317,17 @@ public:
                           context(b)});
     }
 
-    /// `__ember_cpu_tma_load(dst, map, x, y, bar, ctx)`: the box copied at once.
+    /// `__ember_cpu_tma_load(dst, map, x, y, bar, multicast, ctx)`: the box copied at once (to
+    /// the blocks of the mask, -1 for none).
     void emit_tma_load(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *map, llvm::Value *x,
-                       llvm::Value *y, llvm::Value *bar) const override {
+                       llvm::Value *y, llvm::Value *bar, llvm::Value *multicast) const override {
         llvm::Module &m = *b.GetInsertBlock()->getModule();
         llvm::Type *i32 = b.getInt32Ty(), *ptr = b.getPtrTy();
         llvm::FunctionCallee fn = m.getOrInsertFunction(
             "__ember_cpu_tma_load",
-            llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i32, i32, ptr, ptr}, false));
-        b.CreateCall(fn, {dst, map, x, y, bar, context(b)});
+            llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i32, i32, ptr, i32, ptr}, false));
+        llvm::Value *mask = multicast ? b.CreateZExt(multicast, i32) : b.getInt32(-1);
+        b.CreateCall(fn, {dst, map, x, y, bar, mask, context(b)});
     }
 
     /// `__ember_cpu_ldmatrix(count, trans, row, out)`: the lanes meet in the fiber runtime, which
@@ -529,11 +543,31 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
                                                     "shared_mem_bytes");
         return ib.CreateAdd(ib.getInt64(dynamic_at), dynamic_bytes, "shared.bytes");
     };
+    // The launch's cluster dimensions, 1 for 0 (no clusters).
+    auto cluster_dims = [&](IRBuilder<> &ib, Value *from, std::array<Value *, 3> &dims) {
+        for (unsigned d = 0; d < 3; ++d) {
+            Value *v = ib.CreateAlignedLoad(i64, ib.CreateConstInBoundsGEP1_64(i64, from, 11 + d), Align(8),
+                                            "cluster_dim." + Twine("xyz"[d]));
+            dims[d] = ib.CreateSelect(ib.CreateICmpSLT(v, ib.getInt64(1)), ib.getInt64(1), v);
+        }
+        return ib.CreateMul(ib.CreateMul(dims[0], dims[1]), dims[2], "cluster.blocks");
+    };
+    // A kernel that runs a cluster's blocks together gives each its own shared memory, 128
+    // bytes apart at least.
+    const bool clustered = facts.uses_cluster;
+    auto shared_stride = [&](IRBuilder<> &ib, Value *bytes) {
+        return ib.CreateAnd(ib.CreateAdd(bytes, ib.getInt64(127)), ib.getInt64(~int64_t(127)), "shared.stride");
+    };
     {
         IRBuilder<> eb(BasicBlock::Create(c, "entry", exported));
         FunctionCallee enter = m.getOrInsertFunction(
             "__ember_cpu_enter", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr, i64}, false));
-        eb.CreateCall(enter, {entry, exported->getArg(0), exported->getArg(1), shared_bytes(eb, exported->getArg(1))});
+        Value *bytes = shared_bytes(eb, exported->getArg(1));
+        if (clustered && uses_shared) {
+            std::array<Value *, 3> dims{};
+            bytes = eb.CreateMul(shared_stride(eb, bytes), cluster_dims(eb, exported->getArg(1), dims));
+        }
+        eb.CreateCall(enter, {entry, exported->getArg(0), exported->getArg(1), bytes});
         eb.CreateRetVoid();
     }
 
@@ -560,7 +594,7 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         }
         return values;
     };
-    const bool fibers = facts.uses_barrier || facts.uses_warp_ops;
+    const bool fibers = facts.uses_barrier || facts.uses_warp_ops || clustered;
     std::vector<Value *> call_args;
     if (!fibers) call_args = load_params(b, args);
 
@@ -584,6 +618,12 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         store_ctx(ir::SpecialRegKind::BlockDim, d, block[d]);
         store_ctx(ir::SpecialRegKind::GridDim, d, grid[d]);
     }
+    std::array<Value *, 3> cluster{};
+    Value *cluster_blocks = cluster_dims(b, launch, cluster);
+    for (unsigned d = 0; d < 3; ++d)
+        b.CreateAlignedStore(cluster[d], b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_cluster_slot + d), Align(8));
+    Value *clusters_x = b.CreateUDiv(grid[0], cluster[0], "clusters.x");
+    Value *clusters_y = b.CreateUDiv(grid[1], cluster[1], "clusters.y");
     b.CreateAlignedStore(fault, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_fault_slot), Align(8));
     // One block at a time runs in this call, so one piece of shared memory serves them all (its
     // contents are undefined at the start of a block, as on GPUs). Without shared memory the
@@ -593,7 +633,8 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     b.CreateAlignedStore(uses_shared ? b.CreateConstInBoundsGEP1_64(Type::getInt8Ty(c), shared, dynamic_at)
                                      : static_cast<Value *>(ConstantPointerNull::get(ptr)),
                          b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_dynamic_shared_slot), Align(8));
-    b.CreateAlignedStore(shared_bytes(b, launch), b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_bytes_slot),
+    Value *block_shared_bytes = shared_bytes(b, launch);
+    b.CreateAlignedStore(block_shared_bytes, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_bytes_slot),
                          Align(8));
     call_args.push_back(ctx);
     b.CreateCondBr(b.CreateICmpSLT(begin, end), bb_block, bb_exit);
@@ -605,16 +646,26 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     // The block loop's latch and the exit, shared by both ways of running a block's threads.
     auto close_blocks = [&] {
         b.SetInsertPoint(bb_block_latch);
-        Value *next_block = b.CreateAdd(linear, b.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
+        Value *next_block = b.CreateAdd(linear, clustered ? cluster_blocks : b.getInt64(1), "", /*HasNUW=*/false,
+                                        /*HasNSW=*/true);
         linear->addIncoming(next_block, bb_block_latch);
         b.CreateCondBr(b.CreateICmpSLT(next_block, end), bb_block, bb_exit);
         b.SetInsertPoint(bb_exit);
         b.CreateRetVoid();
     };
-    Value *rest = b.CreateUDiv(linear, grid[0]);
-    store_ctx(ir::SpecialRegKind::BlockIdx, 0, b.CreateURem(linear, grid[0], "block_idx.x"));
-    store_ctx(ir::SpecialRegKind::BlockIdx, 1, b.CreateURem(rest, grid[1], "block_idx.y"));
-    store_ctx(ir::SpecialRegKind::BlockIdx, 2, b.CreateUDiv(rest, grid[1], "block_idx.z"));
+    // Cluster by cluster (CpuLaunch::cluster_dim): the linear index is the cluster's times its
+    // size plus the block's place in it; without clusters, x fastest over the grid.
+    Value *cluster_linear = b.CreateUDiv(linear, cluster_blocks, "cluster.linear");
+    Value *in_cluster = b.CreateURem(linear, cluster_blocks, "in_cluster");
+    Value *cluster_rest = b.CreateUDiv(cluster_linear, clusters_x);
+    Value *in_rest = b.CreateUDiv(in_cluster, cluster[0]);
+    Value *at[3] = {b.CreateURem(cluster_linear, clusters_x), b.CreateURem(cluster_rest, clusters_y),
+                    b.CreateUDiv(cluster_rest, clusters_y)};
+    Value *within[3] = {b.CreateURem(in_cluster, cluster[0]), b.CreateURem(in_rest, cluster[1]),
+                        b.CreateUDiv(in_rest, cluster[1])};
+    for (unsigned d = 0; d < 3; ++d)
+        store_ctx(ir::SpecialRegKind::BlockIdx, d,
+                  b.CreateAdd(b.CreateMul(at[d], cluster[d]), within[d], "block_idx." + Twine("xyz"[d])));
     if (fibers) {
         // [Note] CPU fibers: `<kernel>.thread(args, ctx)` runs one GPU thread; the runtime runs
         // all of the block's threads as fibers that switch at barriers.
@@ -629,9 +680,16 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         b.CreateAlignedStore(b.CreateAlignedLoad(i64, b.CreateConstInBoundsGEP1_64(i64, launch, 10), Align(8),
                                                  "stack_bytes"),
                              b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_stack_slot), Align(8));
-        FunctionCallee run_block = m.getOrInsertFunction(
-            "__ember_cpu_run_block", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr}, false));
-        b.CreateCall(run_block, {thread, args, ctx});
+        if (clustered) {
+            // The cluster's blocks together (this is its first block).
+            FunctionCallee run_cluster = m.getOrInsertFunction(
+                "__ember_cpu_run_cluster", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr, i64}, false));
+            b.CreateCall(run_cluster, {thread, args, ctx, shared_stride(b, block_shared_bytes)});
+        } else {
+            FunctionCallee run_block = m.getOrInsertFunction(
+                "__ember_cpu_run_block", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr}, false));
+            b.CreateCall(run_block, {thread, args, ctx});
+        }
         b.CreateBr(bb_block_latch);
         for (BasicBlock *unused : {bb_tz, bb_ty, bb_tx, bb_ty_latch, bb_tz_latch}) unused->eraseFromParent();
         close_blocks();

@@ -1405,12 +1405,23 @@ public:
                                     Intrinsic::nvvm_read_ptx_sreg_nctaid_z},
                                    {1, 1, 1},
                                    {0x80000000, 0x10000, 0x10000}};
+        // At most 16 blocks in a cluster (8 without the non-portable size attribute).
+        static const Info cluster_dim{{Intrinsic::nvvm_read_ptx_sreg_cluster_nctaid_x,
+                                       Intrinsic::nvvm_read_ptx_sreg_cluster_nctaid_y,
+                                       Intrinsic::nvvm_read_ptx_sreg_cluster_nctaid_z},
+                                      {1, 1, 1},
+                                      {17, 17, 17}};
         const Info *info = nullptr;
         switch (reg) {
         case ir::SpecialRegKind::ThreadIdx: info = &thread_idx; break;
         case ir::SpecialRegKind::BlockIdx: info = &block_idx; break;
         case ir::SpecialRegKind::BlockDim: info = &block_dim; break;
         case ir::SpecialRegKind::GridDim: info = &grid_dim; break;
+        case ir::SpecialRegKind::ClusterDim:
+            // Before sm_90 there are no clusters: every block is a cluster of one.
+            if (sm_version() < 90) return b.getInt64(1);
+            info = &cluster_dim;
+            break;
         }
         EMBER_ASSERT(info, "unknown special register");
         CallInst *call = b.CreateIntrinsic(info->id[dim], {}, {});
@@ -1665,6 +1676,14 @@ public:
         case ir::MBarrierOp::Arrive:
             run("mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", {addr}, b.getVoidTy());
             return;
+        case ir::MBarrierOp::ArriveCluster:
+            // The peer's mbarrier at the same offset (mapa), arrived on with release semantics
+            // at cluster scope: this thread's reads of shared memory happen before whatever the
+            // peer does once the phase completes (overwrite the buffer with a multicast copy).
+            run("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
+                "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}",
+                "r,r,~{memory}", {addr, value}, b.getVoidTy());
+            return;
         case ir::MBarrierOp::ExpectTx:
             run("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
                 {addr, value}, b.getVoidTy());
@@ -1687,19 +1706,24 @@ public:
     }
 
     void emit_tma_load(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *map, llvm::Value *x,
-                       llvm::Value *y, llvm::Value *bar) const override {
+                       llvm::Value *y, llvm::Value *bar, llvm::Value *multicast) const override {
         llvm::Value *generic_map = b.CreatePtrToInt(
             b.CreateAddrSpaceCast(map, llvm::PointerType::get(b.getContext(), 0)), b.getInt64Ty());
         std::vector<llvm::Value *> args{shared_u32(b, dst), generic_map, x, y, shared_u32(b, bar)};
+        if (multicast) args.push_back(multicast);
         std::vector<llvm::Type *> params;
         for (llvm::Value *v : args) params.push_back(v->getType());
         auto *fn_ty = llvm::FunctionType::get(b.getVoidTy(), params, false);
-        b.CreateCall(
-            llvm::InlineAsm::get(fn_ty,
-                                 "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
-                                 "complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
-                                 "r,l,r,r,r,~{memory}", /*hasSideEffects=*/true),
-            args);
+        b.CreateCall(llvm::InlineAsm::get(
+                         fn_ty,
+                         multicast ? "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+                                     "complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3}], "
+                                     "[$4], $5;"
+                                   : "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+                                     "complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+                         multicast ? "r,l,r,r,r,h,~{memory}" : "r,l,r,r,r,~{memory}",
+                         /*hasSideEffects=*/true),
+                     args);
     }
 
     /// [Note] Fragments as PTX registers: the mma and ldmatrix intrinsics take and return the
@@ -1843,7 +1867,15 @@ public:
         b.CreateCall(vprintf, {format, packed});
     }
 
-    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view) const override {
+    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view,
+                             ir::BarrierScope scope) const override {
+        if (scope == ir::BarrierScope::Cluster) {
+            // barrier.cluster.arrive (release) then barrier.cluster.wait (acquire); every thread
+            // of the block takes part, as in bar.sync, hence the aligned forms.
+            b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive_aligned, {}, {});
+            b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait_aligned, {}, {});
+            return llvm::Error::success();
+        }
         b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); // bar.sync 0
         return llvm::Error::success();
     }

@@ -114,8 +114,10 @@ public:
     /// compile asks (CompileOptions::print_to_buffer).
     bool print_to_buffer() const { return print_to_buffer_ || !has_device_printf(); }
     void set_print_to_buffer(bool on) { print_to_buffer_ = on; }
-    /// A block-wide barrier; fails for targets that cannot run one. `kernel` is for messages.
-    virtual llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view kernel) const = 0;
+    /// A block-wide barrier, or a cluster-wide one ([Note] IR semantics: Clusters); fails for
+    /// targets that cannot run one. `kernel` is for messages.
+    virtual llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view kernel,
+                                     ir::BarrierScope scope) const = 0;
 
     /// The address space of shared memory (3 on NVPTX).
     virtual unsigned shared_address_space() const { return 0; }
@@ -165,7 +167,8 @@ public:
                                    llvm::Value *lane) const = 0;
 
     /// Why the target cannot run the asynchronous tensor operation `op` (an ir::Wgmma,
-    /// ir::TensorSync, ir::MBarrier or ir::TmaLoad), "" when it can; asked before emission, as
+    /// ir::TensorSync, ir::MBarrier, ir::TmaLoad or a cluster's ir::Barrier), "" when it can;
+    /// asked before emission, as
     /// matrix_op_problem. By default none runs: they need Hopper's tensor cores and tensor memory
     /// accelerator, or the CPU device's emulation.
     virtual std::string async_tensor_problem(const ir::StmtNode &op) const {
@@ -189,17 +192,19 @@ public:
         (void)b, (void)op, (void)acc;
         EMBER_UNREACHABLE("emit_tensor_sync on a target without it");
     }
-    /// An mbarrier operation on the shared u64 at `bar`; `value` an i32 (null for arrive).
+    /// An mbarrier operation on the shared u64 at `bar`; `value` an i32 (null for arrive; the
+    /// block's rank in the cluster for arrive_cluster).
     virtual void emit_mbarrier(llvm::IRBuilderBase &b, ir::MBarrierOp op, llvm::Value *bar,
                                llvm::Value *value) const {
         (void)b, (void)op, (void)bar, (void)value;
         EMBER_UNREACHABLE("emit_mbarrier on a target without mbarriers");
     }
     /// tma_load: `dst` and `bar` shared addresses, `map` the tensor map's global address, `x`
-    /// and `y` i32 coordinates.
+    /// and `y` i32 coordinates, `multicast` null or the i16 mask of the cluster's blocks.
     virtual void emit_tma_load(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *map,
-                               llvm::Value *x, llvm::Value *y, llvm::Value *bar) const {
-        (void)b, (void)dst, (void)map, (void)x, (void)y, (void)bar;
+                               llvm::Value *x, llvm::Value *y, llvm::Value *bar,
+                               llvm::Value *multicast) const {
+        (void)b, (void)dst, (void)map, (void)x, (void)y, (void)bar, (void)multicast;
         EMBER_UNREACHABLE("emit_tma_load on a target without a tensor memory accelerator");
     }
 
@@ -304,6 +309,9 @@ public:
         uint64_t static_shared_bytes = 0;
         bool uses_barrier = false;
         bool uses_warp_ops = false;
+        /// Cluster barriers, remote mbarrier arrivals or multicast copies: the CPU device runs
+        /// the blocks of a cluster together ([Note] CPU fibers).
+        bool uses_cluster = false;
         bool uses_dynamic_shared = false;
         ir::LaunchBounds bounds; ///< the kernel's ([Note] IR semantics: Launch bounds)
     };

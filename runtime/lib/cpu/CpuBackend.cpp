@@ -189,12 +189,11 @@ public:
                       size_t bytes) override;
     // Function attributes, launch attributes, clusters, occupancy.
 
-    /// Clusters are groups of blocks that run as any blocks do; cooperative grids and priorities
-    /// need nothing more here (see Backend.h).
+    /// A cluster's blocks are numbered together, and run together where the kernel uses a
+    /// cluster's barrier, its peers' mbarriers or multicast copies ([Note] CPU fibers);
+    /// cooperative grids and priorities need nothing more here (see Backend.h).
     void launch_extended(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
-                         const LaunchExtras &, void **args, size_t n) override {
-        launch(fn, kernel_name, dims, args, n);
-    }
+                         const LaunchExtras &extras, void **args, size_t) override;
     // memset: the pattern's bytes, element by element (the host is little-endian,
     // as the pattern's layout assumes).
     void memset(DeviceAddress dst, uint64_t pattern, unsigned width, size_t count) override {
@@ -493,35 +492,42 @@ public:
         return std::make_unique<CpuFunction>(CpuModule::load(k.binary, k.entry_symbol), k.local_bytes, k.constants);
     }
 
-    static void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args) {
+    /// `cluster`: blocks per cluster ({0, 0, 0}: none); the grid is a whole number of clusters
+    /// (checked by the caller).
+    static void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
+                       const std::array<int64_t, 3> &cluster = {0, 0, 0}) {
         auto &f = static_cast<CpuFunction &>(fn);
         CpuFault fault;
-        run(f.entry(), dims, args, &fault, stack_bytes(kernel_name, f.local_bytes()));
+        run(f.entry(), dims, cluster, args, &fault, stack_bytes(kernel_name, f.local_bytes()));
         if (fault.raised.load()) throw_fault(kernel_name, fault);
     }
 
 private:
-    static void run(CpuKernelFn entry, const LaunchDims &dims, void **args, CpuFault *fault,
-                    uint64_t stack_bytes) {
+    static void run(CpuKernelFn entry, const LaunchDims &dims, const std::array<int64_t, 3> &cluster, void **args,
+                    CpuFault *fault, uint64_t stack_bytes) {
         CpuLaunch base{};
         base.fault = fault;
         base.stack_bytes = static_cast<int64_t>(stack_bytes);
         base.shared_mem_bytes = dims.shared_mem_bytes;
+        int64_t cluster_blocks = 1;
         for (int i = 0; i < 3; ++i) {
             base.grid_dim[i] = dims.grid[i];
             base.block_dim[i] = dims.block[i];
+            base.cluster_dim[i] = std::max<int64_t>(1, cluster[i]);
+            cluster_blocks *= base.cluster_dim[i];
         }
-        int64_t blocks = dims.grid[0] * dims.grid[1] * dims.grid[2];
-        if (blocks == 1 || cpu_thread_pool().size() == 1) {
+        const int64_t blocks = dims.grid[0] * dims.grid[1] * dims.grid[2];
+        if (blocks == cluster_blocks || cpu_thread_pool().size() == 1) {
             base.block_begin = 0;
             base.block_end = blocks;
             entry(args, &base);
             return;
         }
-        cpu_thread_pool().run(blocks, [&](int64_t b, int64_t e) {
+        // The pool's threads take whole clusters (CpuLaunch::cluster_dim).
+        cpu_thread_pool().run(blocks / cluster_blocks, [&](int64_t b, int64_t e) {
             CpuLaunch l = base;
-            l.block_begin = b;
-            l.block_end = e;
+            l.block_begin = b * cluster_blocks;
+            l.block_end = e * cluster_blocks;
             entry(args, &l);
         });
     }
@@ -626,6 +632,15 @@ void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const
                          "': this kind of launch cannot be captured into a graph on the CPU device; "
                          "launch it with enqueue_function");
     CpuBackend::launch(fn, kernel_name, dims, args);
+}
+
+void CpuStream::launch_extended(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
+                                const LaunchExtras &extras, void **args, size_t) {
+    if (graph_)
+        throw LogicError("kernel '" + kernel_name +
+                         "': this kind of launch cannot be captured into a graph on the CPU device; "
+                         "launch it with enqueue_function");
+    CpuBackend::launch(fn, kernel_name, dims, args, extras.cluster);
 }
 
 } // namespace

@@ -82,6 +82,12 @@ struct CpuLaunch {
     /// host thread's kernel stack, and the fibers of a kernel with barriers or warp operations
     /// ([Note] CPU fibers); 0 selects the default (256 KiB).
     int64_t stack_bytes;
+    /// Blocks per cluster in x, y and z (0 or 1: no clusters). The grid's dimensions are
+    /// multiples of them; block_begin and block_end then count blocks cluster by cluster (the
+    /// blocks of a cluster consecutive, x fastest, the clusters x fastest) and are multiples of
+    /// the cluster's size, so that a kernel that runs a cluster's blocks together gets all of
+    /// them in one call.
+    int64_t cluster_dim[3] = {0, 0, 0};
 };
 
 using CpuKernelFn = void (*)(void **args, const CpuLaunch *launch);

@@ -476,10 +476,12 @@ private:
     explicit VarRef(VariableRef v) : ExprNode(static_kind, v->type), var(std::move(v)) {}
 };
 
-enum class SpecialRegKind : uint8_t { ThreadIdx, BlockIdx, BlockDim, GridDim };
-std::string_view to_string(SpecialRegKind k); // "thread_idx", ...
+enum class SpecialRegKind : uint8_t { ThreadIdx, BlockIdx, BlockDim, GridDim, ClusterDim };
+std::string_view to_string(SpecialRegKind k); // "thread_idx", ..., "cluster_dim"
 
-/// thread_idx / block_idx / block_dim / grid_dim in dimension 0 (x), 1 (y) or 2 (z); type i64.
+/// thread_idx / block_idx / block_dim / grid_dim / cluster_dim in dimension 0 (x), 1 (y) or 2
+/// (z); type i64. cluster_dim is the number of blocks per cluster in that dimension: 1 in a
+/// launch without clusters, and on targets that have none ([Note] IR semantics: Clusters).
 struct SpecialReg final : ExprNode {
     static constexpr NodeKind static_kind = NodeKind::SpecialReg;
     SpecialRegKind reg;
@@ -996,13 +998,18 @@ private:
     Continue() : StmtNode(static_kind) {}
 };
 
-/// Waits for all threads of the block.
+/// Which threads a Barrier waits for: the block's, or every thread of every block of the
+/// cluster ([Note] IR semantics: Clusters).
+enum class BarrierScope : uint8_t { Block, Cluster };
+
+/// Waits for all threads of the block (`barrier`), or of the cluster (`cluster_barrier`).
 struct Barrier final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::Barrier;
-    static Stmt make();
+    BarrierScope scope;
+    static Stmt make(BarrierScope scope = BarrierScope::Block);
 
 private:
-    Barrier() : StmtNode(static_kind) {}
+    explicit Barrier(BarrierScope s) : StmtNode(static_kind), scope(s) {}
 };
 
 /// One item of a Print: a scalar value, or literal text when `value` is null.
@@ -1128,14 +1135,17 @@ private:
 /// (arrives, and the phase also waits for `bytes` of asynchronous copies), `mbarrier.wait(bar[i],
 /// parity)` (waits until the phase of that parity has completed) ([Note] IR semantics: Memory
 /// barriers and the tensor memory accelerator). NVIDIA sm_90; the CPU device.
-enum class MBarrierOp : uint8_t { Init, Arrive, ExpectTx, Wait };
-std::string_view to_string(MBarrierOp op); // "init", "arrive", "expect_tx", "wait"
+/// ArriveCluster arrives on the mbarrier at the same shared-memory offset in block `value` (its
+/// rank) of the cluster ([Note] IR semantics: Clusters).
+enum class MBarrierOp : uint8_t { Init, Arrive, ExpectTx, Wait, ArriveCluster };
+std::string_view to_string(MBarrierOp op); // "init", "arrive", "expect_tx", "wait", "arrive_cluster"
 std::optional<MBarrierOp> parse_mbarrier_op(std::string_view s);
 struct MBarrier final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::MBarrier;
     MBarrierOp op;
     Expr ptr, index; ///< ptr<shared u64> and an integer
-    Expr value;      ///< Init: count; ExpectTx: bytes; Wait: parity (integers); Arrive: null
+    Expr value; ///< Init: count; ExpectTx: bytes; Wait: parity; ArriveCluster: rank (integers);
+                ///< Arrive: null
     static Stmt make(MBarrierOp op, Expr ptr, Expr index, Expr value = Expr());
 
 private:
@@ -1147,19 +1157,25 @@ private:
 /// `tma_load(dst[i], map, x, y, bar[j])`: starts the tensor memory accelerator's copy of the box
 /// of the 2-D tensor map `map` (a ptr<global const u64> to its 128 bytes) whose first element is
 /// column x, row y, to shared memory at dst[i]; the copy's bytes complete on the memory barrier
-/// bar[j] ([Note] IR semantics: Memory barriers and the tensor memory accelerator).
+/// bar[j] ([Note] IR semantics: Memory barriers and the tensor memory accelerator). With
+/// `multicast` (`tma_load(..., bar[j], multicast mask)`), the box lands at the same offset in the
+/// shared memory of every block of the cluster whose rank is a set bit of the mask, and its bytes
+/// complete on each one's mbarrier at bar[j]'s offset ([Note] IR semantics: Clusters).
 struct TmaLoad final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::TmaLoad;
     Expr dst, dst_index; ///< ptr<shared T> and an integer
     Expr map;            ///< ptr<global const u64>
     Expr x, y;           ///< integers: column and row of the box's first element
     Expr bar, bar_index; ///< ptr<shared u64> and an integer
-    static Stmt make(Expr dst, Expr dst_index, Expr map, Expr x, Expr y, Expr bar, Expr bar_index);
+    Expr multicast;      ///< null, or an integer: the mask of the cluster's blocks
+    static Stmt make(Expr dst, Expr dst_index, Expr map, Expr x, Expr y, Expr bar, Expr bar_index,
+                     Expr multicast = Expr());
 
 private:
-    TmaLoad(Expr d, Expr di, Expr m, Expr x_, Expr y_, Expr b, Expr bi)
+    TmaLoad(Expr d, Expr di, Expr m, Expr x_, Expr y_, Expr b, Expr bi, Expr mc)
         : StmtNode(static_kind), dst(std::move(d)), dst_index(std::move(di)), map(std::move(m)),
-          x(std::move(x_)), y(std::move(y_)), bar(std::move(b)), bar_index(std::move(bi)) {}
+          x(std::move(x_)), y(std::move(y_)), bar(std::move(b)), bar_index(std::move(bi)),
+          multicast(std::move(mc)) {}
 };
 
 /// Ends the kernel for this thread, or the device function call (with `value`, null for none).

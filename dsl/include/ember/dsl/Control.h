@@ -255,6 +255,11 @@ void fence_device(std::source_location loc = std::source_location::current());
 void fence_system(std::source_location loc = std::source_location::current());
 /// Waits until every thread of the block has reached this point (GPU targets).
 void barrier(std::source_location loc = std::source_location::current());
+/// Waits until every thread of every block of the cluster has reached this point; orders
+/// their earlier memory accesses (shared memory included) before everyone's later ones. NVIDIA
+/// sm_90 and newer, and the CPU device; in a launch without cluster_dim(...) the cluster is the
+/// block.
+void cluster_sync(std::source_location loc = std::source_location::current());
 
 namespace detail {
 void emit_async_copy(const ir::Expr &dst, uint32_t dst_trace, const IndexArg &dst_index,

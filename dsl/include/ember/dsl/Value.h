@@ -463,6 +463,66 @@ inline constexpr GridDimReg grid_dim{{{ir::SpecialRegKind::GridDim, 0},
                                       {ir::SpecialRegKind::GridDim, 1},
                                       {ir::SpecialRegKind::GridDim, 2}}};
 
+/// What `cluster_dim(x, y, z)` means at a launch: the grid is made of clusters of this many
+/// blocks (Hopper's thread-block clusters, sm_90 and newer; the CPU device emulates them). Each
+/// grid dimension must be a multiple of the cluster's.
+struct LaunchCluster {
+    int64_t x = 1, y = 1, z = 1;
+};
+/// `cluster_dim.x` in a kernel: the blocks per cluster in x (1 in a launch without clusters, and
+/// on targets without them); `cluster_dim(n)` / `cluster_dim(x, y, z)` at a launch.
+struct ClusterDimReg : SpecialReg3 {
+    constexpr LaunchCluster operator()(int64_t x, int64_t y = 1, int64_t z = 1) const { return {x, y, z}; }
+    constexpr LaunchCluster operator()(LaunchCluster c) const { return c; }
+};
+inline constexpr ClusterDimReg cluster_dim{{{ir::SpecialRegKind::ClusterDim, 0},
+                                            {ir::SpecialRegKind::ClusterDim, 1},
+                                            {ir::SpecialRegKind::ClusterDim, 2}}};
+
+/// `cluster_idx.x == block_idx.x / cluster_dim.x` (the cluster's index in the grid of clusters)
+/// and `block_idx_in_cluster.x == block_idx.x % cluster_dim.x`, likewise for y and z.
+struct ClusterIdx {
+    struct Dim {
+        unsigned dim;
+        bool within; ///< block_idx_in_cluster rather than cluster_idx
+        Int value() const;
+    };
+    Dim x, y, z;
+};
+inline constexpr ClusterIdx cluster_idx{{0, false}, {1, false}, {2, false}};
+inline constexpr ClusterIdx block_idx_in_cluster{{0, true}, {1, true}, {2, true}};
+
+namespace detail {
+template <> struct traced_traits<ClusterIdx::Dim> {
+    static constexpr bool is_traced = true;
+    using type = int64_t;
+};
+} // namespace detail
+
+inline Int ClusterIdx::Dim::value() const {
+    return Int(ir::Binary::make(within ? ir::BinaryOp::Mod : ir::BinaryOp::Div,
+                                ir::SpecialReg::make(ir::SpecialRegKind::BlockIdx, dim),
+                                ir::SpecialReg::make(ir::SpecialRegKind::ClusterDim, dim)),
+               0);
+}
+
+/// The block's rank in its cluster, 0 to the cluster's size - 1: block_idx_in_cluster with x
+/// fastest (PTX's %cluster_ctarank). The rank names a block in mbarrier_arrive_cluster and in a
+/// multicast mask.
+inline Int block_rank_in_cluster() {
+    using ir::BinaryOp;
+    auto reg = [](ir::SpecialRegKind k, unsigned d) { return ir::SpecialReg::make(k, d); };
+    auto in = [&](unsigned d) {
+        return ir::Binary::make(BinaryOp::Mod, reg(ir::SpecialRegKind::BlockIdx, d),
+                                reg(ir::SpecialRegKind::ClusterDim, d));
+    };
+    auto mul = [](ir::Expr a, ir::Expr b) { return ir::Binary::make(BinaryOp::Mul, a, b); };
+    auto add = [](ir::Expr a, ir::Expr b) { return ir::Binary::make(BinaryOp::Add, a, b); };
+    return Int(add(in(0), mul(reg(ir::SpecialRegKind::ClusterDim, 0),
+                              add(in(1), mul(reg(ir::SpecialRegKind::ClusterDim, 1), in(2))))),
+               0);
+}
+
 inline Int GlobalIdx::Dim::value() const {
     return Int(ir::Binary::make(ir::BinaryOp::Add,
                                 ir::Binary::make(ir::BinaryOp::Mul,

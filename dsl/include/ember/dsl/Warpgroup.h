@@ -175,6 +175,18 @@ inline void mbarrier_arrive(const SharedPtr<uint64_t> &bar, detail::IndexArg ind
     detail::require_builder("mbarrier_arrive", loc)
         .emit(ir::MBarrier::make(ir::MBarrierOp::Arrive, bar.expr(), index.expr), loc);
 }
+/// Arrives at the mbarrier at `bar[index]`'s place in the shared memory of block `rank`
+/// (block_rank_in_cluster) of this block's cluster, this thread's earlier reads and writes
+/// ordered before what that block does once the phase completes. NVIDIA sm_90 and newer, and
+/// the CPU device.
+inline void mbarrier_arrive_cluster(const SharedPtr<uint64_t> &bar, detail::IndexArg index,
+                                    detail::IndexArg rank,
+                                    std::source_location loc = std::source_location::current()) {
+    detail::require_builder("mbarrier_arrive_cluster", loc)
+        .emit(ir::MBarrier::make(ir::MBarrierOp::ArriveCluster, bar.expr(), index.expr,
+                                 rank.expr),
+              loc);
+}
 /// Arrives at `bar[index]`, whose phase then also waits for `bytes` of asynchronous copies
 /// (tma_load) to complete on it.
 inline void mbarrier_expect_tx(const SharedPtr<uint64_t> &bar, detail::IndexArg index,
@@ -205,6 +217,22 @@ void tma_load(const SharedPtr<T> &dst, detail::IndexArg dst_index, const TensorM
     detail::require_builder("tma_load", loc)
         .emit(ir::TmaLoad::make(dst.expr(), dst_index.expr, map.desc.expr(), x.expr, y.expr,
                                 bar.expr(), bar_index.expr),
+              loc);
+}
+
+/// tma_load to every block of the cluster whose rank (block_rank_in_cluster) is a set bit of
+/// `mask`: the box lands at `dst + dst_index` in each one's shared memory, and its bytes complete
+/// on each one's mbarrier at `bar[bar_index]`'s place, which must expect them. The tensor memory
+/// accelerator reads the box from global memory once. NVIDIA sm_90 and newer, and the CPU device.
+template <class T>
+void tma_load_multicast(const SharedPtr<T> &dst, detail::IndexArg dst_index,
+                        const TensorMap<T> &map, detail::IndexArg x, detail::IndexArg y,
+                        const SharedPtr<uint64_t> &bar, detail::IndexArg bar_index,
+                        detail::IndexArg mask,
+                        std::source_location loc = std::source_location::current()) {
+    detail::require_builder("tma_load_multicast", loc)
+        .emit(ir::TmaLoad::make(dst.expr(), dst_index.expr, map.desc.expr(), x.expr, y.expr,
+                                bar.expr(), bar_index.expr, mask.expr),
               loc);
 }
 

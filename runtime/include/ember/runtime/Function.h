@@ -105,13 +105,8 @@ struct FuncAttribute {
     static constexpr FuncAttribute set(FunctionAttribute a, int v) { return {Kind::attribute, a, v, {}}; }
 };
 
-/// `cluster_dim(...)` at a launch: the grid is made of clusters of this many blocks (Hopper's
-/// thread-block clusters, sm_90 and newer). Each grid dimension must be a multiple of the
-/// cluster's.
-struct LaunchCluster {
-    int64_t x = 1, y = 1, z = 1;
-};
-constexpr LaunchCluster cluster_dim(int64_t x, int64_t y = 1, int64_t z = 1) { return {x, y, z}; }
+// `cluster_dim(...)` at a launch (LaunchCluster) is in ember/dsl/Value.h, with the kernel's
+// `cluster_dim.x`.
 
 /// One launch attribute (CUlaunchAttribute), given after the kernel's arguments like
 /// `grid_dim(...)`: `ctx.enqueue_function(f, args..., grid_dim(8), block_dim(128),
