@@ -312,11 +312,13 @@ const auto gemm_bf16 = gemm_bf16_example::make_gemm_bf16<kGemmStages, kGemmSlice
 constexpr int64_t kGemmShared = gemm_bf16_example::shared_bytes(kGemmStages, kGemmSlice, kGemmBN);
 
 // The wgmma + TMA GEMM of examples/gemm_wgmma.h in the example's shape: 128 x 256 tiles, 4
-// stages of slices of 64, blocks in groups of 8 rows; 192 KiB and 64 bytes of dynamic shared
-// memory.
+// stages of slices of 64, blocks in groups of 16 rows; 192 KiB and 64 bytes of dynamic shared
+// memory. Then the same in clusters of 2 with B's slices multicast (the example runs both).
 constexpr int64_t kWgmmaStages = 4, kWgmmaBN = 256;
-const auto gemm_wgmma = gemm_wgmma_example::make_gemm_wgmma<kWgmmaStages, kWgmmaBN, 8>(
+const auto gemm_wgmma = gemm_wgmma_example::make_gemm_wgmma<kWgmmaStages, kWgmmaBN, 16>(
     "gemm_wgmma");
+const auto gemm_wgmma_cluster =
+    gemm_wgmma_example::make_gemm_wgmma<kWgmmaStages, kWgmmaBN, 16, false, 2>("gemm_wgmma_cluster");
 constexpr int64_t kWgmmaShared = gemm_wgmma_example::shared_bytes(kWgmmaStages, kWgmmaBN);
 
 // The fused attention forward of examples/attention.h (FlashAttention's algorithm on mma), bf16
@@ -1086,8 +1088,11 @@ int main(int argc, char **argv) try {
         ctx.enqueue_copy(b, hb.data());
         auto ma = ctx.create_tensor_map(a, m, k, gemm_wgmma_example::kBM, gemm_wgmma_example::kBK,
                                         TensorMapSwizzle::b128);
+        // B's boxes: a whole slice, or the half each block of a cluster of 2 copies.
         auto mb = ctx.create_tensor_map(b, n, k, kWgmmaBN, gemm_wgmma_example::kBK,
                                         TensorMapSwizzle::b128);
+        auto mb_half = ctx.create_tensor_map(b, n, k, kWgmmaBN / 2, gemm_wgmma_example::kBK,
+                                             TensorMapSwizzle::b128);
         using BlasFn = int (*)(const void *, const void *, void *, int, int, int);
         BlasFn cublas = peers ? twins->get<BlasFn>("twin_cublas_gemm_bf16_tn") : nullptr;
         auto pc = [&] {
@@ -1097,28 +1102,41 @@ int main(int argc, char **argv) try {
         CompileFunctionOptions opts;
         opts.func_attribute = {FuncAttribute::max_dynamic_shared_size_bytes(int(kWgmmaShared))};
         auto f = compiled(ctx, gemm_wgmma, opts);
-        auto es = [&] {
-            ctx.enqueue_function(f, ma, mb, c, m, n, k, grid_dim(n / kWgmmaBN, m / 128),
-                                 block_dim(gemm_wgmma_example::kThreads),
-                                 shared_mem_bytes(kWgmmaShared));
-        };
+        auto f_cluster = compiled(ctx, gemm_wgmma_cluster, opts);
         std::mt19937 gen(14);
         std::vector<std::pair<int64_t, int64_t>> at;
         for (int s = 0; s < 512; ++s) at.push_back({int64_t(gen() % m), int64_t(gen() % n)});
         auto want = [&](int64_t i, int64_t j) {
             return gemm_wgmma_example::expected(ha, hb, k, i, j);
         };
-        const std::string label = "gemm bf16 wgmma (example)";
-        std::vector<bfloat16> ember_c, cublas_c;
-        bool ok = check_bf16_gemm(ctx, c, n, at, es, ember_sync, "ember " + label, ember_c, want);
-        if (ok && !peers) checked(label);
+        std::vector<bfloat16> cublas_c;
+        bool peer_ok = true;
         if (peers)
-            ok = check_bf16_gemm(ctx, c, n, at, pc, peer_sync, "cuBLAS bf16 gemm (TN)", cublas_c,
-                                 want) &&
-                 ok && same_bf16_products(ember_c, cublas_c, n, label);
-        if (ok && peers)
-            report(label, "cuBLAS (bf16, TN)", "TFLOP/s", 2.0 * m * n * k,
-                   time_ms(es, ember_clock, 5, 5), time_ms(pc, peer_clock, 5, 5));
+            peer_ok = check_bf16_gemm(ctx, c, n, at, pc, peer_sync, "cuBLAS bf16 gemm (TN)",
+                                      cublas_c, want);
+        for (int clusters : {1, 2}) {
+            auto es = [&] {
+                if (clusters == 1)
+                    ctx.enqueue_function(f, ma, mb, c, m, n, k, grid_dim(n / kWgmmaBN, m / 128),
+                                         block_dim(gemm_wgmma_example::kThreads),
+                                         shared_mem_bytes(kWgmmaShared));
+                else
+                    ctx.enqueue_function(f_cluster, ma, mb_half, c, m, n, k,
+                                         grid_dim(n / kWgmmaBN * (m / 128)),
+                                         block_dim(gemm_wgmma_example::kThreads), cluster_dim(2),
+                                         shared_mem_bytes(kWgmmaShared));
+            };
+            const std::string label = clusters == 1 ? "gemm bf16 wgmma (example)"
+                                                    : "gemm bf16 wgmma, clusters of 2 (example)";
+            std::vector<bfloat16> ember_c;
+            bool ok = check_bf16_gemm(ctx, c, n, at, es, ember_sync, "ember " + label, ember_c,
+                                      want);
+            if (ok && !peers) checked(label);
+            if (peers) ok = peer_ok && ok && same_bf16_products(ember_c, cublas_c, n, label);
+            if (ok && peers)
+                report(label, "cuBLAS (bf16, TN)", "TFLOP/s", 2.0 * m * n * k,
+                       time_ms(es, ember_clock, 5, 5), time_ms(pc, peer_clock, 5, 5));
+        }
     }
 
     // Fused attention forward, (B=1, H=16, S=4096, D=128) in bf16, causal and not: the kernel of

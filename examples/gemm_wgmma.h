@@ -61,20 +61,36 @@ constexpr int64_t shared_bytes(int64_t stages, int64_t bn) {
 
 /// The kernel with `Stages` (2 to 6) buffers, tiles of 128 x `kBN` (128 or 256), in groups of
 /// `Group` rows (0: row by row). Arguments (a, b, c, m, n, k): TensorMap<bfloat16>s of A (m x k,
-/// boxes of 128 x 64) and B (n x k, boxes of kBN x 64), both with TensorMapSwizzle::b128; m a
-/// multiple of 128, n of kBN, k of 64. Launch with block_dim(kThreads) and
-/// shared_mem_bytes(shared_bytes(Stages, kBN)), and grid_dim(n / kBN, m / 128) or, `Persistent`,
+/// boxes of 128 x 64) and B (n x k, boxes of kBN / Cluster x 64), both with
+/// TensorMapSwizzle::b128; m a multiple of 128 Cluster, n of kBN, k of 64. Launch with
+/// block_dim(kThreads) and shared_mem_bytes(shared_bytes(Stages, kBN)), and
+/// grid_dim(n / kBN, m / 128) or, with clusters, grid_dim(n / kBN * (m / 128)) and
+/// cluster_dim(Cluster) (block 2p + r is block r of pair p) or, `Persistent`,
 /// grid_dim(blocks) for any number of blocks (one per multiprocessor), each of which takes the
 /// tiles blocks apart in turn: its producer then copies the next tile's first slices while the
 /// consumers store the last one's results.
-template <int64_t Stages = 4, int64_t kBN = 256, int64_t Group = 8, bool Persistent = false>
+///
+/// Clusters of 2 (`Cluster`): the two blocks of a cluster compute the tiles of C one above the
+/// other, which need the same slices of B. Each block's producer copies its own slice of A and
+/// half of the slice of B, multicast to both blocks (tma_load_multicast), so the pair reads B
+/// from L2 once instead of twice (8 GB of L2 reads per 8192³ product instead of 12). A buffer of
+/// B is then written by both producers, so it is free only when the consumers of both blocks are
+/// done with it: each consumer arrives on the `empty` mbarrier of both blocks
+/// (mbarrier_arrive_cluster), which expects 4 arrivals. The blocks meet (cluster_sync) once their
+/// mbarriers are initialised, before any copy can reach them, and again at the end, so that
+/// neither leaves while the other may still write to it.
+template <int64_t Stages = 4, int64_t kBN = 256, int64_t Group = 8, bool Persistent = false,
+          int64_t Cluster = 1>
 auto make_gemm_wgmma(const char *name) {
     static_assert(Stages >= 2 && Stages <= 6, "2 to 6 stages");
     static_assert(kBN == 128 || kBN == 256, "tiles of 128 x 128 or 128 x 256");
+    static_assert(Cluster == 1 || (Cluster == 2 && !Persistent),
+                  "clusters of 1, or of 2 without persistent blocks");
     static constexpr int64_t a_stage = kBM * kBK, b_stage = kBN * kBK; // elements per buffer
     static constexpr int64_t b_base = Stages * a_stage;                // where B's buffers start
     static constexpr int64_t bars = Stages * stage_bytes(kBN) / 8;     // the first mbarrier (u64)
     static constexpr int64_t tx_bytes = stage_bytes(kBN);
+    static constexpr int64_t b_part = kBN / Cluster; // rows of B's slice each producer copies
     return kernel(
         name, {"a", "b", "c", "m", "n", "k"},
         [](TensorMap<bfloat16> a, TensorMap<bfloat16> b, Ptr<bfloat16> c, Int m, Int n, Int k) {
@@ -84,33 +100,42 @@ auto make_gemm_wgmma(const char *name) {
             Int t = thread_idx.x;
             Int wg = t / 128;
             Var<int64_t> slices(k / kBK);
-            Var<int64_t> cols(n / kBN), tiles(m / kBM * (n / kBN));
-            Int first_tile = Persistent ? Int(block_idx.x) : block_idx.y * grid_dim.x + block_idx.x;
+            // A cluster computes a "pair" of Cluster tiles one above the other: pairs of
+            // 128 Cluster x kBN, numbered as tiles are without clusters.
+            Var<int64_t> cols(n / kBN), tiles(m / (kBM * Cluster) * (n / kBN));
+            Int first_tile = Persistent ? Int(block_idx.x)
+                                        : (block_idx.y * grid_dim.x + block_idx.x) / Cluster;
             Int tile_step = Persistent ? Int(grid_dim.x) : Int(tiles);
+            Int rank = Cluster > 1 ? block_rank_in_cluster() : Int(0);
             // Tile `pid`'s first row and column: tiles in groups of `Group` rows, column by column
             // inside a group, so that the blocks running at once share slices in the L2 cache.
             auto corner = [&](const Int &pid, Var<int64_t> &row0, Var<int64_t> &col0) {
+                constexpr int64_t pair = kBM * Cluster;
                 if constexpr (Group == 0) {
-                    row0 = pid / cols * kBM;
+                    row0 = pid / cols * pair + rank * kBM;
                     col0 = pid % cols * kBN;
                 } else {
-                    Int gy = m / kBM;
+                    Int gy = m / pair;
                     Int first = pid / (Group * cols) * Group;
                     Int rows = min(gy - first, Int(Group));
                     Int in_group = pid % (Group * cols);
-                    row0 = (first + in_group % rows) * kBM;
+                    row0 = (first + in_group % rows) * pair + rank * kBM;
                     col0 = in_group / rows * kBN;
                 }
             };
 
             if_(t == 0, [&] {
                 for (int64_t s = 0; s < Stages; ++s) {
-                    mbarrier_init(bar, bars + s, 1);          // the producer's expect_tx
-                    mbarrier_init(bar, bars + Stages + s, 2); // one arrival per consumer
+                    mbarrier_init(bar, bars + s, 1); // the producer's expect_tx
+                    // One arrival per consumer of every block of the cluster.
+                    mbarrier_init(bar, bars + Stages + s, 2 * Cluster);
                 }
                 fence_proxy_async();
             });
-            barrier();
+            if constexpr (Cluster > 1)
+                cluster_sync(); // the peer's mbarriers are ready before any copy reaches them
+            else
+                barrier();
 
             // Slices are numbered across the block's tiles: slice i uses buffer i % Stages for
             // the (i / Stages)-th time, phase parity (i / Stages) % 2.
@@ -129,8 +154,14 @@ auto make_gemm_wgmma(const char *name) {
                             });
                             mbarrier_expect_tx(bar, bars + stage, tx_bytes);
                             tma_load(smem, stage * a_stage, a, kt * kBK, row0, bar, bars + stage);
-                            tma_load(smem, b_base + stage * b_stage, b, kt * kBK, col0, bar,
-                                     bars + stage);
+                            if constexpr (Cluster > 1)
+                                tma_load_multicast(smem,
+                                                   b_base + stage * b_stage + rank * b_part * kBK,
+                                                   b, kt * kBK, col0 + rank * b_part, bar,
+                                                   bars + stage, (1 << Cluster) - 1);
+                            else
+                                tma_load(smem, b_base + stage * b_stage, b, kt * kBK, col0, bar,
+                                         bars + stage);
                             i = i + 1;
                         });
                     });
@@ -139,6 +170,15 @@ auto make_gemm_wgmma(const char *name) {
                 // A consumer: rows 64 (wg - 1) to 64 wg - 1 of each tile.
                 Int consumer = wg - 1;
                 auto leader = t % 128 == 0;
+                // Frees buffer `s` in every block of the cluster that writes into it: thread r of
+                // the warpgroup arrives on block r's mbarrier, all in one instruction.
+                auto release = [&](const Int &s) {
+                    if constexpr (Cluster > 1)
+                        mbarrier_arrive_cluster(bar, bars + Stages + s, t % 128);
+                    else
+                        mbarrier_arrive(bar, bars + Stages + s);
+                };
+                auto releasing = Cluster > 1 ? t % 128 < Cluster : leader;
                 WarpgroupAccumulator<kBN> acc;
                 for_(first_tile, tiles, tile_step, [&](Int pid) {
                     corner(pid, row0, col0);
@@ -153,15 +193,12 @@ auto make_gemm_wgmma(const char *name) {
                             wgmma(smem, a_tile + kk * 16, smem, b_tile + kk * 16, acc);
                         wgmma_commit();
                         wgmma_wait<1>(acc); // the previous slice's group has completed: release it
-                        if_(kt > 0 && leader, [&] {
-                            mbarrier_arrive(bar, bars + Stages + (i + (Stages - 1)) % Stages);
-                        });
+                        if_(kt > 0 && releasing, [&] { release((i + (Stages - 1)) % Stages); });
                         i = i + 1;
                     });
                     wgmma_wait<0>(acc);
                     // The tile's last slice too (a later tile's first does not release it).
-                    if_(leader,
-                        [&] { mbarrier_arrive(bar, bars + Stages + (i + (Stages - 1)) % Stages); });
+                    if_(releasing, [&] { release((i + (Stages - 1)) % Stages); });
 
                     // Fragment j: rows g and g + 8 of the warp's 16, columns 8j + 2 tq and + 1.
                     Int lane = t % 32, warp = (t % 128) / 32;
@@ -175,6 +212,9 @@ auto make_gemm_wgmma(const char *name) {
                     }
                 });
             });
+            // Neither block of a cluster leaves while the other may still copy into it or arrive
+            // on its mbarriers.
+            if constexpr (Cluster > 1) cluster_sync();
         },
         LaunchBounds{.max_threads = kThreads, .min_blocks = 1});
 }

@@ -621,9 +621,8 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     std::array<Value *, 3> cluster{};
     Value *cluster_blocks = cluster_dims(b, launch, cluster);
     for (unsigned d = 0; d < 3; ++d)
-        b.CreateAlignedStore(cluster[d], b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_cluster_slot + d), Align(8));
-    Value *clusters_x = b.CreateUDiv(grid[0], cluster[0], "clusters.x");
-    Value *clusters_y = b.CreateUDiv(grid[1], cluster[1], "clusters.y");
+        b.CreateAlignedStore(
+            cluster[d], b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_cluster_slot + d), Align(8));
     b.CreateAlignedStore(fault, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_fault_slot), Align(8));
     // One block at a time runs in this call, so one piece of shared memory serves them all (its
     // contents are undefined at the start of a block, as on GPUs). Without shared memory the
@@ -653,19 +652,31 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         b.SetInsertPoint(bb_exit);
         b.CreateRetVoid();
     };
-    // Cluster by cluster (CpuLaunch::cluster_dim): the linear index is the cluster's times its
-    // size plus the block's place in it; without clusters, x fastest over the grid.
-    Value *cluster_linear = b.CreateUDiv(linear, cluster_blocks, "cluster.linear");
-    Value *in_cluster = b.CreateURem(linear, cluster_blocks, "in_cluster");
-    Value *cluster_rest = b.CreateUDiv(cluster_linear, clusters_x);
-    Value *in_rest = b.CreateUDiv(in_cluster, cluster[0]);
-    Value *at[3] = {b.CreateURem(cluster_linear, clusters_x), b.CreateURem(cluster_rest, clusters_y),
-                    b.CreateUDiv(cluster_rest, clusters_y)};
-    Value *within[3] = {b.CreateURem(in_cluster, cluster[0]), b.CreateURem(in_rest, cluster[1]),
-                        b.CreateUDiv(in_rest, cluster[1])};
-    for (unsigned d = 0; d < 3; ++d)
-        store_ctx(ir::SpecialRegKind::BlockIdx, d,
-                  b.CreateAdd(b.CreateMul(at[d], cluster[d]), within[d], "block_idx." + Twine("xyz"[d])));
+    if (clustered) {
+        // Cluster by cluster (CpuLaunch::cluster_dim): the linear index is the cluster's times its
+        // size plus the block's place in it, so a cluster's blocks are consecutive.
+        Value *clusters_x = b.CreateUDiv(grid[0], cluster[0], "clusters.x");
+        Value *clusters_y = b.CreateUDiv(grid[1], cluster[1], "clusters.y");
+        Value *cluster_linear = b.CreateUDiv(linear, cluster_blocks, "cluster.linear");
+        Value *in_cluster = b.CreateURem(linear, cluster_blocks, "in_cluster");
+        Value *cluster_rest = b.CreateUDiv(cluster_linear, clusters_x);
+        Value *in_rest = b.CreateUDiv(in_cluster, cluster[0]);
+        Value *at[3] = {b.CreateURem(cluster_linear, clusters_x),
+                        b.CreateURem(cluster_rest, clusters_y),
+                        b.CreateUDiv(cluster_rest, clusters_y)};
+        Value *within[3] = {b.CreateURem(in_cluster, cluster[0]), b.CreateURem(in_rest, cluster[1]),
+                            b.CreateUDiv(in_rest, cluster[1])};
+        for (unsigned d = 0; d < 3; ++d)
+            store_ctx(ir::SpecialRegKind::BlockIdx, d,
+                      b.CreateAdd(b.CreateMul(at[d], cluster[d]), within[d],
+                                  "block_idx." + Twine("xyz"[d])));
+    } else {
+        // Blocks in any order do (the pool's ranges are whole clusters all the same): x fastest.
+        Value *rest = b.CreateUDiv(linear, grid[0]);
+        store_ctx(ir::SpecialRegKind::BlockIdx, 0, b.CreateURem(linear, grid[0], "block_idx.x"));
+        store_ctx(ir::SpecialRegKind::BlockIdx, 1, b.CreateURem(rest, grid[1], "block_idx.y"));
+        store_ctx(ir::SpecialRegKind::BlockIdx, 2, b.CreateUDiv(rest, grid[1], "block_idx.z"));
+    }
     if (fibers) {
         // [Note] CPU fibers: `<kernel>.thread(args, ctx)` runs one GPU thread; the runtime runs
         // all of the block's threads as fibers that switch at barriers.

@@ -83,10 +83,10 @@ struct CpuLaunch {
     /// ([Note] CPU fibers); 0 selects the default (256 KiB).
     int64_t stack_bytes;
     /// Blocks per cluster in x, y and z (0 or 1: no clusters). The grid's dimensions are
-    /// multiples of them; block_begin and block_end then count blocks cluster by cluster (the
-    /// blocks of a cluster consecutive, x fastest, the clusters x fastest) and are multiples of
-    /// the cluster's size, so that a kernel that runs a cluster's blocks together gets all of
-    /// them in one call.
+    /// multiples of them, and block_begin and block_end multiples of the cluster's size. A
+    /// kernel that runs a cluster's blocks together ([Note] CPU fibers) numbers the blocks
+    /// cluster by cluster (a cluster's consecutive, x fastest; the clusters x fastest), so it gets
+    /// all of a cluster's blocks in one call; other kernels number them x fastest over the grid.
     int64_t cluster_dim[3] = {0, 0, 0};
 };
 

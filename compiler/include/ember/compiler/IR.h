@@ -195,6 +195,23 @@
 ///   bytes on bar[j]. One thread issues it. NVIDIA sm_90 (`cp.async.bulk.tensor`,
 ///   `mbarrier.try_wait.parity`); on the CPU device a copy done at once, and a wait that no
 ///   other thread can ever end is a LaunchError.
+/// * Clusters. A launch may group its blocks into clusters of `cluster_dim` blocks in each
+///   dimension (the grid a whole number of them; 1 x 1 x 1 without clusters, and on targets that
+///   have none, where `cluster_dim` reads 1); the blocks of a cluster run at the same time. A
+///   block's rank in its cluster is its place in it, x fastest. `cluster_barrier` waits for every
+///   thread of every block of the cluster, as `barrier` does for a block, and orders the memory
+///   accesses before it (shared memory included) before those after it.
+///   `mbarrier.arrive_cluster(bar[i], rank)` arrives on the mbarrier at bar[i]'s offset in the
+///   shared memory of block `rank` of the cluster, this thread's earlier accesses ordered before
+///   what follows the completion of that phase. `tma_load(..., bar[j], multicast mask)` copies the
+///   box to dst[i]'s offset in every block of the cluster whose rank is a set bit of the 16-bit
+///   mask, completing its bytes on each one's mbarrier at bar[j]'s offset. An mbarrier that
+///   another block arrives on or copies into must be initialised before that (a cluster_barrier
+///   between), and a block must not end while others may still do so (another one at the end).
+///   A rank outside the cluster is undefined (a LaunchError on the CPU device). NVIDIA sm_90
+///   (`barrier.cluster.arrive/wait`, `mapa` + `mbarrier.arrive.release.cluster`,
+///   `cp.async.bulk.tensor ... .multicast::cluster`); the CPU device runs the blocks of a cluster
+///   together as fibers of one scheduler ([Note] CPU fibers), each with its own shared memory.
 /// * Return ends the thread's kernel early (a kernel returns no value), or ends a device
 ///   function call, with the function's value when it returns one.
 /// * Device functions. `func @f(%a: T, ...) -> R { ... }` defines a function that kernels and

@@ -119,9 +119,10 @@ def main():
                 if run(["ember-compile", src, "--target=nvptx:sm_90", "--emit=asm", "--kernel=" + kernel]).returncode:
                     rejected += 1
                     continue
-                # Hopper's mbarriers and tensor memory accelerator have no AMDGPU counterpart:
-                # wgmma_tma.eir checks that AMDGPU refuses them.
-                if any(op in body for op in ("mbarrier.", "tma_load(", "wgmma.", "fence.proxy.async")):
+                # Hopper's mbarriers, tensor memory accelerator and clusters have no AMDGPU
+                # counterpart: wgmma_tma.eir and clusters.eir check that AMDGPU refuses them.
+                if any(op in body for op in ("mbarrier.", "tma_load(", "wgmma.", "fence.proxy.async",
+                                             "cluster_barrier")):
                     rejected += 1
                     continue
                 kernels += 1
