@@ -2008,11 +2008,26 @@ public:
     /// instead (no spec with its own +ptxNN is touched: it gets what it asked for), so only
     /// those kernels need a driver of CUDA 12.4 or later; an older one refuses the PTX and the
     /// load fails naming the kernel. Everything else in the module means the same in 8.4.
+    ///
+    /// [Note] PTX version of Hopper's asynchronous operations
+    /// ======================================================
+    /// The tensor memory accelerator's copies, `mbarrier.arrive.expect_tx`, `fence.proxy.async`
+    /// and everything addressed `.shared::cluster` (remote arrivals, multicast) are PTX ISA 8.0,
+    /// but LLVM 19 declares 7.8 for sm_90 (8.0 only for sm_90a), and ptxas refuses the module.
+    /// A module that has one of them declares 8.0 at least (the same exception for +ptxNN), which
+    /// a CUDA 12.0 driver reads, as sm_90a already needs.
     std::string patch_assembly(std::string text) const override {
-        if (spec().features.find("+ptx") == std::string::npos &&
-            (text.find(".f32.e4m3.e4m3.f32") != std::string::npos ||
-             text.find(".f32.e5m2.e5m2.f32") != std::string::npos))
-            text = with_ptx_version_at_least(std::move(text), 8, 4);
+        if (spec().features.find("+ptx") == std::string::npos) {
+            if (text.find(".f32.e4m3.e4m3.f32") != std::string::npos ||
+                text.find(".f32.e5m2.e5m2.f32") != std::string::npos)
+                text = with_ptx_version_at_least(std::move(text), 8, 4);
+            for (const char *ptx80 :
+                 {"cp.async.bulk", ".expect_tx", "fence.proxy.async", "::cluster"})
+                if (text.find(ptx80) != std::string::npos) {
+                    text = with_ptx_version_at_least(std::move(text), 8, 0);
+                    break;
+                }
+        }
         return patch_ptx(std::move(text));
     }
 
