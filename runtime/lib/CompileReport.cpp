@@ -80,6 +80,7 @@ std::string to_string(const CompileReport &r) {
          " threads/block; trace " + milliseconds(r.trace_seconds) + ", lower " + milliseconds(r.lower_seconds) +
          ", optimise " + milliseconds(r.optimize_seconds) + ", codegen " + milliseconds(r.codegen_seconds) +
          ", load " + milliseconds(r.load_seconds) + ", total " + milliseconds(r.total_seconds());
+    for (const std::string &w : r.ptxas_warnings) s += "; ptxas: " + w;
     return s;
 }
 
@@ -92,6 +93,26 @@ PtxasInfo parse_ptxas_info(std::string_view log, std::string_view kernel) {
         log = nl == std::string_view::npos ? std::string_view() : log.substr(nl + 1);
         if (std::string_view f = function_named(line); !f.empty()) {
             current = f;
+            continue;
+        }
+        // "ptxas info    : (C7510) Potential Performance Loss: ... in the function 'k'": it
+        // names its function itself, and may come before the function's own lines.
+        if (size_t p = line.find("Performance Loss"); p != std::string_view::npos) {
+            const size_t close = line.rfind('\'');
+            const size_t open = close == std::string_view::npos || close == 0
+                                    ? std::string_view::npos
+                                    : line.rfind('\'', close - 1);
+            const std::string_view named = open == std::string_view::npos
+                                               ? std::string_view()
+                                               : line.substr(open + 1, close - open - 1);
+            if (kernel.empty() || named.empty() || named == kernel) {
+                const size_t start = line.rfind(": ", p);
+                std::string_view text = start == std::string_view::npos ? line
+                                                                        : line.substr(start + 2);
+                if (text.size() > 8 && text[0] == '(' && text.find(") ") != std::string_view::npos)
+                    text = text.substr(text.find(") ") + 2); // "(C7510) "
+                info.performance_warnings.emplace_back(text);
+            }
             continue;
         }
         bool ours = kernel.empty() || current.empty() || current == kernel;
@@ -138,6 +159,8 @@ CompileReport build_report(FunctionImpl &fn) {
             r.spill_store_bytes = p.spill_store_bytes;
             r.spill_load_bytes = p.spill_load_bytes;
             r.stack_frame_bytes = p.stack_frame_bytes;
+            r.ptxas_warnings = parse_ptxas_info(fn.loaded->jit_info_log, fn.compiled.entry_symbol)
+                                   .performance_warnings;
         }
     } else {
         // Host code: no register count or spills to report ([Note] Compile reports).

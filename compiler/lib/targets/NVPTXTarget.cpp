@@ -9,11 +9,13 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
-#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
+#include <llvm/Transforms/Utils/IntegerDivision.h>
 
 #include <algorithm>
 #include <cctype>
@@ -198,6 +200,108 @@ void select_for_sitofp_i1(llvm::Module &m) {
         r->takeName(c);
         c->replaceAllUsesWith(r);
         c->eraseFromParent();
+    }
+}
+
+/// [Note] wgmma and 64-bit division
+/// =================================
+/// PTX has `div.s64` and `rem.u64`, but the CUDA driver's JIT compiles them to calls of a
+/// helper (`__cuda_sm20_div_s64`, ...), and a function with any call gets its wgmmas
+/// serialised: each `wgmma.mma_async` waits until the one before it has completed
+/// (`WARPGROUP.DEPBAR.LE gsb0, 0x0` after each HGMMA), so the tensor cores idle between them and
+/// no group overlaps the next slice's copies. The JIT's log says "wgmma.mma_async instructions
+/// are serialized due to the presence of Extern calls"; the offline ptxas inlines the helper and
+/// does not, so only the driver's SASS shows it. examples/gemm_wgmma.h's tile arithmetic (a few
+/// 64-bit divisions per tile, outside the loop) was enough: the whole kernel ran serialised.
+/// In a module with a wgmma, each 64-bit division or remainder whose divisor is not a constant
+/// (LLVM makes those multiplications) becomes a 32-bit one where both operands fit in 32 bits
+/// (`div.s32`/`div.u32` are inline instructions) and, in the branch that is left, LLVM's own
+/// shift-and-subtract expansion (`expandDivision`, a loop without calls). Signed operands take
+/// the 32-bit path only when the dividend is not -2^31 (whose quotient by -1 does not fit); the
+/// code generator has already made every divisor nonzero and every signed division defined
+/// ([Note] IR semantics), so both paths compute the same. Vector lanes are divided one by one.
+/// test/lit/eir/wgmma_tma.eir pins the form; WarpgroupTest runs the divisions against the host.
+bool uses_wgmma(const llvm::Module &m) {
+    for (const llvm::Function &f : m)
+        for (const llvm::BasicBlock &bb : f)
+            for (const llvm::Instruction &i : bb)
+                if (const auto *call = llvm::dyn_cast<llvm::CallInst>(&i))
+                    if (const auto *asm_ = llvm::dyn_cast<llvm::InlineAsm>(
+                            call->getCalledOperand()))
+                        if (asm_->getAsmString().find("wgmma.mma_async") != std::string::npos)
+                            return true;
+    return false;
+}
+
+void inline_64bit_division(llvm::Module &m) {
+    if (!uses_wgmma(m)) return;
+    auto is_div = [](const llvm::Instruction &i) {
+        switch (i.getOpcode()) {
+        case llvm::Instruction::SDiv:
+        case llvm::Instruction::UDiv:
+        case llvm::Instruction::SRem:
+        case llvm::Instruction::URem: return i.getType()->getScalarType()->isIntegerTy(64);
+        default: return false;
+        }
+    };
+    // Vectors first: lane by lane.
+    for (llvm::BinaryOperator *op : instructions_of<llvm::BinaryOperator>(
+             m, [&](llvm::BinaryOperator &i) { return is_div(i) && i.getType()->isVectorTy(); })) {
+        llvm::IRBuilder<> b(op);
+        auto *vt = llvm::cast<llvm::FixedVectorType>(op->getType());
+        llvm::Value *r = llvm::PoisonValue::get(vt);
+        for (unsigned l = 0; l < vt->getNumElements(); ++l)
+            r = b.CreateInsertElement(
+                r,
+                b.CreateBinOp(op->getOpcode(),
+                              b.CreateExtractElement(op->getOperand(0), uint64_t(l)),
+                              b.CreateExtractElement(op->getOperand(1), uint64_t(l))),
+                uint64_t(l));
+        r->takeName(op);
+        op->replaceAllUsesWith(r);
+        op->eraseFromParent();
+    }
+    for (llvm::BinaryOperator *op :
+         instructions_of<llvm::BinaryOperator>(m, [&](llvm::BinaryOperator &i) {
+             return is_div(i) && !llvm::isa<llvm::Constant>(i.getOperand(1));
+         })) {
+        const bool is_signed = op->getOpcode() == llvm::Instruction::SDiv ||
+                               op->getOpcode() == llvm::Instruction::SRem;
+        llvm::IRBuilder<> b(op);
+        llvm::Value *x = op->getOperand(0), *y = op->getOperand(1);
+        llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
+        auto fits = [&](llvm::Value *v) {
+            llvm::Value *t = b.CreateTrunc(v, i32);
+            return b.CreateICmpEQ(is_signed ? b.CreateSExt(t, i64) : b.CreateZExt(t, i64), v);
+        };
+        llvm::Value *narrow = b.CreateAnd(fits(x), fits(y));
+        if (is_signed) narrow = b.CreateAnd(narrow, b.CreateICmpNE(x, b.getInt64(INT32_MIN)));
+        llvm::Instruction *then_term = nullptr, *else_term = nullptr;
+        llvm::SplitBlockAndInsertIfThenElse(narrow, op, &then_term, &else_term);
+        b.SetInsertPoint(then_term);
+        llvm::Value *small = b.CreateBinOp(op->getOpcode(), b.CreateTrunc(x, i32),
+                                           b.CreateTrunc(y, i32));
+        small = is_signed ? b.CreateSExt(small, i64) : b.CreateZExt(small, i64);
+        b.SetInsertPoint(else_term);
+        auto *wide = llvm::cast<llvm::BinaryOperator>(b.CreateBinOp(op->getOpcode(), x, y));
+        llvm::BasicBlock *join = op->getParent();
+        b.SetInsertPoint(join, join->getFirstInsertionPt());
+        llvm::PHINode *phi = b.CreatePHI(i64, 2);
+        phi->addIncoming(small, then_term->getParent());
+        phi->addIncoming(wide, else_term->getParent());
+        phi->takeName(op);
+        op->replaceAllUsesWith(phi);
+        op->eraseFromParent();
+        // The expansion splits the else block; the phi's edge comes from where it ends.
+        llvm::BasicBlock *wide_block = wide->getParent();
+        if (wide->getOpcode() == llvm::Instruction::SDiv ||
+            wide->getOpcode() == llvm::Instruction::UDiv)
+            llvm::expandDivision(wide);
+        else
+            llvm::expandRemainder(wide);
+        for (llvm::BasicBlock *pred : llvm::predecessors(join))
+            if (pred != then_term->getParent()) phi->setIncomingBlock(1, pred);
+        (void)wide_block;
     }
 }
 
@@ -1999,6 +2103,7 @@ public:
         opaque_bf16_call_constants(m);
         scalar_compares_of_16bit_pairs(m);
         scalar_half_vector_arithmetic(m);
+        inline_64bit_division(m);
     }
 
     /// [Note] PTX version of 8-bit float mma

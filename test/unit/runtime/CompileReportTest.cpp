@@ -299,6 +299,30 @@ TEST(CompileReportParser, ReadsTheFiguresOfTheNamedKernel) {
     EXPECT_EQ(small.spill_load_bytes, 0);
 }
 
+TEST(CompileReportParser, KeepsTheJitsPerformanceWarningsOfTheNamedKernel) {
+    // As the CUDA 13 driver's JIT writes it for a kernel with a wgmma and a call.
+    const char *log =
+        "ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are "
+        "serialized due to the presence of Extern calls in the function 'gemm'\n"
+        "ptxas info    : 0 bytes gmem\n"
+        "ptxas info    : Compiling entry function 'gemm' for 'sm_90a'\n"
+        "ptxas info    : Function properties for gemm\n"
+        "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 168 registers, used 1 barriers\n";
+    PtxasInfo p = parse_ptxas_info(log, "gemm");
+    ASSERT_EQ(p.performance_warnings.size(), 1u);
+    EXPECT_EQ(p.performance_warnings[0],
+              "Potential Performance Loss: wgmma.mma_async instructions are "
+              "serialized due to the presence of Extern calls in the function 'gemm'");
+    EXPECT_EQ(p.registers, 168);
+    EXPECT_TRUE(parse_ptxas_info(log, "other").performance_warnings.empty());
+    EXPECT_TRUE(parse_ptxas_info(kJitLog, "spill").performance_warnings.empty());
+    CompileReport r;
+    r.ptxas_warnings = p.performance_warnings;
+    EXPECT_NE(to_string(r).find("; ptxas: Potential Performance Loss: wgmma.mma_async"),
+              std::string::npos);
+}
+
 TEST(CompileReportParser, WithoutANameTakesTheFirstFigures) {
     PtxasInfo first = parse_ptxas_info(kJitLog);
     EXPECT_EQ(first.registers, 10);

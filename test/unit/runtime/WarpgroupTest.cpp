@@ -277,6 +277,111 @@ TEST_P(WarpgroupTest, AWgmmaOperandOutsideTheLayoutIsALaunchErrorOnTheCpu) {
     }
 }
 
+// 64-bit divisions in a kernel with a wgmma, which the NVPTX target rewrites ([Note] wgmma and
+// 64-bit division): 32-bit where the operands fit, an expansion elsewhere. Each thread divides
+// its pairs signed and unsigned after the warpgroup's wgmma.
+const auto divide_after_wgmma = kernel(
+    "divide_after_wgmma", {"x", "y", "out", "n"},
+    [](Ptr<const int64_t> x, Ptr<const int64_t> y, Ptr<int64_t> out, Int n) {
+        auto smem = dynamic_shared<bfloat16>();
+        WarpgroupAccumulator<8> acc;
+        wgmma_fence(acc);
+        wgmma(smem, 0, smem, 4096, acc);
+        wgmma_commit();
+        wgmma_wait<0>(acc);
+        for_(Int(thread_idx.x), n, Int(128), [&](Int i) {
+            Value<int64_t> a = x[i], b = y[i];
+            Value<uint64_t> ua = cast<uint64_t>(a), ub = cast<uint64_t>(b);
+            out[4 * i] = a / b;
+            out[4 * i + 1] = a % b;
+            out[4 * i + 2] = cast<int64_t>(ua / ub);
+            out[4 * i + 3] = cast<int64_t>(ua % ub);
+        });
+    });
+
+TEST_P(WarpgroupTest, SixtyFourBitDivisionsBesideAWgmmaGiveTheHostsResults) {
+    if (!hopper()) GTEST_SKIP() << "wgmma needs a compute capability 9.0 GPU or the CPU device";
+    const int64_t edges[] = {0,
+                             1,
+                             -1,
+                             2,
+                             -2,
+                             7,
+                             -7,
+                             INT32_MAX,
+                             INT32_MIN,
+                             INT32_MAX + int64_t(1),
+                             INT32_MIN - int64_t(1),
+                             UINT32_MAX,
+                             INT64_MAX,
+                             INT64_MIN,
+                             INT64_MIN + 1,
+                             1000000007,
+                             -999999937,
+                             int64_t(1) << 40};
+    std::vector<int64_t> x, y;
+    for (int64_t a : edges)
+        for (int64_t b : edges) x.push_back(a), y.push_back(b);
+    uint64_t state = 2026;
+    for (int i = 0; i < 4096; ++i) { // random pairs, some narrow and some wide
+        auto next = [&] {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            return state;
+        };
+        const int shift_a = int(next() >> 58), shift_b = int(next() >> 58);
+        x.push_back(int64_t(next()) >> shift_a);
+        y.push_back(int64_t(next()) >> shift_b);
+    }
+    const int64_t n = int64_t(x.size());
+    auto dx = ctx().enqueue_create_buffer<int64_t>(n), dy = ctx().enqueue_create_buffer<int64_t>(n);
+    auto dout = ctx().enqueue_create_buffer<int64_t>(4 * n);
+    ctx().enqueue_copy(dx, x.data());
+    ctx().enqueue_copy(dy, y.data());
+    ctx().enqueue_function(divide_after_wgmma, dx, dy, dout, n, grid_dim(1), block_dim(128),
+                           shared_mem_bytes(16384));
+    std::vector<int64_t> got(4 * n);
+    ctx().enqueue_copy(got.data(), dout);
+    ctx().synchronize();
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t a = x[i], b = y[i];
+        const uint64_t ua = uint64_t(a), ub = uint64_t(b);
+        // [Note] IR semantics: x / 0 == x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0.
+        const int64_t q = b == 0 ? 0 : (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
+        const int64_t r = b == 0 || b == -1 ? 0 : a % b;
+        ASSERT_EQ(got[4 * i], q) << a << " / " << b;
+        ASSERT_EQ(got[4 * i + 1], r) << a << " % " << b;
+        ASSERT_EQ(uint64_t(got[4 * i + 2]), ub == 0 ? 0 : ua / ub)
+            << ua << " / " << ub << " (unsigned)";
+        ASSERT_EQ(uint64_t(got[4 * i + 3]), ub == 0 ? 0 : ua % ub)
+            << ua << " % " << ub << " (unsigned)";
+    }
+}
+
+// A wgmma kernel that prints calls vprintf, so the JIT serialises its wgmmas and says so.
+const auto print_after_wgmma = kernel("print_after_wgmma", {"out"}, [](Ptr<float> out) {
+    auto smem = dynamic_shared<bfloat16>();
+    WarpgroupAccumulator<8> acc;
+    wgmma_fence(acc);
+    wgmma(smem, 0, smem, 4096, acc);
+    wgmma_commit();
+    wgmma_wait<0>(acc);
+    if_(thread_idx.x == 1000, [&] { print("never", thread_idx.x); });
+    out[thread_idx.x] = acc[0].value()[0];
+});
+
+TEST_P(WarpgroupTest, TheJitKeepsTheWgmmasOfAKernelThatDividesAsynchronous) {
+    if (GetParam() != "cuda" || !hopper())
+        GTEST_SKIP() << "the PTX JIT's report: a compute capability 9.0 GPU only";
+    // The report carries what the JIT says of serialised wgmmas: nothing for the kernel whose
+    // 64-bit divisions ember inlines, the reason for the one that calls vprintf.
+    CompileReport divides = ctx().compile_function(divide_after_wgmma).report();
+    EXPECT_TRUE(divides.ptxas_warnings.empty()) << to_string(divides);
+    CompileReport prints = ctx().compile_function(print_after_wgmma).report();
+    ASSERT_FALSE(prints.ptxas_warnings.empty()) << to_string(prints);
+    EXPECT_NE(prints.ptxas_warnings[0].find("serialized"), std::string::npos)
+        << prints.ptxas_warnings[0];
+}
+
 INSTANTIATE_TEST_SUITE_P(Apis, WarpgroupTest, ember::testing::all_apis(), ember::testing::api_name);
 
 } // namespace

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ember {
 
@@ -48,6 +49,10 @@ struct CompileReport {
     uint64_t const_bytes = 0;
     /// Most threads a block of this kernel may have on this device.
     int max_threads_per_block = 0;
+    /// What the PTX JIT said of lost speed, e.g. "Potential Performance Loss: wgmma.mma_async
+    /// instructions are serialized due to the presence of Extern calls in the function 'k'";
+    /// empty when it said nothing (and on other devices).
+    std::vector<std::string> ptxas_warnings;
 
     /// Wall time of each stage, in seconds.
     double trace_seconds = 0;
@@ -66,7 +71,8 @@ struct CompileReport {
 /// One line, e.g. "kernel 'saxpy' nvptx:sm_90 (compiled): 16 registers, spill stores 0 B, spill
 /// loads 0 B, stack frame 0 B, shared 0 B, local 0 B, const 0 B, max 1024 threads/block; trace
 /// 0.05 ms, lower 0.3 ms, optimise 1.2 ms, codegen 0.8 ms, load 58 ms, total 60.3 ms". Unknown
-/// values print "n/a" (the stack frame is left out when unknown).
+/// values print "n/a" (the stack frame is left out when unknown); the JIT's warnings follow
+/// ("; ptxas: ...").
 std::string to_string(const CompileReport &r);
 
 /// What ptxas's verbose info log says of one kernel. Fields stay -1 when the log does not say.
@@ -75,6 +81,8 @@ struct PtxasInfo {
     int64_t stack_frame_bytes = -1;
     int64_t spill_store_bytes = -1;
     int64_t spill_load_bytes = -1;
+    /// The "Potential Performance Loss" lines about the kernel, without ptxas's prefix.
+    std::vector<std::string> performance_warnings;
 };
 /// Parses the info log of the PTX JIT (CU_JIT_INFO_LOG_BUFFER with CU_JIT_LOG_VERBOSE) or of
 /// ptxas -v for `kernel`: the "Compiling entry function 'kernel'" / "Function properties for
