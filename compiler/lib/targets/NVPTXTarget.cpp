@@ -205,8 +205,9 @@ void select_for_sitofp_i1(llvm::Module &m) {
 
 /// [Note] wgmma and 64-bit division
 /// =================================
-/// PTX has `div.s64` and `rem.u64`, but the CUDA driver's JIT compiles them to calls of a
-/// helper (`__cuda_sm20_div_s64`, ...), and a function with any call gets its wgmmas
+/// PTX has `div.s64` and `rem.u64` (and `rem.u16`, which LLVM makes of a 64-bit remainder of
+/// small values), but the CUDA driver's JIT compiles them to calls of a helper
+/// (`__cuda_sm20_div_s64`, ...), and a function with any call gets its wgmmas
 /// serialised: each `wgmma.mma_async` waits until the one before it has completed
 /// (`WARPGROUP.DEPBAR.LE gsb0, 0x0` after each HGMMA), so the tensor cores idle between them and
 /// no group overlaps the next slice's copies. The JIT's log says "wgmma.mma_async instructions
@@ -219,7 +220,8 @@ void select_for_sitofp_i1(llvm::Module &m) {
 /// shift-and-subtract expansion (`expandDivision`, a loop without calls). Signed operands take
 /// the 32-bit path only when the dividend is not -2^31 (whose quotient by -1 does not fit); the
 /// code generator has already made every divisor nonzero and every signed division defined
-/// ([Note] IR semantics), so both paths compute the same. Vector lanes are divided one by one.
+/// ([Note] IR semantics), so both paths compute the same. 8- and 16-bit divisions are done in
+/// 32 bits (extended as their signedness says). Vector lanes are divided one by one.
 /// test/lit/eir/wgmma_tma.eir pins the form; WarpgroupTest runs the divisions against the host.
 bool uses_wgmma(const llvm::Module &m) {
     for (const llvm::Function &f : m)
@@ -240,7 +242,10 @@ void inline_64bit_division(llvm::Module &m) {
         case llvm::Instruction::SDiv:
         case llvm::Instruction::UDiv:
         case llvm::Instruction::SRem:
-        case llvm::Instruction::URem: return i.getType()->getScalarType()->isIntegerTy(64);
+        case llvm::Instruction::URem: {
+            const unsigned bits = i.getType()->getScalarType()->getIntegerBitWidth();
+            return bits == 64 || bits == 16 || bits == 8;
+        }
         default: return false;
         }
     };
@@ -270,6 +275,17 @@ void inline_64bit_division(llvm::Module &m) {
         llvm::IRBuilder<> b(op);
         llvm::Value *x = op->getOperand(0), *y = op->getOperand(1);
         llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
+        if (!op->getType()->isIntegerTy(64)) { // 8 or 16 bits: in 32
+            auto wide = [&](llvm::Value *v) {
+                return is_signed ? b.CreateSExt(v, i32) : b.CreateZExt(v, i32);
+            };
+            llvm::Value *r = b.CreateTrunc(b.CreateBinOp(op->getOpcode(), wide(x), wide(y)),
+                                           op->getType());
+            r->takeName(op);
+            op->replaceAllUsesWith(r);
+            op->eraseFromParent();
+            continue;
+        }
         auto fits = [&](llvm::Value *v) {
             llvm::Value *t = b.CreateTrunc(v, i32);
             return b.CreateICmpEQ(is_signed ? b.CreateSExt(t, i64) : b.CreateZExt(t, i64), v);

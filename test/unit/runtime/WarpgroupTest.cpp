@@ -281,8 +281,8 @@ TEST_P(WarpgroupTest, AWgmmaOperandOutsideTheLayoutIsALaunchErrorOnTheCpu) {
 // 64-bit division): 32-bit where the operands fit, an expansion elsewhere. Each thread divides
 // its pairs signed and unsigned after the warpgroup's wgmma.
 const auto divide_after_wgmma = kernel(
-    "divide_after_wgmma", {"x", "y", "out", "n"},
-    [](Ptr<const int64_t> x, Ptr<const int64_t> y, Ptr<int64_t> out, Int n) {
+    "divide_after_wgmma", {"x", "y", "out", "small", "n"},
+    [](Ptr<const int64_t> x, Ptr<const int64_t> y, Ptr<int64_t> out, Ptr<int16_t> small, Int n) {
         auto smem = dynamic_shared<bfloat16>();
         WarpgroupAccumulator<8> acc;
         wgmma_fence(acc);
@@ -296,6 +296,9 @@ const auto divide_after_wgmma = kernel(
             out[4 * i + 1] = a % b;
             out[4 * i + 2] = cast<int64_t>(ua / ub);
             out[4 * i + 3] = cast<int64_t>(ua % ub);
+            // 16 bits, which PTX would divide with a helper too.
+            small[2 * i] = cast<int16_t>(a) / cast<int16_t>(b);
+            small[2 * i + 1] = cast<int16_t>(cast<uint16_t>(a) % cast<uint16_t>(b));
         });
     });
 
@@ -308,6 +311,8 @@ TEST_P(WarpgroupTest, SixtyFourBitDivisionsBesideAWgmmaGiveTheHostsResults) {
                              -2,
                              7,
                              -7,
+                             INT16_MIN,
+                             65535,
                              INT32_MAX,
                              INT32_MIN,
                              INT32_MAX + int64_t(1),
@@ -335,12 +340,15 @@ TEST_P(WarpgroupTest, SixtyFourBitDivisionsBesideAWgmmaGiveTheHostsResults) {
     const int64_t n = int64_t(x.size());
     auto dx = ctx().enqueue_create_buffer<int64_t>(n), dy = ctx().enqueue_create_buffer<int64_t>(n);
     auto dout = ctx().enqueue_create_buffer<int64_t>(4 * n);
+    auto dsmall = ctx().enqueue_create_buffer<int16_t>(2 * n);
     ctx().enqueue_copy(dx, x.data());
     ctx().enqueue_copy(dy, y.data());
-    ctx().enqueue_function(divide_after_wgmma, dx, dy, dout, n, grid_dim(1), block_dim(128),
+    ctx().enqueue_function(divide_after_wgmma, dx, dy, dout, dsmall, n, grid_dim(1), block_dim(128),
                            shared_mem_bytes(16384));
     std::vector<int64_t> got(4 * n);
+    std::vector<int16_t> got_small(2 * n);
     ctx().enqueue_copy(got.data(), dout);
+    ctx().enqueue_copy(got_small.data(), dsmall);
     ctx().synchronize();
     for (int64_t i = 0; i < n; ++i) {
         const int64_t a = x[i], b = y[i];
@@ -354,6 +362,14 @@ TEST_P(WarpgroupTest, SixtyFourBitDivisionsBesideAWgmmaGiveTheHostsResults) {
             << ua << " / " << ub << " (unsigned)";
         ASSERT_EQ(uint64_t(got[4 * i + 3]), ub == 0 ? 0 : ua % ub)
             << ua << " % " << ub << " (unsigned)";
+        const int16_t a16 = int16_t(a), b16 = int16_t(b);
+        const uint16_t ua16 = uint16_t(a), ub16 = uint16_t(b);
+        const int16_t q16 = b16 == 0                          ? 0
+                            : (a16 == INT16_MIN && b16 == -1) ? INT16_MIN
+                                                              : int16_t(a16 / b16);
+        ASSERT_EQ(got_small[2 * i], q16) << a16 << " / " << b16 << " (16 bits)";
+        ASSERT_EQ(uint16_t(got_small[2 * i + 1]), ub16 == 0 ? 0 : uint16_t(ua16 % ub16))
+            << ua16 << " % " << ub16 << " (16 bits, unsigned)";
     }
 }
 
