@@ -18,7 +18,7 @@ using namespace ember;
 using namespace gemm_wgmma_example;
 
 // 128 x 256 tiles, 4 stages of slices of 64, blocks (or clusters) in groups of 16 rows. On an
-// H200 the single blocks are the faster (bench/README.md).
+// H200 the single blocks are as fast or faster (bench/README.md).
 constexpr int64_t kStages = 4, kBN = 256;
 static const auto gemm = make_gemm_wgmma<kStages, kBN, 16>("gemm_wgmma");
 static const auto gemm_cluster = make_gemm_wgmma<kStages, kBN, 16, false, 2>("gemm_wgmma_cluster");

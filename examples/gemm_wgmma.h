@@ -79,7 +79,7 @@ constexpr int64_t shared_bytes(int64_t stages, int64_t bn) {
 /// (mbarrier_arrive_cluster), which expects 4 arrivals. The blocks meet (cluster_sync) once their
 /// mbarriers are initialised, before any copy can reach them, and again at the end, so that
 /// neither leaves while the other may still write to it. On an H200 this variant is correct but
-/// slower than single blocks (bench/README.md): each producer now waits for the consumers of
+/// no faster than single blocks (bench/README.md): each producer now waits for the consumers of
 /// both blocks, and the two slices of lookahead that 4 stages leave do not cover that.
 template <int64_t Stages = 4, int64_t kBN = 256, int64_t Group = 8, bool Persistent = false,
           int64_t Cluster = 1>
