@@ -582,7 +582,8 @@ void run_blocks(CpuThreadFn thread, void **args, const int64_t *ctx, size_t bloc
         for (size_t r = 0; r < blocks; ++r) {
             if (live_in[r] == 0 || at_barrier_in[r] != live_in[r]) continue;
             for (size_t i = r * per_block; i < (r + 1) * per_block; ++i)
-                if (s.fibers[i].state == FiberState::AtBarrier) s.fibers[i].state = FiberState::Ready;
+                if (s.fibers[i].state == FiberState::AtBarrier)
+                    s.fibers[i].state = FiberState::Ready;
             released = true;
         }
         if (released) continue;
@@ -1087,9 +1088,9 @@ void ember_cpu_tma_load(void *dst, const void *map, int32_t x, int32_t y, void *
         for (uint32_t r = 0; r < t.box[1]; ++r)
             for (uint32_t c = 0; c < t.box[0]; ++c) {
                 const int64_t gr = int64_t(y) + r, gc = int64_t(x) + c;
-                unsigned char *to =
-                    shared + swizzled(offset + r * row_bytes + uint64_t(c) * t.element_bytes,
-                                      t.swizzle_bytes);
+                unsigned char *to = shared +
+                                    swizzled(offset + r * row_bytes + uint64_t(c) * t.element_bytes,
+                                             t.swizzle_bytes);
                 if (gr < 0 || gc < 0 || uint64_t(gr) >= t.dims[1] || uint64_t(gc) >= t.dims[0])
                     std::memset(to, 0, t.element_bytes);
                 else

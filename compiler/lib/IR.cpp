@@ -1033,8 +1033,8 @@ Stmt TmaLoad::make(Expr dst, Expr dst_index, Expr map, Expr x, Expr y, Expr bar,
                  "TmaLoad index not an integer");
     EMBER_ASSERT(!multicast || multicast.type().is_int(), "TmaLoad multicast mask not an integer");
     return Stmt(sealed(new TmaLoad(std::move(dst), std::move(dst_index), std::move(map),
-                                   std::move(x), std::move(y), std::move(bar),
-                                   std::move(bar_index), std::move(multicast))));
+                                   std::move(x), std::move(y), std::move(bar), std::move(bar_index),
+                                   std::move(multicast))));
 }
 
 Stmt AsyncGroup::commit() { return Stmt(sealed(new AsyncGroup(-1))); }

@@ -878,7 +878,8 @@ private:
         case ir::NodeKind::SpecialReg: {
             auto *r = e.as<ir::SpecialReg>();
             if (r->dim != 0)
-                return r->reg == ir::SpecialRegKind::BlockDim || r->reg == ir::SpecialRegKind::GridDim ||
+                return r->reg == ir::SpecialRegKind::BlockDim ||
+                               r->reg == ir::SpecialRegKind::GridDim ||
                                r->reg == ir::SpecialRegKind::ClusterDim
                            ? 1
                            : 0;

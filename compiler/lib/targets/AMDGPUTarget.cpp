@@ -151,7 +151,8 @@ public:
 
     /// Cluster barriers do not get here (async_tensor_problem refuses them: AMD GPUs have no
     /// clusters).
-    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view, ir::BarrierScope) const override {
+    llvm::Error emit_barrier(llvm::IRBuilderBase &b, std::string_view,
+                             ir::BarrierScope) const override {
         llvm::LLVMContext &c = b.getContext();
         const llvm::SyncScope::ID workgroup = c.getOrInsertSyncScopeID("workgroup");
         b.CreateFence(llvm::AtomicOrdering::Release, workgroup);

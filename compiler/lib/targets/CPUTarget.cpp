@@ -83,12 +83,12 @@ std::string strict_fp_features(const std::string &triple, std::string features) 
 // which every shared-memory access is checked against, and the launch's cluster dimensions),
 // written by `<kernel>.blocks` before each call. A kernel with cluster barriers, remote mbarrier
 // arrivals or multicast copies runs the blocks of each cluster together
-// (`__ember_cpu_run_cluster`), each with its own shared memory. The exported `<kernel>` runs `<kernel>.blocks` through __ember_cpu_enter, on the
-// host thread's kernel stack with shared memory from its arena ([Note] CPU kernel memory in
-// CpuFibers.h). The body is internal and alwaysinline: after inlining,
-// SROA turns the context into plain SSA values and the per-thread calls into loops. Kernels with
-// a barrier run their threads as fibers instead ([Note] CPU fibers in CpuFibers.h). The layout is
-// private to this file and CpuFibers; only CpuAbi.h is an ABI.
+// (`__ember_cpu_run_cluster`), each with its own shared memory. The exported `<kernel>` runs
+// `<kernel>.blocks` through __ember_cpu_enter, on the host thread's kernel stack with shared memory
+// from its arena ([Note] CPU kernel memory in CpuFibers.h). The body is internal and alwaysinline:
+// after inlining, SROA turns the context into plain SSA values and the per-thread calls into loops.
+// Kernels with a barrier run their threads as fibers instead ([Note] CPU fibers in CpuFibers.h).
+// The layout is private to this file and CpuFibers; only CpuAbi.h is an ABI.
 constexpr unsigned ctx_slot(ir::SpecialRegKind reg, unsigned dim) {
     return static_cast<unsigned>(reg) * 3 + dim;
 }
@@ -101,10 +101,11 @@ static_assert(offsetof(CpuLaunch, grid_dim) == 0 && offsetof(CpuLaunch, block_di
                   offsetof(CpuLaunch, stack_bytes) == 80 && sizeof(CpuFault *) == 8,
               "finish_module reads CpuLaunch as 9 consecutive i64 fields, a pointer and an i64");
 static_assert(cpu_ctx_fault_slot == 14, "the fault record follows the shared memory slots");
-static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_shared_bytes_slot == 16 && cpu_ctx_cluster_slot == 17 &&
-                  cpu_ctx_slots == 20,
+static_assert(cpu_ctx_stack_slot == 15 && cpu_ctx_shared_bytes_slot == 16 &&
+                  cpu_ctx_cluster_slot == 17 && cpu_ctx_slots == 20,
               "the stack size, the shared memory's size and the cluster's dimensions come last");
-static_assert(offsetof(CpuLaunch, cluster_dim) == 88, "finish_module reads the cluster dimensions as i64 fields 11 to 13");
+static_assert(offsetof(CpuLaunch, cluster_dim) == 88,
+              "finish_module reads the cluster dimensions as i64 fields 11 to 13");
 
 /// [Note] LLVM 19's x86 back end and integer vector reductions
 /// =============================================================
@@ -546,8 +547,8 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     // The launch's cluster dimensions, 1 for 0 (no clusters).
     auto cluster_dims = [&](IRBuilder<> &ib, Value *from, std::array<Value *, 3> &dims) {
         for (unsigned d = 0; d < 3; ++d) {
-            Value *v = ib.CreateAlignedLoad(i64, ib.CreateConstInBoundsGEP1_64(i64, from, 11 + d), Align(8),
-                                            "cluster_dim." + Twine("xyz"[d]));
+            Value *v = ib.CreateAlignedLoad(i64, ib.CreateConstInBoundsGEP1_64(i64, from, 11 + d),
+                                            Align(8), "cluster_dim." + Twine("xyz"[d]));
             dims[d] = ib.CreateSelect(ib.CreateICmpSLT(v, ib.getInt64(1)), ib.getInt64(1), v);
         }
         return ib.CreateMul(ib.CreateMul(dims[0], dims[1]), dims[2], "cluster.blocks");
@@ -556,7 +557,8 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     // bytes apart at least.
     const bool clustered = facts.uses_cluster;
     auto shared_stride = [&](IRBuilder<> &ib, Value *bytes) {
-        return ib.CreateAnd(ib.CreateAdd(bytes, ib.getInt64(127)), ib.getInt64(~int64_t(127)), "shared.stride");
+        return ib.CreateAnd(ib.CreateAdd(bytes, ib.getInt64(127)), ib.getInt64(~int64_t(127)),
+                            "shared.stride");
     };
     {
         IRBuilder<> eb(BasicBlock::Create(c, "entry", exported));
@@ -565,7 +567,8 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         Value *bytes = shared_bytes(eb, exported->getArg(1));
         if (clustered && uses_shared) {
             std::array<Value *, 3> dims{};
-            bytes = eb.CreateMul(shared_stride(eb, bytes), cluster_dims(eb, exported->getArg(1), dims));
+            bytes = eb.CreateMul(shared_stride(eb, bytes),
+                                 cluster_dims(eb, exported->getArg(1), dims));
         }
         eb.CreateCall(enter, {entry, exported->getArg(0), exported->getArg(1), bytes});
         eb.CreateRetVoid();
@@ -633,7 +636,8 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
                                      : static_cast<Value *>(ConstantPointerNull::get(ptr)),
                          b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_dynamic_shared_slot), Align(8));
     Value *block_shared_bytes = shared_bytes(b, launch);
-    b.CreateAlignedStore(block_shared_bytes, b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_bytes_slot),
+    b.CreateAlignedStore(block_shared_bytes,
+                         b.CreateConstInBoundsGEP1_64(i64, ctx, cpu_ctx_shared_bytes_slot),
                          Align(8));
     call_args.push_back(ctx);
     b.CreateCondBr(b.CreateICmpSLT(begin, end), bb_block, bb_exit);
@@ -645,7 +649,8 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
     // The block loop's latch and the exit, shared by both ways of running a block's threads.
     auto close_blocks = [&] {
         b.SetInsertPoint(bb_block_latch);
-        Value *next_block = b.CreateAdd(linear, clustered ? cluster_blocks : b.getInt64(1), "", /*HasNUW=*/false,
+        Value *next_block = b.CreateAdd(linear, clustered ? cluster_blocks : b.getInt64(1), "",
+                                        /*HasNUW=*/false,
                                         /*HasNSW=*/true);
         linear->addIncoming(next_block, bb_block_latch);
         b.CreateCondBr(b.CreateICmpSLT(next_block, end), bb_block, bb_exit);
@@ -694,11 +699,13 @@ llvm::Error CPUTarget::finish_module(llvm::Module &m, llvm::Function &body, cons
         if (clustered) {
             // The cluster's blocks together (this is its first block).
             FunctionCallee run_cluster = m.getOrInsertFunction(
-                "__ember_cpu_run_cluster", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr, i64}, false));
+                "__ember_cpu_run_cluster",
+                FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr, i64}, false));
             b.CreateCall(run_cluster, {thread, args, ctx, shared_stride(b, block_shared_bytes)});
         } else {
             FunctionCallee run_block = m.getOrInsertFunction(
-                "__ember_cpu_run_block", FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr}, false));
+                "__ember_cpu_run_block",
+                FunctionType::get(Type::getVoidTy(c), {ptr, ptr, ptr}, false));
             b.CreateCall(run_block, {thread, args, ctx});
         }
         b.CreateBr(bb_block_latch);

@@ -1837,11 +1837,12 @@ public:
         auto *fn_ty = llvm::FunctionType::get(b.getVoidTy(), params, false);
         b.CreateCall(llvm::InlineAsm::get(
                          fn_ty,
-                         multicast ? "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
-                                     "complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3}], "
-                                     "[$4], $5;"
-                                   : "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
-                                     "complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+                         multicast
+                             ? "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+                               "complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3}], "
+                               "[$4], $5;"
+                             : "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+                               "complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
                          multicast ? "r,l,r,r,r,h,~{memory}" : "r,l,r,r,r,~{memory}",
                          /*hasSideEffects=*/true),
                      args);

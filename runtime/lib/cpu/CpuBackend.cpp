@@ -494,8 +494,8 @@ public:
 
     /// `cluster`: blocks per cluster ({0, 0, 0}: none); the grid is a whole number of clusters
     /// (checked by the caller).
-    static void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
-                       const std::array<int64_t, 3> &cluster = {0, 0, 0}) {
+    static void launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
+                       void **args, const std::array<int64_t, 3> &cluster = {0, 0, 0}) {
         auto &f = static_cast<CpuFunction &>(fn);
         CpuFault fault;
         run(f.entry(), dims, cluster, args, &fault, stack_bytes(kernel_name, f.local_bytes()));
@@ -503,8 +503,9 @@ public:
     }
 
 private:
-    static void run(CpuKernelFn entry, const LaunchDims &dims, const std::array<int64_t, 3> &cluster, void **args,
-                    CpuFault *fault, uint64_t stack_bytes) {
+    static void run(CpuKernelFn entry, const LaunchDims &dims,
+                    const std::array<int64_t, 3> &cluster, void **args, CpuFault *fault,
+                    uint64_t stack_bytes) {
         CpuLaunch base{};
         base.fault = fault;
         base.stack_bytes = static_cast<int64_t>(stack_bytes);
@@ -634,12 +635,14 @@ void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const
     CpuBackend::launch(fn, kernel_name, dims, args);
 }
 
-void CpuStream::launch_extended(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
-                                const LaunchExtras &extras, void **args, size_t) {
+void CpuStream::launch_extended(LoadedFunction &fn, const std::string &kernel_name,
+                                const LaunchDims &dims, const LaunchExtras &extras, void **args,
+                                size_t) {
     if (graph_)
-        throw LogicError("kernel '" + kernel_name +
-                         "': this kind of launch cannot be captured into a graph on the CPU device; "
-                         "launch it with enqueue_function");
+        throw LogicError(
+            "kernel '" + kernel_name +
+            "': this kind of launch cannot be captured into a graph on the CPU device; "
+            "launch it with enqueue_function");
     CpuBackend::launch(fn, kernel_name, dims, args, extras.cluster);
 }
 

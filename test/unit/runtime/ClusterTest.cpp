@@ -50,7 +50,8 @@ TEST_P(ClusterTest, TheClusterRegistersNameEachBlocksPlace) {
     if (!clusters()) GTEST_SKIP() << "clusters need a compute capability 9.0 GPU or the CPU device";
     const int64_t gx = 4, gy = 4;
     auto out = ctx().enqueue_create_buffer<int32_t>(gx * gy * 8);
-    for (std::array<int64_t, 2> c : {std::array<int64_t, 2>{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 2}, {0, 0}}) {
+    for (std::array<int64_t, 2> c :
+         {std::array<int64_t, 2>{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 2}, {0, 0}}) {
         ctx().enqueue_memset(out, -1);
         if (c[0] == 0) // no cluster_dim: every block is a cluster of one
             ctx().enqueue_function(cluster_registers, out, grid_dim(gx, gy), block_dim(64));
@@ -64,8 +65,9 @@ TEST_P(ClusterTest, TheClusterRegistersNameEachBlocksPlace) {
         for (int64_t by = 0; by < gy; ++by)
             for (int64_t bx = 0; bx < gx; ++bx) {
                 const int32_t *r = &got[(by * gx + bx) * 8];
-                const std::string where = "cluster " + std::to_string(cx) + " x " + std::to_string(cy) +
-                                          ", block (" + std::to_string(bx) + ", " + std::to_string(by) + ")";
+                const std::string where = "cluster " + std::to_string(cx) + " x " +
+                                          std::to_string(cy) + ", block (" + std::to_string(bx) +
+                                          ", " + std::to_string(by) + ")";
                 EXPECT_EQ(r[0], bx % cx + cx * (by % cy)) << where;
                 EXPECT_EQ(r[1], bx / cx) << where;
                 EXPECT_EQ(r[2], by / cy) << where;
@@ -80,21 +82,21 @@ TEST_P(ClusterTest, TheClusterRegistersNameEachBlocksPlace) {
 
 // Every thread writes a flag, the cluster meets, and each thread counts the flags of its
 // cluster's blocks: all of them are set after cluster_sync. A second round reuses the flags.
-const auto count_flags = kernel("count_flags", {"flags", "out"}, [](Ptr<int32_t> flags, Ptr<int32_t> out) {
-    Int threads = block_dim.x;
-    Int block = block_idx.x;
-    Int first = cluster_idx.x * cluster_dim.x; // the cluster's first block
-    for (int round = 1; round <= 2; ++round) {
-        flags[block * threads + thread_idx.x] = round;
-        cluster_sync();
-        Var<int32_t> seen(0);
-        for_(Int(0), cluster_dim.x * threads, [&](Int i) {
-            seen = seen + cast<int32_t>(flags[first * threads + i] == round);
-        });
-        out[(block * threads + thread_idx.x) * 2 + (round - 1)] = seen;
-        cluster_sync(); // everyone has read before the next round writes
-    }
-});
+const auto count_flags = kernel(
+    "count_flags", {"flags", "out"}, [](Ptr<int32_t> flags, Ptr<int32_t> out) {
+        Int threads = block_dim.x;
+        Int block = block_idx.x;
+        Int first = cluster_idx.x * cluster_dim.x; // the cluster's first block
+        for (int round = 1; round <= 2; ++round) {
+            flags[block * threads + thread_idx.x] = round;
+            cluster_sync();
+            Var<int32_t> seen(0);
+            for_(Int(0), cluster_dim.x * threads,
+                 [&](Int i) { seen = seen + cast<int32_t>(flags[first * threads + i] == round); });
+            out[(block * threads + thread_idx.x) * 2 + (round - 1)] = seen;
+            cluster_sync(); // everyone has read before the next round writes
+        }
+    });
 
 TEST_P(ClusterTest, ClusterSyncOrdersTheWritesOfEveryBlockOfTheCluster) {
     if (!clusters()) GTEST_SKIP() << "clusters need a compute capability 9.0 GPU or the CPU device";
@@ -103,13 +105,15 @@ TEST_P(ClusterTest, ClusterSyncOrdersTheWritesOfEveryBlockOfTheCluster) {
     auto out = ctx().enqueue_create_buffer<int32_t>(blocks * threads * 2);
     for (int64_t c : {2, 4, 8}) {
         ctx().enqueue_memset(flags, 0);
-        ctx().enqueue_function(count_flags, flags, out, grid_dim(blocks), block_dim(threads), cluster_dim(c));
+        ctx().enqueue_function(count_flags, flags, out, grid_dim(blocks), block_dim(threads),
+                               cluster_dim(c));
         std::vector<int32_t> got(blocks * threads * 2);
         ctx().enqueue_copy(got.data(), out);
         ctx().synchronize();
         for (int64_t i = 0; i < blocks * threads * 2; ++i)
-            ASSERT_EQ(got[i], c * threads) << "clusters of " << c << ", thread " << i / 2 % threads << " of block "
-                                           << i / 2 / threads << ", round " << i % 2 + 1;
+            ASSERT_EQ(got[i], c * threads)
+                << "clusters of " << c << ", thread " << i / 2 % threads << " of block "
+                << i / 2 / threads << ", round " << i % 2 + 1;
     }
 }
 
@@ -122,9 +126,8 @@ const auto arrive_everywhere = kernel("arrive_everywhere", {"out"}, [](Ptr<int32
     if_(thread_idx.x == 0, [&] { mbarrier_init(bar, 0, size); });
     fence_proxy_async();
     cluster_sync(); // every block's mbarrier is initialised before anyone arrives on it
-    if_(thread_idx.x == 0, [&] {
-        for_(Int(0), size, [&](Int r) { mbarrier_arrive_cluster(bar, 0, r); });
-    });
+    if_(thread_idx.x == 0,
+        [&] { for_(Int(0), size, [&](Int r) { mbarrier_arrive_cluster(bar, 0, r); }); });
     mbarrier_wait(bar, 0, 0);
     out[(block_idx.y * grid_dim.x + block_idx.x) * block_dim.x + thread_idx.x] = 1;
     cluster_sync(); // no block leaves while others may still arrive on its mbarrier
@@ -183,8 +186,8 @@ TEST_P(ClusterTest, TmaMulticastLandsEveryBoxInEveryBlockOfTheCluster) {
     auto out = ctx().enqueue_create_buffer<bfloat16>(gx * gy * 4 * box);
     for (std::array<int64_t, 2> c : {std::array<int64_t, 2>{2, 1}, {4, 1}, {2, 2}, {1, 2}}) {
         ctx().enqueue_memset(out, bfloat16(-1.0f));
-        ctx().enqueue_function(multicast_rows, map, out, grid_dim(gx, gy), block_dim(128), cluster_dim(c[0], c[1]),
-                               shared_mem_bytes(4 * box * 2 + 8));
+        ctx().enqueue_function(multicast_rows, map, out, grid_dim(gx, gy), block_dim(128),
+                               cluster_dim(c[0], c[1]), shared_mem_bytes(4 * box * 2 + 8));
         std::vector<bfloat16> got(gx * gy * 4 * box);
         ctx().enqueue_copy(got.data(), out);
         ctx().synchronize();
@@ -192,8 +195,8 @@ TEST_P(ClusterTest, TmaMulticastLandsEveryBoxInEveryBlockOfTheCluster) {
         for (int64_t b = 0; b < gx * gy; ++b)
             for (int64_t e = 0; e < size * box; ++e)
                 ASSERT_EQ(float(got[b * 4 * box + e]), float(m[e]))
-                    << "cluster " << c[0] << " x " << c[1] << ", block " << b << ", slot " << e / box << ", element "
-                    << e % box;
+                    << "cluster " << c[0] << " x " << c[1] << ", block " << b << ", slot "
+                    << e / box << ", element " << e % box;
     }
 }
 
@@ -208,14 +211,15 @@ const auto arrive_outside = kernel("arrive_outside", {"rank"}, [](Int rank) {
 TEST_P(ClusterTest, ARankOutsideTheClusterIsALaunchErrorOnTheCpu) {
     if (GetParam() != "cpu") GTEST_SKIP() << "undefined on a GPU: only the CPU device checks it";
     try {
-        ctx().enqueue_function(arrive_outside, int64_t(2), grid_dim(4), block_dim(32), cluster_dim(2),
-                               shared_mem_bytes(8));
+        ctx().enqueue_function(arrive_outside, int64_t(2), grid_dim(4), block_dim(32),
+                               cluster_dim(2), shared_mem_bytes(8));
         ctx().synchronize();
         FAIL() << "an arrival on block 2 of a cluster of 2 ran";
     } catch (const LaunchError &e) {
         const std::string what = e.what();
         EXPECT_NE(what.find("arrive_outside"), std::string::npos) << what;
-        EXPECT_NE(what.find("names block 2 of the cluster, which has 2 blocks"), std::string::npos) << what;
+        EXPECT_NE(what.find("names block 2 of the cluster, which has 2 blocks"), std::string::npos)
+            << what;
     }
     // In range, the same kernel runs.
     ctx().enqueue_function(arrive_outside, int64_t(1), grid_dim(4), block_dim(32), cluster_dim(2),
@@ -226,8 +230,9 @@ TEST_P(ClusterTest, ARankOutsideTheClusterIsALaunchErrorOnTheCpu) {
 TEST_P(ClusterTest, AGridThatIsNoWholeNumberOfClustersIsRefused) {
     if (!clusters()) GTEST_SKIP() << "clusters need a compute capability 9.0 GPU or the CPU device";
     auto out = ctx().enqueue_create_buffer<int32_t>(6 * 8);
-    EXPECT_THROW(ctx().enqueue_function(cluster_registers, out, grid_dim(6), block_dim(32), cluster_dim(4)),
-                 LogicError);
+    EXPECT_THROW(
+        ctx().enqueue_function(cluster_registers, out, grid_dim(6), block_dim(32), cluster_dim(4)),
+        LogicError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, ClusterTest, ember::testing::all_apis(), ember::testing::api_name);

@@ -1155,7 +1155,7 @@ private:
 /// ArriveCluster arrives on the mbarrier at the same shared-memory offset in block `value` (its
 /// rank) of the cluster ([Note] IR semantics: Clusters).
 enum class MBarrierOp : uint8_t { Init, Arrive, ExpectTx, Wait, ArriveCluster };
-std::string_view to_string(MBarrierOp op); // "init", "arrive", "expect_tx", "wait", "arrive_cluster"
+std::string_view to_string(MBarrierOp op); // "init", "arrive", ..., "arrive_cluster"
 std::optional<MBarrierOp> parse_mbarrier_op(std::string_view s);
 struct MBarrier final : StmtNode {
     static constexpr NodeKind static_kind = NodeKind::MBarrier;

@@ -472,7 +472,9 @@ struct LaunchCluster {
 /// `cluster_dim.x` in a kernel: the blocks per cluster in x (1 in a launch without clusters, and
 /// on targets without them); `cluster_dim(n)` / `cluster_dim(x, y, z)` at a launch.
 struct ClusterDimReg : SpecialReg3 {
-    constexpr LaunchCluster operator()(int64_t x, int64_t y = 1, int64_t z = 1) const { return {x, y, z}; }
+    constexpr LaunchCluster operator()(int64_t x, int64_t y = 1, int64_t z = 1) const {
+        return {x, y, z};
+    }
     constexpr LaunchCluster operator()(LaunchCluster c) const { return c; }
 };
 inline constexpr ClusterDimReg cluster_dim{{{ir::SpecialRegKind::ClusterDim, 0},

@@ -183,8 +183,7 @@ inline void mbarrier_arrive_cluster(const SharedPtr<uint64_t> &bar, detail::Inde
                                     detail::IndexArg rank,
                                     std::source_location loc = std::source_location::current()) {
     detail::require_builder("mbarrier_arrive_cluster", loc)
-        .emit(ir::MBarrier::make(ir::MBarrierOp::ArriveCluster, bar.expr(), index.expr,
-                                 rank.expr),
+        .emit(ir::MBarrier::make(ir::MBarrierOp::ArriveCluster, bar.expr(), index.expr, rank.expr),
               loc);
 }
 /// Arrives at `bar[index]`, whose phase then also waits for `bytes` of asynchronous copies
