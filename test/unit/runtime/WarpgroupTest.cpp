@@ -277,18 +277,24 @@ TEST_P(WarpgroupTest, AWgmmaOperandOutsideTheLayoutIsALaunchErrorOnTheCpu) {
     }
 }
 
+/// The warpgroup's wgmma of the first tiles of the dynamic shared memory (A at 0, B at 4096),
+/// completed: what makes a kernel one with a wgmma.
+void one_wgmma(WarpgroupAccumulator<8> &acc) {
+    auto smem = dynamic_shared<bfloat16>();
+    wgmma_fence(acc);
+    wgmma(smem, 0, smem, 4096, acc);
+    wgmma_commit();
+    wgmma_wait<0>(acc);
+}
+
 // 64-bit divisions in a kernel with a wgmma, which the NVPTX target rewrites ([Note] wgmma and
 // 64-bit division): 32-bit where the operands fit, an expansion elsewhere. Each thread divides
 // its pairs signed and unsigned after the warpgroup's wgmma.
 const auto divide_after_wgmma = kernel(
     "divide_after_wgmma", {"x", "y", "out", "small", "n"},
     [](Ptr<const int64_t> x, Ptr<const int64_t> y, Ptr<int64_t> out, Ptr<int16_t> small, Int n) {
-        auto smem = dynamic_shared<bfloat16>();
         WarpgroupAccumulator<8> acc;
-        wgmma_fence(acc);
-        wgmma(smem, 0, smem, 4096, acc);
-        wgmma_commit();
-        wgmma_wait<0>(acc);
+        one_wgmma(acc);
         for_(Int(thread_idx.x), n, Int(128), [&](Int i) {
             Value<int64_t> a = x[i], b = y[i];
             Value<uint64_t> ua = cast<uint64_t>(a), ub = cast<uint64_t>(b);
@@ -375,12 +381,8 @@ TEST_P(WarpgroupTest, SixtyFourBitDivisionsBesideAWgmmaGiveTheHostsResults) {
 
 // A wgmma kernel that prints calls vprintf, so the JIT serialises its wgmmas and says so.
 const auto print_after_wgmma = kernel("print_after_wgmma", {"out"}, [](Ptr<float> out) {
-    auto smem = dynamic_shared<bfloat16>();
     WarpgroupAccumulator<8> acc;
-    wgmma_fence(acc);
-    wgmma(smem, 0, smem, 4096, acc);
-    wgmma_commit();
-    wgmma_wait<0>(acc);
+    one_wgmma(acc);
     if_(thread_idx.x == 1000, [&] { print("never", thread_idx.x); });
     out[thread_idx.x] = acc[0].value()[0];
 });
