@@ -37,7 +37,11 @@
 /// the slots until every lane has read. A thread at an mbarrier wait (a kernel with one runs as
 /// fibers too) looks at the barrier each round and lets the others run; a round in which only
 /// such threads ran and no mbarrier changed means none can ever end, which a GPU would hang on:
-/// the launch fails instead (CpuFault::Kind::tensor_op) and every wait returns. Stacks
+/// the launch fails instead (CpuFault::Kind::tensor_op) and every wait returns. A kernel with a
+/// cluster barrier, a remote mbarrier arrival or a multicast copy runs all the blocks of a
+/// cluster in one scheduler (`ember_cpu_run_cluster`): fibers block by block in rank order, each
+/// block with its own shared memory, its barrier released when its own live fibers wait there,
+/// the cluster barrier when every live fiber of the cluster does; warps never cross blocks. Stacks
 /// (CpuLaunch::stack_bytes reserved, 256 KiB by default, committed as used, with a guard page
 /// below) are cached per host thread and reused by later blocks; a launch that needs bigger ones
 /// replaces them. The runtime sizes them from the kernel's local arrays
