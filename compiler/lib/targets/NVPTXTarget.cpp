@@ -309,7 +309,6 @@ void inline_64bit_division(llvm::Module &m) {
         op->replaceAllUsesWith(phi);
         op->eraseFromParent();
         // The expansion splits the else block; the phi's edge comes from where it ends.
-        llvm::BasicBlock *wide_block = wide->getParent();
         if (wide->getOpcode() == llvm::Instruction::SDiv ||
             wide->getOpcode() == llvm::Instruction::UDiv)
             llvm::expandDivision(wide);
@@ -317,7 +316,6 @@ void inline_64bit_division(llvm::Module &m) {
             llvm::expandRemainder(wide);
         for (llvm::BasicBlock *pred : llvm::predecessors(join))
             if (pred != then_term->getParent()) phi->setIncomingBlock(1, pred);
-        (void)wide_block;
     }
 }
 

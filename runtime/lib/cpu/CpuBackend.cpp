@@ -627,12 +627,8 @@ void CpuStream::copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddres
 }
 
 void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
-                       size_t) {
-    if (graph_)
-        throw LogicError("kernel '" + kernel_name +
-                         "': this kind of launch cannot be captured into a graph on the CPU device; "
-                         "launch it with enqueue_function");
-    CpuBackend::launch(fn, kernel_name, dims, args);
+                       size_t n) {
+    launch_extended(fn, kernel_name, dims, LaunchExtras{}, args, n);
 }
 
 void CpuStream::launch_extended(LoadedFunction &fn, const std::string &kernel_name,
