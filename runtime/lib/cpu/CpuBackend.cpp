@@ -626,8 +626,8 @@ void CpuStream::copy_between(DeviceAddress dst, Backend *dst_owner, DeviceAddres
     std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
 }
 
-void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims, void **args,
-                       size_t n) {
+void CpuStream::launch(LoadedFunction &fn, const std::string &kernel_name, const LaunchDims &dims,
+                       void **args, size_t n) {
     launch_extended(fn, kernel_name, dims, LaunchExtras{}, args, n);
 }
 
